@@ -1,0 +1,1 @@
+"""The grammar of the query language, `ftsparql.lark`, installed as ``rtf.grammar``."""

@@ -1,0 +1,50 @@
+"""rtf: continuous full-text SPARQL queries over streams of RDF publications.
+
+Register queries once; for each publication, learn which queries it
+satisfies and with which bindings::
+
+    from rtf import Engine, Publication
+
+    engine = Engine(algorithm="rtfs")           # or "naive", "rtfm", "ibroker"
+    engine.register('''
+        PREFIX dbo: <http://dbpedia.org/ontology/>
+        SELECT ?a WHERE { ?a dbo:abstract ?t FILTER ftcontains(?t, "olympic" ftand "rio") }
+    ''', query_id="q1", subscriber="alice")
+    for match in engine.match(publication):     # Publication, rdflib Graph or triples
+        print(match.query_id, match.subscriber, match.bindings)
+
+The pieces, in the order data flows through them: `rtf.parser` (text to
+`rtf.model`), `rtf.decompose` (branches of tuple conjuncts), the indexes
+(`rtf.naive`, `rtf.trieforest`, `rtf.ibroker_baseline`), `rtf.filter` and
+`rtf.join` (the shared filtering algorithm), `rtf.engine` (the facade).
+"""
+
+__version__ = "0.1.0"
+
+# The public API, imported on first use (PEP 562) so that `import rtf.text`
+# in a Spark executor does not pay for the parser and every engine.
+_API = {
+    "ALGORITHMS": "rtf.engine", "Engine": "rtf.engine", "Match": "rtf.engine",
+    "Publication": "rtf.publication", "Taxonomy": "rtf.taxonomy",
+    "parse_query": "rtf.parser", "read_publications": "rtf.reader",
+    "RtfError": "rtf.errors", "QueryError": "rtf.errors", "QuerySyntaxError": "rtf.errors",
+    "UnsupportedQueryError": "rtf.errors", "QueryTooComplexError": "rtf.errors",
+    "PublicationError": "rtf.errors", "TaxonomyError": "rtf.errors",
+}
+
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rtf' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -1,0 +1,270 @@
+"""The ``rtf`` command line.
+
+    rtf check "ASK { ?s ?p ?o }"            show how a query decomposes
+    rtf match --queries Q.jsonl --publications dump.nt.gz [...]
+    rtf demo                                the example queries on the DBpedia sample
+    rtf gen-queries / rtf bench             workloads and the RTF paper's evaluation
+
+Every command prints errors as one readable line (with line and column for
+queries) and exits non-zero; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from rtf.errors import QueryError, RtfError
+
+EPILOG_MATCH = """\
+queries file:
+  JSON Lines, one {"id": "...", "query": "...", "subscriber": "..."} per line
+  (subscriber optional), or a .rq file holding one query (its id is the file name).
+
+output (JSON Lines, one line per publication and matching query):
+  {"publication": "http://dbpedia.org/resource/X", "query": "q1", "subscriber": null,
+   "bindings": [{"x": "<http://...>"}]}
+  bindings are the distinct projected solutions as N-Triples terms ([] for ASK);
+  publications come in input order, then query ids in order.
+
+example:
+  rtf match --queries examples/queries.jsonl \\
+            --publications ../shared/data/dbpedia/nordlys_dbpedia-2015-10_sample.nt.gz \\
+            --taxonomy ../shared/data/dbpedia/ontology/dbpedia_2015-10.nt.gz --stats
+"""
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"rtf: error: {message}", file=sys.stderr)
+    return code
+
+
+def progress(iterable, desc: str, total: int | None = None, unit: str = "it"):
+    """A tqdm progress bar on stderr when stderr is a terminal; the iterable otherwise."""
+    if not sys.stderr.isatty():
+        return iterable
+    from tqdm import tqdm
+    return tqdm(iterable, desc=desc, total=total, unit=unit, file=sys.stderr, leave=False)
+
+
+def peak_rss_mb() -> float:
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+# ----------------------------------------------------------------- loading
+
+
+class QueryFileError(RtfError):
+    pass
+
+
+def load_queries(path: str | Path) -> list[dict]:
+    """Query records {"id", "query", "subscriber"} from a JSON Lines or .rq file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise QueryFileError(f"cannot read queries file {path}: {e.strerror}") from None
+    if path.suffix == ".rq":
+        return [{"id": path.stem, "query": text, "subscriber": None, "line": 1}]
+    records = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise QueryFileError(f"{path}:{n}: not a JSON object ({e.msg})") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("query"), str):
+            raise QueryFileError(f'{path}:{n}: expected {{"id": ..., "query": "..."}}')
+        records.append({"id": str(rec["id"]) if rec.get("id") is not None else None,
+                        "query": rec["query"], "subscriber": rec.get("subscriber"), "line": n})
+    return records
+
+
+def register_all(engine, records, source: str) -> None:
+    """Register every record, or none: the first bad query is an error naming it."""
+    for rec in progress(records, "registering", unit="q"):
+        try:
+            engine.register(rec["query"], rec["id"], rec["subscriber"])
+        except QueryError as e:
+            where = f"{source}:{rec['line']}"
+            raise QueryFileError(f"{where}: query {rec['id']!r}: {e}") from None
+        except ValueError as e:
+            raise QueryFileError(f"{source}:{rec['line']}: {e}") from None
+
+
+def match_line(pub_id: str, m) -> str:
+    return json.dumps({"publication": pub_id, "query": m.query_id, "subscriber": m.subscriber,
+                       "bindings": m.bindings}, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_check(args) -> int:
+    from rtf.parser import parse_query
+
+    if args.file:
+        try:
+            text = Path(args.file).read_text(encoding="utf-8")
+        except OSError as e:
+            return _fail(f"cannot read {args.file}: {e.strerror}")
+    elif args.query is not None:
+        text = args.query
+    else:
+        text = sys.stdin.read()
+    try:
+        q = parse_query(text)
+    except QueryError as e:
+        print(f"invalid query: {e}", file=sys.stderr)
+        if e.line is not None:
+            lines = text.splitlines()
+            if 0 < e.line <= len(lines):
+                print("  " + lines[e.line - 1], file=sys.stderr)
+                print("  " + " " * max((e.column or 1) - 1, 0) + "^", file=sys.stderr)
+        return 1
+    print(q.describe())
+    return 0
+
+
+def cmd_match(args) -> int:
+    from rtf.engine import Engine
+    from rtf.reader import ReadStats, read_publications
+
+    t0 = time.perf_counter()
+    engine = Engine(args.algorithm, taxonomy=args.taxonomy)
+    records = load_queries(args.queries)
+    register_all(engine, records, args.queries)
+    register_s = time.perf_counter() - t0
+
+    out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")
+    read_stats = ReadStats()
+    publications = matches = 0
+    filter_s = 0.0
+    try:
+        pubs = read_publications(args.publications, group_by=args.group_by,
+                                 skip_invalid=args.skip_invalid, stats=read_stats)
+        for pub in progress(pubs, "matching", unit="pub"):
+            t = time.perf_counter()
+            found = engine.match(pub)
+            filter_s += time.perf_counter() - t
+            publications += 1
+            for m in found:
+                out.write(match_line(pub.id, m) + "\n")
+            matches += len(found)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        else:
+            out.flush()
+    if args.skip_invalid and read_stats.skipped_lines:
+        print(f"rtf: skipped {read_stats.skipped_lines} invalid line(s)", file=sys.stderr)
+    if args.stats:
+        stats = {"algorithm": args.algorithm, "queries": len(engine), "publications": publications,
+                 "triples": read_stats.triples, "skipped_lines": read_stats.skipped_lines,
+                 "register_s": round(register_s, 4), "filter_s": round(filter_s, 4),
+                 "filter_ms_per_publication": round(1000 * filter_s / publications, 4) if publications else None,
+                 "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1)}
+        print(json.dumps(stats), file=sys.stderr)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    """Run the example queries over the DBpedia sample, or the bundled example."""
+    from rtf.datasets import ENV_VAR, dbpedia_files, dbpedia_ontology, data_dir
+
+    examples = Path(__file__).resolve().parent / "examples"
+    files = dbpedia_files()
+    if files:
+        queries = examples / "dbpedia_queries.jsonl"
+        pubs = [str(f) for f in files]
+        taxonomy = str(dbpedia_ontology())
+        print(f"rtf demo: {len(files)} DBpedia sample files from {data_dir()}/dbpedia", file=sys.stderr)
+    else:
+        queries = examples / "news_queries.jsonl"
+        pubs = [str(examples / "news.nt")]
+        taxonomy = str(examples / "news_ontology.nt")
+        print(f"rtf demo: the DBpedia sample was not found at {data_dir()}/dbpedia "
+              f"(set {ENV_VAR} to the folder that holds dbpedia/); "
+              f"running the bundled example {pubs[0]} instead", file=sys.stderr)
+    ns = argparse.Namespace(queries=str(queries), publications=pubs, taxonomy=taxonomy,
+                            algorithm=args.algorithm, group_by="subject", output=args.output,
+                            stats=True, skip_invalid=False)
+    return cmd_match(ns)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from rtf.engine import ALGORITHMS
+
+    parser = argparse.ArgumentParser(
+        prog="rtf", description="Continuous full-text SPARQL queries over RDF publications.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n")[1])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("check", help="parse a query and print its decomposition",
+                       description="Parse a query and print its decomposition into branches and tuple "
+                                   "conjuncts; exit 1 with line and column if it is invalid.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog='example:\n  rtf check \'ASK { ?a <http://ex/p> ?t FILTER ftcontains(?t, "rio") }\'')
+    p.add_argument("query", nargs="?", help="the query text (default: read -f FILE or stdin)")
+    p.add_argument("-f", "--file", help="read the query from a .rq file")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("match", help="match publications against registered queries",
+                       description="Register the queries, then stream the publications through the "
+                                   "engine and write one JSON line per (publication, matching query).",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG_MATCH)
+    p.add_argument("--queries", required=True, metavar="Q", help="JSON Lines of queries, or a .rq file")
+    p.add_argument("--publications", required=True, nargs="+", metavar="F",
+                   help="N-Triples, Turtle or N-Quads files, plain, .gz or .bz2 ('-' for stdin)")
+    p.add_argument("--taxonomy", metavar="ONTO", help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf*")
+    p.add_argument("--algorithm", default="naive", choices=ALGORITHMS, help="engine (default: naive)")
+    p.add_argument("--group-by", default="subject", choices=("subject", "graph"),
+                   help="a publication is a run of triples with one subject (default) or one named graph")
+    p.add_argument("--output", metavar="FILE", help="write matches here (default or '-': stdout)")
+    p.add_argument("--stats", action="store_true", help="print a JSON object of figures on stderr at the end")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="skip malformed lines (and report how many) instead of failing")
+    p.set_defaults(func=cmd_match)
+
+    p = sub.add_parser("demo", help="run the example queries on the DBpedia sample",
+                       description="Run the example queries (rtf/examples/) over the DBpedia sample in "
+                                   "$RTF_DATA_DIR/dbpedia (default ../shared/data/dbpedia), or over a "
+                                   "small bundled example when the sample is absent.")
+    p.add_argument("--algorithm", default="rtfs", choices=ALGORITHMS)
+    p.add_argument("--output", metavar="FILE", help="write matches here (default: stdout)")
+    p.set_defaults(func=cmd_demo)
+
+    for name in ("workload", "bench"):
+        try:
+            module = __import__(f"rtf.{name}", fromlist=["add_command"])
+        except ImportError:
+            continue
+        if hasattr(module, "add_command"):
+            module.add_command(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except (RtfError, OSError) as e:
+        return _fail(str(e))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

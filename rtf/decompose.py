@@ -1,0 +1,146 @@
+"""Decomposition of a query into conjunctive branches of tuple conjuncts.
+
+The filters of a query become a disjunctive normal form: ``!`` is pushed
+down to the atoms (De Morgan), ``||`` and ``ftor`` are multiplied out. Every
+rewriting used is an identity of Kleene's three-valued logic, which is
+SPARQL's logic of ``&&``, ``||`` and ``!`` with *error* as the third value,
+so a branch is true exactly when the original filter is true:
+
+* ``!(A && B) == !A || !B`` and ``!(A || B) == !A && !B``, ``!!A == A``;
+* ``ftcontains(v, A ftor B) == ftcontains(v, A) || ftcontains(v, B)``: on a
+  literal both sides are the same two-valued test, on an IRI or blank node
+  both are false, on an unbound variable both are errors;
+* ``(A ftor B) ftand C == (A ftand C) ftor (B ftand C)`` inside one text.
+
+An atom under ``!`` stays an atom (``!(?x < 3)`` is not rewritten to
+``?x >= 3``, which differs on incomparable values).
+
+Each positive ``ftcontains(?v, FT)`` whose variable is the object of a
+triple pattern is attached to the first such pattern as its full-text
+constraint (the F of the RTF paper's Definition 1); several on one
+variable are joined by ``ftand``. Everything else stays a residual literal
+of the branch, checked after the join.
+
+The number of branches is capped at `MAX_BRANCHES`; a query whose normal
+form is larger is rejected at registration, never truncated.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+from rtf.errors import QueryTooComplexError
+from rtf.model import (And, Branch, Compare, Contains, EffectiveBoolean, Expr, FTAnd, FTExpr,
+                       FTNear, FTNot, FTOr, FTTerm, FtContains, LangMatches, Not, Or, Regex,
+                       TriplePattern, TupleConjunct)
+from rtf.terms import is_variable
+
+#: Largest number of conjunctive branches one query may decompose into.
+MAX_BRANCHES = 64
+
+_ATOMS = (Compare, FtContains, Regex, Contains, LangMatches, EffectiveBoolean)
+
+
+def _too_many(n: int) -> QueryTooComplexError:
+    return QueryTooComplexError(
+        f"the filters expand to {n} conjunctive branches, more than the cap of "
+        f"{MAX_BRANCHES}; split the query into several queries")
+
+
+def ft_branches(expr: FTExpr) -> list[FTExpr]:
+    """``ftor``-free conjunctions whose disjunction is `expr`."""
+    if isinstance(expr, (FTTerm, FTNear, FTNot)):
+        return [expr]
+    if isinstance(expr, FTOr):
+        out = [b for op in expr.operands for b in ft_branches(op)]
+    elif isinstance(expr, FTAnd):
+        parts = [ft_branches(op) for op in expr.operands]
+        _check_product(parts)
+        out = [_ft_and(combo) for combo in product(*parts)]
+    else:
+        raise TypeError(f"not a full-text expression: {expr!r}")
+    if len(out) > MAX_BRANCHES:
+        raise _too_many(len(out))
+    return out
+
+
+def _ft_and(operands) -> FTExpr:
+    flat: list[FTExpr] = []
+    for op in operands:
+        for o in (op.operands if isinstance(op, FTAnd) else (op,)):
+            if o not in flat:
+                flat.append(o)
+    return flat[0] if len(flat) == 1 else FTAnd(tuple(flat))
+
+
+def _check_product(parts) -> None:
+    n = 1
+    for p in parts:
+        n *= len(p)
+        if n > MAX_BRANCHES:
+            raise _too_many(n)
+
+
+def dnf(expr: Expr, negated: bool = False) -> list[tuple[Expr, ...]]:
+    """Disjunctive normal form: a list of conjunctions of (possibly negated) atoms."""
+    if isinstance(expr, Not):
+        return dnf(expr.operand, not negated)
+    if isinstance(expr, (And, Or)):
+        conjunctive = isinstance(expr, And) != negated
+        parts = [dnf(op, negated) for op in expr.operands]
+        if conjunctive:
+            _check_product(parts)
+            out = [tuple(lit for conj in combo for lit in conj) for combo in product(*parts)]
+        else:
+            out = [conj for p in parts for conj in p]
+    elif isinstance(expr, FtContains):
+        alternatives = [FtContains(expr.var, ft) for ft in ft_branches(expr.ft)]
+        if negated:  # !(a || b) == !a && !b
+            out = [tuple(Not(a) for a in alternatives)]
+        else:
+            out = [(a,) for a in alternatives]
+    elif isinstance(expr, _ATOMS):
+        out = [(Not(expr) if negated else expr,)]
+    else:
+        raise TypeError(f"not a filter expression: {expr!r}")
+    if len(out) > MAX_BRANCHES:
+        raise _too_many(len(out))
+    return out
+
+
+def decompose(patterns: tuple[TriplePattern, ...], filters: tuple[Expr, ...]) -> tuple[Branch, ...]:
+    """Branches of tuple conjuncts and residual literals for a query's group."""
+    conjunctions = dnf(And(tuple(filters))) if filters else [()]
+    branches = []
+    for literals in conjunctions:
+        branch = _branch(patterns, _dedupe(literals))
+        if branch not in branches:
+            branches.append(branch)
+    return tuple(branches)
+
+
+def _dedupe(literals) -> list[Expr]:
+    out: list[Expr] = []
+    for lit in literals:
+        if lit not in out:
+            out.append(lit)
+    return out
+
+
+def _branch(patterns, literals) -> Branch:
+    object_vars = {}
+    for i, p in enumerate(patterns):
+        if is_variable(p.object):
+            object_vars.setdefault(p.object.name, i)
+    fulltext: dict[int, list[FTExpr]] = {}
+    residual = []
+    for lit in literals:
+        if isinstance(lit, FtContains) and is_variable(lit.var) and lit.var.name in object_vars:
+            fulltext.setdefault(object_vars[lit.var.name], []).append(lit.ft)
+        else:
+            residual.append(lit)
+    tuples = []
+    for i, p in enumerate(patterns):
+        ft = _ft_and(fulltext[i]) if i in fulltext else None
+        tuples.append(TupleConjunct(p.subject, p.predicate, p.object, ft))
+    return Branch(tuple(tuples), tuple(residual))

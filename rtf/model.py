@@ -1,0 +1,335 @@
+"""The query model: what a parsed continuous query is, independent of any index.
+
+Data flows one way: text -> `rtf.parser` -> this model -> an index -> the
+filter -> matches. Everything here is an immutable value.
+
+A `Query` keeps the query as written (`patterns`, `filters`, which the
+reference engine evaluates directly with SPARQL's three-valued logic) and
+its decomposition into `Branch` es (disjunctive normal form of the filters),
+each a conjunction of `TupleConjunct` s in the sense of the RTF paper's
+Definition 1 -- subject, predicate, object and an optional full-text
+constraint -- plus the residual filter literals the index cannot answer.
+The indexed engines (RTFm, RTFs, iBroker) work on branches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rtf.terms import (BlankNode, IRI, Literal, TypePath, Variable, Wildcard, WILDCARD,
+                       TYPE_PATH, is_variable)
+
+# ------------------------------------------------------------ full-text model
+
+
+@dataclass(frozen=True, slots=True)
+class FTWord:
+    """One casefolded word of a query string; `prefix` for ``"olymp*"``."""
+
+    text: str
+    prefix: bool = False
+
+    def __str__(self) -> str:
+        return self.text + ("*" if self.prefix else "")
+
+
+@dataclass(frozen=True, slots=True)
+class FTTerm:
+    """A term (one word) or a phrase (several consecutive words)."""
+
+    words: tuple[FTWord, ...]
+
+    @property
+    def is_phrase(self) -> bool:
+        return len(self.words) > 1
+
+    def __str__(self) -> str:
+        return '"' + " ".join(map(str, self.words)) + '"'
+
+
+@dataclass(frozen=True, slots=True)
+class FTAnd:
+    operands: tuple["FTExpr", ...]
+
+    def __str__(self) -> str:
+        return "(" + " ftand ".join(map(str, self.operands)) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class FTOr:
+    operands: tuple["FTExpr", ...]
+
+    def __str__(self) -> str:
+        return "(" + " ftor ".join(map(str, self.operands)) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class FTNot:
+    operand: "FTExpr"
+
+    def __str__(self) -> str:
+        return f"ftnot {self.operand}"
+
+
+@dataclass(frozen=True, slots=True)
+class FTNear:
+    """`left` ftnear(`min`, `max`[, unordered]) `right`; words strictly between."""
+
+    left: FTTerm
+    right: FTTerm
+    min: int
+    max: int
+    ordered: bool = True
+
+    def __str__(self) -> str:
+        opt = "" if self.ordered else ", unordered"
+        return f"({self.left} ftnear({self.min}, {self.max}{opt}) {self.right})"
+
+
+FTExpr = FTTerm | FTAnd | FTOr | FTNot | FTNear
+
+# --------------------------------------------------------------- filter model
+
+
+@dataclass(frozen=True, slots=True)
+class Lang:
+    """``lang(arg)`` as an operand."""
+
+    arg: "Operand"
+
+    def __str__(self) -> str:
+        return f"lang({self.arg})"
+
+
+Operand = Variable | BlankNode | IRI | Literal | Lang
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    """``left op right`` with op one of = != < <= > >=."""
+
+    op: str
+    left: Operand
+    right: Operand
+
+    def __str__(self) -> str:
+        return f"{self.left} {self.op} {self.right}"
+
+
+@dataclass(frozen=True, slots=True)
+class FtContains:
+    """``ftcontains(var, ft)``: false on IRIs and blank nodes."""
+
+    var: Operand
+    ft: FTExpr
+
+    def __str__(self) -> str:
+        return f"ftcontains({self.var}, {self.ft})"
+
+
+@dataclass(frozen=True, slots=True)
+class Regex:
+    arg: Operand
+    pattern: Operand
+    flags: Operand | None = None
+
+    def __str__(self) -> str:
+        extra = f", {self.flags}" if self.flags is not None else ""
+        return f"regex({self.arg}, {self.pattern}{extra})"
+
+
+@dataclass(frozen=True, slots=True)
+class Contains:
+    arg: Operand
+    needle: Operand
+
+    def __str__(self) -> str:
+        return f"contains({self.arg}, {self.needle})"
+
+
+@dataclass(frozen=True, slots=True)
+class LangMatches:
+    tag: Operand
+    range: Operand
+
+    def __str__(self) -> str:
+        return f"langMatches({self.tag}, {self.range})"
+
+
+@dataclass(frozen=True, slots=True)
+class EffectiveBoolean:
+    """A bare operand used as a filter: ``FILTER(?o)``, ``FILTER(true)``."""
+
+    arg: Operand
+
+    def __str__(self) -> str:
+        return f"ebv({self.arg})"
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    operands: tuple["Expr", ...]
+
+    def __str__(self) -> str:
+        return "(" + " && ".join(map(str, self.operands)) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    operands: tuple["Expr", ...]
+
+    def __str__(self) -> str:
+        return "(" + " || ".join(map(str, self.operands)) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    operand: "Expr"
+
+    def __str__(self) -> str:
+        return f"!{self.operand}"
+
+
+Atom = Compare | FtContains | Regex | Contains | LangMatches | EffectiveBoolean
+Expr = Atom | And | Or | Not
+
+
+def operand_variables(op) -> set[str]:
+    """Names of the variables an operand or expression mentions."""
+    if is_variable(op):
+        return {op.name}
+    if isinstance(op, Lang):
+        return operand_variables(op.arg)
+    if isinstance(op, (IRI, Literal)) or op is None:
+        return set()
+    if isinstance(op, (And, Or)):
+        return set().union(*(operand_variables(o) for o in op.operands))
+    if isinstance(op, Not):
+        return operand_variables(op.operand)
+    if isinstance(op, Compare):
+        return operand_variables(op.left) | operand_variables(op.right)
+    if isinstance(op, FtContains):
+        return operand_variables(op.var)
+    if isinstance(op, Regex):
+        return operand_variables(op.arg) | operand_variables(op.pattern) | operand_variables(op.flags)
+    if isinstance(op, Contains):
+        return operand_variables(op.arg) | operand_variables(op.needle)
+    if isinstance(op, LangMatches):
+        return operand_variables(op.tag) | operand_variables(op.range)
+    if isinstance(op, EffectiveBoolean):
+        return operand_variables(op.arg)
+    raise TypeError(f"not an operand or expression: {op!r}")
+
+
+# -------------------------------------------------------------- graph model
+
+PatternTerm = IRI | Literal | Variable | BlankNode | Wildcard
+PredicateTerm = IRI | Variable | Wildcard | TypePath
+
+
+@dataclass(frozen=True, slots=True)
+class TriplePattern:
+    """A triple pattern as written; `predicate` may be the taxonomy path."""
+
+    subject: PatternTerm
+    predicate: PredicateTerm
+    object: PatternTerm
+
+    def __str__(self) -> str:
+        return f"{self.subject} {self.predicate} {self.object}"
+
+    @property
+    def terms(self) -> tuple:
+        return (self.subject, self.predicate, self.object)
+
+
+@dataclass(frozen=True, slots=True)
+class TupleConjunct:
+    """Definition 1 of the RTF paper: (S, P, O, {F}).
+
+    `fulltext` is the conjunction of the positive ``ftcontains`` constraints
+    on the object variable, free of ``ftor`` (disjunctions became branches).
+    """
+
+    subject: PatternTerm
+    predicate: PredicateTerm
+    object: PatternTerm
+    fulltext: FTExpr | None = None
+
+    @property
+    def pattern(self) -> TriplePattern:
+        return TriplePattern(self.subject, self.predicate, self.object)
+
+    @property
+    def terms(self) -> tuple:
+        return (self.subject, self.predicate, self.object)
+
+    def __str__(self) -> str:
+        ft = f", FT {self.fulltext}" if self.fulltext is not None else ""
+        return f"({self.subject}, {self.predicate}, {self.object}{ft})"
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """One conjunctive branch of the disjunctive normal form of a query.
+
+    It matches when every tuple conjunct matches a triple of the publication
+    under one mapping of the variables and every residual literal is true.
+    """
+
+    tuples: tuple[TupleConjunct, ...]
+    residual: tuple[Expr, ...] = ()
+
+    def __str__(self) -> str:
+        parts = [str(t) for t in self.tuples] + [f"FILTER {r}" for r in self.residual]
+        return " AND ".join(parts)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A parsed continuous query.
+
+    `projection` lists the projected variable names (``SELECT *`` is
+    resolved to the query's named variables in order of appearance; ``ASK``
+    projects nothing).
+    """
+
+    form: str  # "SELECT" or "ASK"
+    projection: tuple[str, ...]
+    distinct: bool
+    patterns: tuple[TriplePattern, ...]
+    filters: tuple[Expr, ...]
+    branches: tuple[Branch, ...]
+    text: str = field(default="", compare=False)
+
+    @property
+    def is_ask(self) -> bool:
+        return self.form == "ASK"
+
+    def describe(self) -> str:
+        """The decomposition, as a person reads it (what ``rtf check`` prints)."""
+        lines = [f"form:        {self.form}{' DISTINCT' if self.distinct else ''}"]
+        if not self.is_ask:
+            lines.append("projection:  " + (" ".join("?" + v for v in self.projection) or "(none)"))
+        lines.append("patterns:")
+        lines += [f"  {p}" for p in self.patterns]
+        if self.filters:
+            lines.append("filters:")
+            lines += [f"  {f}" for f in self.filters]
+        lines.append(f"branches:    {len(self.branches)} (disjunctive normal form)")
+        for i, b in enumerate(self.branches, 1):
+            lines.append(f"  branch {i}:")
+            for j, t in enumerate(b.tuples, 1):
+                lines.append(f"    t{j} {t}")
+            for r in b.residual:
+                lines.append(f"    residual FILTER {r}")
+        return "\n".join(lines)
+
+
+__all__ = [
+    "FTWord", "FTTerm", "FTAnd", "FTOr", "FTNot", "FTNear", "FTExpr",
+    "Lang", "Compare", "FtContains", "Regex", "Contains", "LangMatches", "EffectiveBoolean",
+    "And", "Or", "Not", "Atom", "Expr", "operand_variables",
+    "TriplePattern", "TupleConjunct", "Branch", "Query",
+    "IRI", "Literal", "Variable", "BlankNode", "Wildcard", "TypePath", "WILDCARD", "TYPE_PATH",
+]

@@ -1,0 +1,176 @@
+"""The structural trie forest and the word descent, shared by RTFm and RTFs.
+
+Each tuple shape's structure is a path subject -> predicate -> object
+(section 3.1, step 3): a hash table of roots keyed by subject content,
+then children by predicate, then by object. Contents are constant keys,
+positional variables ``?1, ?2, ...`` and the wildcard ``*``, so that
+``(?x, p, ?y)`` of one query and ``(?a, p, ?b)`` of another share nodes.
+
+Filtering a triple (section 3.2) visits, at each level, the child whose
+content is the triple's term, the child of each variable already bound to
+that same term (a repeated variable), the child of the next new variable,
+and the wildcard child: at most 3 x 4 x 5 dictionary lookups per triple,
+whatever the number of queries.
+
+Word constraints hang below a node as paths of sorted words, then sorted
+prefixes. `descend_words` follows only the children whose word occurs in
+the text, choosing whichever side is smaller to iterate; prefix children
+are answered by a key range of the text's sorted words or, when there are
+many, by looking up each text word's own prefixes -- never by testing every
+child.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rtf.query_table import WILDCARD_CONTENT, TupleShape, var_content
+from rtf.text import TextIndex
+from rtf.trieforest.node import TrieNode
+
+_VARS = [var_content(k) for k in range(1, 4)]
+_FEW_PREFIXES = 8
+
+
+class StructuralForest:
+    """Roots by subject content; paths S -> P -> O."""
+
+    def __init__(self):
+        self.root = TrieNode("")  # its children are the hash table of trie roots
+        self.nodes = 0
+
+    def insert(self, shape: TupleShape) -> TrieNode:
+        node = self.root
+        for content in shape.structure:
+            before = node.children is not None and content in node.children
+            node = node.child("children", content)
+            self.nodes += not before
+        return node
+
+    def path(self, shape: TupleShape) -> list[tuple[TrieNode, str]]:
+        """(parent, content) pairs from the root down to the object node."""
+        out, node = [], self.root
+        for content in shape.structure:
+            out.append((node, content))
+            node = node.children[content]
+        return out
+
+    def object_nodes(self, s: str, p: str, o: str, virtual: bool) -> Iterator[TrieNode]:
+        """Object-level nodes whose path the triple (s, p, o) satisfies.
+
+        A virtual triple ``(s, a/rdfs:subClassOf*, c)`` follows only the
+        constant path predicate: a variable or wildcard predicate matches
+        real triples only.
+        """
+        roots = self.root.children
+        if not roots:
+            return
+        for sn, svals in ((roots.get(s), ()), (roots.get(_VARS[0]), (s,)),
+                          (roots.get(WILDCARD_CONTENT), ())):
+            if sn is None or sn.children is None:
+                continue
+            pch = sn.children
+            pcands = [(pch.get(p), svals)]
+            if not virtual:
+                if svals and svals[0] == p:
+                    pcands.append((pch.get(_VARS[0]), svals))
+                pcands.append((pch.get(_VARS[len(svals)]), svals + (p,)))
+                pcands.append((pch.get(WILDCARD_CONTENT), svals))
+            for pn, pvals in pcands:
+                if pn is None or pn.children is None:
+                    continue
+                och = pn.children
+                on = och.get(o)
+                if on is not None:
+                    yield on
+                for i, v in enumerate(pvals):
+                    if v == o:
+                        on = och.get(_VARS[i])
+                        if on is not None:
+                            yield on
+                on = och.get(_VARS[len(pvals)])
+                if on is not None:
+                    yield on
+                on = och.get(WILDCARD_CONTENT)
+                if on is not None:
+                    yield on
+
+
+def word_path(shape: TupleShape) -> list[tuple[str, str]]:
+    """The (kind, content) steps of a shape's word constraints: words, then prefixes."""
+    return [("words", w) for w in shape.words] + [("prefixes", p) for p in shape.prefixes]
+
+
+def descend_words(node: TrieNode, text: TextIndex, out: list) -> None:
+    """Append the shapes of every word node below `node` whose path words all occur."""
+    words = node.words
+    if words:
+        positions = text.positions
+        if len(words) <= len(positions):
+            for w, child in words.items():
+                if w in positions:
+                    if child.shapes:
+                        out.extend(child.shapes)
+                    if child.words or child.prefixes:
+                        descend_words(child, text, out)
+        else:
+            for w in positions:
+                child = words.get(w)
+                if child is not None:
+                    if child.shapes:
+                        out.extend(child.shapes)
+                    if child.words or child.prefixes:
+                        descend_words(child, text, out)
+    prefixes = node.prefixes
+    if prefixes:
+        if len(prefixes) <= _FEW_PREFIXES:
+            hits = [c for pre, c in prefixes.items() if text.words_with_prefix(pre)]
+        else:
+            seen = {}
+            for w in text.positions:
+                for k in range(1, len(w) + 1):
+                    c = prefixes.get(w[:k])
+                    if c is not None:
+                        seen[id(c)] = c
+            hits = list(seen.values())
+        for child in hits:
+            if child.shapes:
+                out.extend(child.shapes)
+            if child.prefixes:
+                descend_words(child, text, out)
+
+
+def insert_words(node: TrieNode, shape: TupleShape) -> tuple[TrieNode, int]:
+    """Extend `node` with the shape's word path; return the end node and new word nodes."""
+    created = 0
+    for kind, content in word_path(shape):
+        table = getattr(node, kind)
+        created += table is None or content not in table
+        node = node.child(kind, content)
+    return node, created
+
+
+def add_shape(node: TrieNode, shape: TupleShape) -> None:
+    if node.shapes is None:
+        node.shapes = []
+    node.shapes.append(shape)
+
+
+def remove_shape_and_prune(steps: list[tuple[TrieNode, str, str]], shape: TupleShape) -> int:
+    """Remove `shape` from the last node of `steps` and prune emptied nodes.
+
+    `steps` are (parent, kind, content) from the top; returns nodes removed.
+    """
+    parent, kind, content = steps[-1]
+    end = getattr(parent, kind)[content]
+    end.shapes.remove(shape)
+    if not end.shapes:
+        end.shapes = None
+    removed = 0
+    for parent, kind, content in reversed(steps):
+        node = getattr(parent, kind)[content]
+        if not node.is_empty():
+            break
+        parent.drop(kind, content)
+        removed += 1
+    return removed

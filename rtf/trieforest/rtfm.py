@@ -1,0 +1,63 @@
+"""RTFm: word constraints expand each structural path (RTF paper, 3.1, Fig. 2).
+
+A tuple shape's words hang below its object node, so the words of tuples
+with the same structure are clustered together; filtering a literal triple
+descends from each matched object node into the words that occur in the
+literal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rtf.filter import ShapeIndex, Triple
+from rtf.query_table import TupleShape
+from rtf.terms import is_literal, lexical_form
+from rtf.text import text_index
+from rtf.trieforest.forest import (StructuralForest, add_shape, descend_words, insert_words,
+                                   remove_shape_and_prune, word_path)
+
+
+class RTFmIndex(ShapeIndex):
+    def __init__(self):
+        self.forest = StructuralForest()
+        self.word_nodes = 0
+
+    def add(self, shape: TupleShape) -> None:
+        node = self.forest.insert(shape)
+        node, created = insert_words(node, shape)
+        self.word_nodes += created
+        add_shape(node, shape)
+
+    def remove(self, shape: TupleShape) -> None:
+        steps = [(parent, "children", c) for parent, c in self.forest.path(shape)]
+        node = steps[-1][0].children[steps[-1][2]]
+        words = word_path(shape)
+        for kind, content in words:
+            steps.append((node, kind, content))
+            node = getattr(node, kind)[content]
+        removed = remove_shape_and_prune(steps, shape)
+        from_words = min(removed, len(words))
+        self.word_nodes -= from_words
+        self.forest.nodes -= removed - from_words
+
+    def candidates(self, triples: list[Triple], virtual: list[Triple]) -> Iterator[tuple[TupleShape, Triple]]:
+        object_nodes = self.forest.object_nodes
+        for group, is_virtual in ((triples, False), (virtual, True)):
+            for t in group:
+                s, p, o = t
+                literal = is_literal(o)
+                for node in object_nodes(s, p, o, is_virtual):
+                    if node.shapes:
+                        for shape in node.shapes:
+                            yield shape, t
+                    if literal and (node.words or node.prefixes):
+                        found: list = []
+                        descend_words(node, text_index(lexical_form(o)), found)
+                        for shape in found:
+                            yield shape, t
+
+    def stats(self) -> dict:
+        nodes = list(self.forest.root.walk())
+        return {"trie_nodes": self.forest.nodes, "word_nodes": self.word_nodes,
+                "index_bytes_estimate": sum(n.size_bytes() for n in nodes)}

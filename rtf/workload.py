@@ -1,0 +1,244 @@
+"""Query workloads generated from publications, as in the RTF paper's section 4.
+
+Queries are built from the classes and properties that occur in the given
+publications: at most `max_tuples` tuples each, star-shaped around a
+subject variable, some with constant objects; each literal-valued tuple
+carries a full-text constraint with probability `ft_pr`, made of 1-3
+conjunctive terms drawn from the *multiset* of words of the publications'
+text (frequency-weighted, as the paper did). A `Mix` adds the other
+operators (phrases, ftnear, ftor, ftnot, prefix terms, wildcards, value
+filters, taxonomy paths) with chosen probabilities.
+
+Each query is modelled on one publication picked at random, so that its
+structure occurs in the data; its words come from the whole vocabulary, so
+most full-text constraints still fail, as in the paper. Generation is
+deterministic for a seed. The tests, ``rtf gen-queries`` and ``rtf bench``
+all use this one generator.
+
+>>> from rtf.publication import Publication
+>>> pub = Publication("http://ex/a", [("<http://ex/a>", "<http://ex/p>", '"rio games"')])
+>>> qs = generate_queries([pub], 2, seed=1, mix=Mix(ft_pr=1.0))
+>>> [q["id"] for q in qs]
+['g1', 'g2']
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+
+from rtf.publication import Publication
+from rtf.terms import RDF_TYPE, XSD, is_iri, is_literal, lexical_form, literal_parts
+from rtf.text import words
+
+_TYPE = f"<{RDF_TYPE}>"
+_NUMERIC = {XSD + t for t in ("integer", "decimal", "double", "float", "int", "long",
+                              "nonNegativeInteger", "positiveInteger", "date", "dateTime", "gYear")}
+
+
+@dataclass
+class Mix:
+    """Probabilities of each feature in generated queries (0 disables it)."""
+
+    ft_pr: float = 0.5        # a literal-valued tuple carries ftcontains
+    max_tuples: int = 4
+    max_terms: int = 3        # conjunctive terms in one full-text constraint
+    constant: float = 0.2     # a non-literal object is a constant from the data
+    phrase: float = 0.0       # a term is a two-word phrase from a real text
+    near: float = 0.0         # two terms joined by ftnear instead of ftand
+    ftor: float = 0.0         # two terms joined by ftor
+    ftnot: float = 0.0        # one term negated
+    prefix: float = 0.0       # a term becomes a prefix term
+    wildcard: float = 0.0     # a predicate or object becomes *
+    value_filter: float = 0.0  # a comparison filter on a typed literal
+    taxonomy: float = 0.0     # the type tuple uses a/rdfs:subClassOf* on a superclass
+    local_words: float = 0.0  # a term is drawn from the modelled publication's own text
+
+    @classmethod
+    def all_operators(cls, ft_pr: float = 0.5) -> "Mix":
+        """Every operator switched on, for differential testing."""
+        return cls(ft_pr=ft_pr, phrase=0.2, near=0.2, ftor=0.2, ftnot=0.15, prefix=0.15,
+                   wildcard=0.15, value_filter=0.2, taxonomy=0.3, local_words=0.5)
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+class Vocabulary:
+    """What queries are built from: publications, text words as a multiset."""
+
+    def __init__(self, publications: Iterable[Publication], taxonomy=None):
+        self.publications: list[Publication] = []
+        self.word_multiset: list[str] = []
+        counts: Counter = Counter()
+        for pub in publications:
+            self.publications.append(pub)
+            for o in pub.literals():
+                ws = words(lexical_form(o))
+                self.word_multiset.extend(ws)
+                counts.update(ws)
+        self.word_counts = counts
+        self.taxonomy = taxonomy
+        if not self.publications:
+            raise ValueError("no publications to build queries from")
+
+
+def _esc(s: str) -> str:
+    return s.replace("\\", "\\\\").replace('"', '\\"')
+
+
+class _Builder:
+    def __init__(self, vocab: Vocabulary, rng: random.Random, mix: Mix):
+        self.v, self.rng, self.mix = vocab, rng, mix
+
+    def chance(self, p: float) -> bool:
+        return p > 0 and self.rng.random() < p
+
+    def word(self, local: list[str]) -> str:
+        if local and self.chance(self.mix.local_words):
+            return self.rng.choice(local)
+        if self.v.word_multiset:
+            return self.rng.choice(self.v.word_multiset)
+        return "rio"
+
+    def term(self, local: list[str]) -> str:
+        if local and len(local) > 1 and self.chance(self.mix.phrase):
+            i = self.rng.randrange(len(local) - 1)
+            return f'"{local[i]} {local[i + 1]}"'
+        w = self.word(local)
+        if len(w) > 3 and self.chance(self.mix.prefix):
+            return f'"{w[: self.rng.randint(2, len(w) - 1)]}*"'
+        return f'"{w}"'
+
+    def fulltext(self, local: list[str]) -> str:
+        n = self.rng.randint(1, self.mix.max_terms)
+        parts = [self.term(local) for _ in range(n)]
+        expr = parts[0]
+        for i in range(1, n):
+            p = parts[i]
+            if self.chance(self.mix.near):
+                a = self.rng.randint(0, 4)
+                b = a + self.rng.randint(0, 4)
+                opt = ", unordered" if self.chance(0.3) else ""
+                near = f"({parts[i - 1]} ftnear({a}, {b}{opt}) {p})"
+                expr = near if i == 1 else f"{expr} ftand {near}"
+            elif self.chance(self.mix.ftor):
+                expr = f"({expr} ftor {p})"
+            elif self.chance(self.mix.ftnot):
+                expr = f"{expr} ftand ftnot {p}"
+            else:
+                expr = f"{expr} ftand {p}"
+        return expr
+
+    def query(self) -> str:
+        pub = self.rng.choice(self.v.publications)
+        subject = pub.triples[0][0]
+        own = [t for t in pub.triples if t[0] == subject] or list(pub.triples)
+        k = self.rng.randint(1, min(self.mix.max_tuples, len(own)))
+        chosen = self.rng.sample(own, k)
+        lines, filters = [], []
+        var = 0
+        for s, p, o in chosen:
+            var += 1
+            pred = p
+            if p == _TYPE:
+                cls = o
+                if self.v.taxonomy is not None and is_iri(o) and self.chance(self.mix.taxonomy):
+                    ancestors = sorted(self.v.taxonomy.ancestors_or_self(o))
+                    cls = self.rng.choice(ancestors)
+                    lines.append(f"?s a/<http://www.w3.org/2000/01/rdf-schema#subClassOf>* {cls} .")
+                else:
+                    lines.append(f"?s a {cls} .")
+                continue
+            if self.chance(self.mix.wildcard):
+                pred = "*"
+            if is_literal(o):
+                obj = f"?o{var}"
+                parts = literal_parts(o)
+                if self.chance(self.mix.ft_pr):
+                    local = words(parts.lexical)
+                    filters.append(f"FILTER ftcontains({obj}, {self.fulltext(local)})")
+                elif parts.datatype in _NUMERIC and self.chance(self.mix.value_filter):
+                    op = self.rng.choice(["<", "<=", ">", ">=", "=", "!="])
+                    filters.append(f'FILTER ({obj} {op} "{_esc(parts.lexical)}"^^<{parts.datatype}>)')
+                elif parts.lang and self.chance(self.mix.value_filter):
+                    filters.append(f'FILTER (lang({obj}) = "{parts.lang}")')
+            elif self.chance(self.mix.constant):
+                obj = o
+            elif self.chance(self.mix.wildcard) and pred != "*":
+                obj = "*"
+            else:
+                obj = f"?o{var}"
+            lines.append(f"?s {pred} {obj} .")
+        projected = sorted({w for w in " ".join(lines).split() if w.startswith("?")})
+        body = " ".join(lines + filters)
+        return f"SELECT {' '.join(projected)} WHERE {{ {body} }}"
+
+
+def generate_queries(publications: Sequence[Publication] | Vocabulary, n: int, seed: int = 0,
+                     mix: Mix | None = None, taxonomy=None, prefix: str = "g") -> list[dict]:
+    """`n` query records {"id", "query", "subscriber"}, deterministic for `seed`."""
+    vocab = publications if isinstance(publications, Vocabulary) else Vocabulary(publications, taxonomy)
+    builder = _Builder(vocab, random.Random(seed), mix or Mix())
+    return [{"id": f"{prefix}{i}", "query": builder.query(), "subscriber": f"user{i % 97}"}
+            for i in range(1, n + 1)]
+
+
+def write_jsonl(records: Iterable[dict], path) -> int:
+    n = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+# ------------------------------------------------------------------- command
+
+
+def add_command(sub) -> None:
+    import argparse
+
+    p = sub.add_parser(
+        "gen-queries", help="generate a query workload from publications",
+        description="Generate continuous queries from the classes, properties and words of the "
+                    "given publications (RTF paper, section 4), as JSON Lines for rtf match.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz "
+               "-n 10000 --ft-pr 50 --seed 0 -o queries.jsonl\n"
+               "  rtf gen-queries --publications data.nt -n 100 --all-operators -o q.jsonl")
+    p.add_argument("--publications", nargs="+", required=True, metavar="F")
+    p.add_argument("-n", "--count", type=int, default=1000, help="number of queries (default 1000)")
+    p.add_argument("--ft-pr", type=float, default=50, help="percent of literal tuples with ftcontains (default 50)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--taxonomy", metavar="ONTO", help="ontology for a/rdfs:subClassOf* tuples")
+    p.add_argument("--all-operators", action="store_true",
+                   help="mix in phrases, ftnear, ftor, ftnot, prefixes, wildcards, value filters, taxonomy")
+    for name in Mix.field_names():
+        if name in ("ft_pr",):
+            continue
+        p.add_argument("--" + name.replace("_", "-"), type=float, default=None, metavar="P",
+                       help=argparse.SUPPRESS)
+    p.add_argument("-o", "--output", required=True, help="JSON Lines file to write")
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args) -> int:
+    from rtf.reader import read_publications
+    from rtf.taxonomy import Taxonomy
+
+    mix = Mix.all_operators(args.ft_pr / 100) if args.all_operators else Mix(ft_pr=args.ft_pr / 100)
+    for name in Mix.field_names():
+        value = getattr(args, name, None)
+        if name != "ft_pr" and value is not None:
+            setattr(mix, name, int(value) if name.startswith("max_") else value)
+    taxonomy = Taxonomy.from_file(args.taxonomy) if args.taxonomy else None
+    pubs = list(read_publications(args.publications))
+    n = write_jsonl(generate_queries(pubs, args.count, args.seed, mix, taxonomy), args.output)
+    import sys
+    print(f"rtf: wrote {n} queries to {args.output} ({json.dumps(asdict(mix))})", file=sys.stderr)
+    return 0

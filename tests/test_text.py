@@ -1,0 +1,146 @@
+"""Spec section 3 (text) and section 2 (full-text operators), case by case.
+
+Each row: a text, a full-text expression written in the query language's
+own syntax, and the answer worked out by hand from the spec.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rtf.model import FTAnd, FTNear, FTNot, FTOr
+from rtf.text import FullTextError, TextIndex, parse_ft_string, required_words, words
+
+
+def T(s):
+    return parse_ft_string(s)
+
+
+def near(a, b, lo, hi, ordered=True):
+    return FTNear(T(a), T(b), lo, hi, ordered)
+
+
+# ------------------------------------------------------------------ words
+
+@pytest.mark.parametrize("text, expected", [
+    ("The U.S. Olympic-Games!", ["the", "u", "s", "olympic", "games"]),   # punctuation splits
+    ("Río de Janeiro", ["río", "de", "janeiro"]),                         # accents are letters
+    ("STRASSE Straße", ["strasse", "strasse"]),                           # casefold, not lower
+    ("snake_case", ["snake", "case"]),                                    # '_' is not alphanumeric
+    ("2016 Rio", ["2016", "rio"]),                                        # digits are words
+    ("東京 2020", ["東京", "2020"]),                                       # CJK run is one word
+    ("", []),
+    ("-- !!", []),
+    ("a\nb\tc", ["a", "b", "c"]),
+])
+def test_words_are_casefolded_alphanumeric_runs(text, expected):
+    assert words(text) == expected
+
+
+@given(st.text())
+def test_words_agree_with_the_character_by_character_definition(text):
+    runs, current = [], ""
+    for ch in text:
+        if ch.isalnum():
+            current += ch
+        elif current:
+            runs.append(current)
+            current = ""
+    if current:
+        runs.append(current)
+    assert words(text) == [r.casefold() for r in runs]
+
+
+# ----------------------------------------------------------- query strings
+
+@pytest.mark.parametrize("value, expected", [
+    ("olympic", '"olympic"'),
+    ("Olympic Games", '"olympic games"'),
+    ("U.S.", '"u s"'),                       # the spec's own example: a phrase
+    ("olymp*", '"olymp*"'),
+    ("usab* test*", '"usab* test*"'),        # any word of a phrase may be a prefix
+    ("  rio  ", '"rio"'),
+])
+def test_query_strings_split_like_text(value, expected):
+    assert str(parse_ft_string(value)) == expected
+
+
+@pytest.mark.parametrize("value", ["", "--", "*", "ol*mp", "*olymp", "olymp**", "a * b"])
+def test_bad_query_strings_are_errors(value):
+    with pytest.raises(FullTextError):
+        parse_ft_string(value)
+
+
+# -------------------------------------------------------------- evaluation
+
+CASES = [
+    # terms
+    ("games in rio", T("games"), True),
+    ("games in rio", T("game"), False),                  # no stemming
+    ("Games IN Rio", T("RIO"), True),                    # case-insensitive both sides
+    ("STRAßE", T("strasse"), True),                      # casefold equates ß and ss
+    ("río", T("rio"), False),                            # accents are kept
+    # prefixes
+    ("olympic games", T("olymp*"), True),
+    ("olympic games", T("olympic*"), True),              # a prefix matches the whole word too
+    ("the olympiad", T("olympic*"), False),
+    ("Usability testing", T("usab* test*"), True),
+    ("usability the testing", T("usab* test*"), False),  # phrase words must be adjacent
+    # phrases
+    ("the olympic games in rio", T("olympic games"), True),
+    ("games olympic", T("olympic games"), False),        # order matters
+    ("olympic, games!", T("olympic games"), True),       # punctuation is not a word
+    ("U.S. team", T("u.s."), True),
+    ("us team", T("u.s."), False),
+    ("olympic olympic games", T("olympic games"), True),  # second occurrence starts it
+    # ftand / ftor / ftnot
+    ("rio games", FTAnd((T("rio"), T("games"))), True),
+    ("rio", FTAnd((T("rio"), T("games"))), False),
+    ("rio", FTOr((T("paris"), T("rio"))), True),
+    ("london", FTOr((T("paris"), T("rio"))), False),
+    ("rio", FTNot(T("paris")), True),
+    ("paris", FTNot(T("paris")), False),
+    ("", FTNot(T("paris")), True),                        # nothing occurs in an empty text
+    ("rio paris", FTNot(FTNot(T("paris"))), True),        # nested ftnot
+    ("rio", FTAnd((T("rio"), FTNot(FTOr((T("paris"), T("london")))))), True),
+    ("rio london", FTAnd((T("rio"), FTNot(FTOr((T("paris"), T("london")))))), False),
+    # ftnear: words strictly between A's end and B's start, within [m, n]
+    ("games in rio", near("games", "rio", 0, 2), True),   # the spec's examples
+    ("games rio", near("games", "rio", 0, 2), True),
+    ("rio games", near("games", "rio", 0, 2), False),
+    ("games a b c rio", near("games", "rio", 0, 2), False),  # 3 words between
+    ("games a b rio", near("games", "rio", 0, 2), True),     # exactly the upper bound
+    ("games rio", near("games", "rio", 1, 2), False),        # 0 between, below the lower bound
+    ("games a rio", near("games", "rio", 1, 1), True),
+    ("rio games", near("games", "rio", 0, 2, ordered=False), True),
+    ("rio x y z games", near("games", "rio", 0, 2, ordered=False), False),
+    ("the olympic games in rio", near("olympic games", "rio", 1, 1), True),  # phrase operand: gap after its end
+    ("olympic games rio", near("olympic games", "rio", 1, 1), False),
+    ("rio olympic games", near("rio", "olympic games", 0, 0), True),
+    ("games rio games", near("games", "rio", 0, 0), True),   # some occurrence pair suffices
+    ("rio x games y rio", near("games", "rio", 1, 1), True),
+    ("games", near("games", "games", 0, 0), False),          # B must start after A ends
+    ("games games", near("games", "games", 0, 0), True),
+    ("olympics in rio", near("olymp*", "rio", 1, 1), True),
+]
+
+
+@pytest.mark.parametrize("text, expr, expected", CASES, ids=[f"{c[0]!r}-{i}" for i, c in enumerate(CASES)])
+def test_full_text_expression_on_text(text, expr, expected):
+    assert TextIndex.of(text).matches(expr) is expected
+
+
+def test_required_words_are_the_positive_words_only():
+    expr = FTAnd((T("rio"), T("olymp*"), FTNot(T("paris")), near("games", "gold", 0, 1)))
+    assert required_words(expr) == (frozenset({"rio", "games", "gold"}), frozenset({"olymp"}))
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c"]), max_size=12), st.integers(0, 3), st.integers(0, 3))
+def test_ftnear_agrees_with_its_definition(tokens, lo, extra):
+    hi = lo + extra
+    expected = any(j - (i + 1) in range(lo, hi + 1)
+                   for i, x in enumerate(tokens) if x == "a"
+                   for j, y in enumerate(tokens) if y == "b" and j > i)
+    assert TextIndex(tokens).matches(near("a", "b", lo, hi)) is expected
