@@ -1,0 +1,187 @@
+"""Turning a failed parse into an error a person can act on.
+
+Lark reports *where* a parse failed and which terminals would have been
+accepted there. Most failures on real queries, though, are valid SPARQL
+that the spec leaves out (``OPTIONAL``, ``UNION``, ``ORDER BY``, ``STRLEN``
+...): the grammar does not contain them, so the parse fails at or just
+before them. `diagnose` looks for such a construct in the query's bare
+words (outside strings, IRIs, comments, variables and prefixed names) and,
+when it finds one, raises `UnsupportedQueryError` naming it at its own line
+and column; otherwise a `QuerySyntaxError` says what was found and what was
+expected.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from rtf.errors import QuerySyntaxError, UnsupportedQueryError
+
+#: Bare SPARQL keywords outside the language, and the construct each starts.
+UNSUPPORTED_KEYWORDS = {
+    "OPTIONAL": "OPTIONAL", "UNION": "UNION", "MINUS": "MINUS", "GRAPH": "GRAPH",
+    "SERVICE": "SERVICE", "BIND": "BIND", "VALUES": "VALUES", "UNDEF": "VALUES",
+    "ORDER": "ORDER BY", "GROUP": "GROUP BY", "HAVING": "HAVING", "LIMIT": "LIMIT",
+    "OFFSET": "OFFSET", "CONSTRUCT": "CONSTRUCT", "DESCRIBE": "DESCRIBE",
+    "FROM": "FROM (dataset clause)", "NAMED": "FROM NAMED (dataset clause)",
+    "EXISTS": "EXISTS", "IN": "IN", "AS": "expression in SELECT (AS)",
+    "COUNT": "aggregate COUNT", "SUM": "aggregate SUM", "MIN": "aggregate MIN",
+    "MAX": "aggregate MAX", "AVG": "aggregate AVG", "SAMPLE": "aggregate SAMPLE",
+    "GROUP_CONCAT": "aggregate GROUP_CONCAT",
+    "INSERT": "SPARQL Update (INSERT)", "DELETE": "SPARQL Update (DELETE)",
+    "LOAD": "SPARQL Update (LOAD)", "CLEAR": "SPARQL Update (CLEAR)",
+    "DROP": "SPARQL Update (DROP)", "CREATE": "SPARQL Update (CREATE)",
+    "WITH": "SPARQL Update (WITH)",
+}
+
+#: Words that may stand before "(" in the language.
+CALLABLE = {"FILTER", "FTCONTAINS", "REGEX", "CONTAINS", "LANG", "LANGMATCHES", "FTNEAR",
+            "FTNOT", "FTAND", "FTOR"}
+
+# Lexical pieces of a query, in the order they must be tried: what is inside
+# strings, IRIs and comments is never a keyword; neither are variables,
+# prefixed names, language tags or blank node labels.
+_SCAN = re.compile(r'''
+    (?P<skip>
+        """(?:[^"\\]|\\.|"(?!""))*(?:"""|$)
+      | \'\'\'(?:[^'\\]|\\.|'(?!''))*(?:\'\'\'|$)
+      | "(?:[^"\\\n]|\\.)*"?
+      | '(?:[^'\\\n]|\\.)*'?
+      | <[^<>"{}|^`\\\x00-\x20]*>
+      | \#[^\n]*
+      | [?$][\w]+
+      | @[A-Za-z][\w-]*
+      | _:[\w.-]*
+      | [\w.-]*:[\w.:%\\-]*
+    )
+  | (?P<word>[A-Za-z_]\w*)
+  | (?P<other>.)
+''', re.VERBOSE | re.DOTALL)
+
+
+def position(text: str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of a character offset."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def find_unsupported(text: str) -> UnsupportedQueryError | None:
+    """The first construct outside the language written in `text`, if any."""
+    selects = 0
+    braces = 0
+    nested = None  # offset of a "{" inside the group
+    for m in _SCAN.finditer(text):
+        kind = m.lastgroup
+        if kind == "other":
+            if m.group() == "{":
+                braces += 1
+                if braces == 2:
+                    nested = m.start()
+            continue
+        if kind != "word":
+            continue
+        word = m.group().upper()
+        line, col = position(text, m.start())
+        if word == "SELECT":
+            selects += 1
+            if selects == 2:
+                return UnsupportedQueryError("sub-query (nested SELECT)", line, col)
+            continue
+        if word == "NOT":
+            following = re.match(r"\s*(\w+)", text[m.end():])
+            nxt = following.group(1).upper() if following else ""
+            if nxt in ("EXISTS", "IN"):
+                return UnsupportedQueryError(f"NOT {nxt}", line, col)
+            continue
+        if word in UNSUPPORTED_KEYWORDS:
+            return UnsupportedQueryError(UNSUPPORTED_KEYWORDS[word], line, col)
+        if word not in CALLABLE and re.match(r"\s*\(", text[m.end():]):
+            return UnsupportedQueryError(f"function {m.group()}", line, col,
+                                         "the filter functions are ftcontains, regex, "
+                                         "contains, lang and langMatches")
+    if nested is not None:
+        line, col = position(text, nested)
+        return UnsupportedQueryError("nested group pattern", line, col)
+    return None
+
+
+# Readable names of the grammar's terminals, for "expected ..." messages.
+_TERMINAL_NAMES = {
+    "VAR1": "a variable", "VAR2": "a variable", "IRIREF": "an IRI", "PNAME_LN": "a prefixed name",
+    "PNAME_NS": "a prefix", "STRING": "a string", "NUMBER": "a number", "LANGTAG": "a language tag",
+    "BLANK_NODE_LABEL": "a blank node", "ANON": '"[]"', "COMP_OP": "a comparison (= != < <= > >=)",
+    "PATH_MOD": "a path modifier", "STAR": '"*"', "A": '"a"', "TRUE": "true", "FALSE": "false",
+    "DISTINCT": "DISTINCT", "REDUCED": "REDUCED", "FTOR": "ftor", "FTAND": "ftand",
+    "FTNOT": "ftnot", "FTNEAR": "ftnear", "UNORDERED": "unordered", "$END": "end of query",
+}
+
+
+def _expected(names, parser) -> tuple[str, ...]:
+    out = set()
+    by_name = {t.name: t for t in parser.terminals}
+    for name in names:
+        if name in _TERMINAL_NAMES:
+            out.add(_TERMINAL_NAMES[name])
+            continue
+        term = by_name.get(name)
+        if term is not None and term.pattern.type == "str":
+            out.add('"' + term.pattern.value + '"')
+        else:
+            out.add(name)
+    return tuple(sorted(out))
+
+
+def _accepted(error: UnexpectedInput) -> set[str]:
+    """Terminals the parser would have accepted where it failed."""
+    ip = getattr(error, "interactive_parser", None)
+    if ip is not None:
+        try:
+            return set(ip.accepts())
+        except Exception:  # pragma: no cover - accepts() replays the parser state
+            pass
+    return set(getattr(error, "expected", None) or getattr(error, "allowed", None) or ())
+
+
+def diagnose(text: str, error: UnexpectedInput, parser) -> Exception:
+    """The error to raise for a failed parse of `text`."""
+    unsupported = find_unsupported(text)
+    if unsupported is not None:
+        return unsupported
+    accepted = _accepted(error)
+    offset = getattr(error, "pos_in_stream", None)
+    if offset is not None and 0 <= offset < len(text) and text[offset] in "+-*/" and (
+            "COMP_OP" in accepted or "RPAR" in accepted):
+        line, col = position(text, offset)
+        return UnsupportedQueryError("arithmetic expression", line, col)
+    if isinstance(error, UnexpectedEOF) or (
+            isinstance(error, UnexpectedToken) and error.token.type == "$END"):
+        line, col = position(text, len(text.rstrip()))
+        expected = _expected(accepted, parser)
+        return QuerySyntaxError(
+            "unexpected end of query; expected " + _one_of(expected), line, col, "", expected)
+    if isinstance(error, UnexpectedToken):
+        found = str(error.token)
+        expected = _expected(accepted, parser)
+        return QuerySyntaxError(f"unexpected {found!r}; expected " + _one_of(expected),
+                                error.line, error.column, found, expected)
+    if isinstance(error, UnexpectedCharacters):
+        found = text[error.pos_in_stream:error.pos_in_stream + 1]
+        snippet = re.match(r"\S{1,20}", text[error.pos_in_stream:])
+        shown = snippet.group() if snippet else found
+        expected = _expected(accepted, parser)
+        msg = f"unexpected {shown!r}"
+        if expected:
+            msg += "; expected " + _one_of(expected)
+        return QuerySyntaxError(msg, error.line, error.column, shown, expected)
+    line, col = getattr(error, "line", None), getattr(error, "column", None)
+    return QuerySyntaxError(str(error), line, col)
+
+
+def _one_of(expected: tuple[str, ...]) -> str:
+    if not expected:
+        return "something else"
+    if len(expected) == 1:
+        return expected[0]
+    return "one of " + ", ".join(expected)
