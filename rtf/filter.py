@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
 from rtf.expressions import passes
-from rtf.join import natural_join, project
+from rtf.join import join_rows
 from rtf.model import Query
 from rtf.query_table import QueryTable, RegisteredBranch, TupleShape
 from rtf.terms import is_literal, lexical_form
@@ -139,16 +139,34 @@ class IndexedQueries(QueryIndex):
             else:
                 bucket.add(row)
         out: Solutions = {}
+        reduced: dict[tuple, set[tuple]] = {}  # (shape, kept columns) -> rows, per publication
         for rb in self.table.complete_branches(rows):
-            tables = [(names, rows[shape]) for names, shape in zip(rb.var_names, rb.shapes)]
+            tables = []
+            for keep, names, shape in zip(rb.keep, rb.keep_names, rb.shapes):
+                if len(keep) == len(shape.row_positions):
+                    tables.append((names, rows[shape]))
+                    continue
+                table = reduced.get((shape, keep))
+                if table is None:
+                    table = reduced[(shape, keep)] = {tuple(r[i] for i in keep) for r in rows[shape]}
+                tables.append((names, table))
+            cols, joined = join_rows(tables)
+            if not joined:
+                continue
             residual = rb.branch.residual
             projection = self.queries[rb.query_id].projection
-            found = None
-            for sol in natural_join(tables):
-                if all(passes(r, sol) for r in residual):
-                    if found is None:
-                        found = out.setdefault(rb.query_id, set())
-                    found.add(project(sol, projection))
+            where = [(v, cols.index(v)) for v in projection if v in cols]
+            found = out.setdefault(rb.query_id, set())
+            if residual:
+                for row in joined:
+                    sol = dict(zip(cols, row))
+                    if all(passes(r, sol) for r in residual):
+                        found.add(tuple((v, row[i]) for v, i in where))
+            else:
+                for row in joined:
+                    found.add(tuple((v, row[i]) for v, i in where))
+            if not found:
+                del out[rb.query_id]
         return out
 
     def stats(self) -> dict:

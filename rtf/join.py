@@ -26,11 +26,17 @@ def _normalise(names: tuple[str, ...], rows) -> tuple[tuple[str, ...], list[tupl
 
 def natural_join(tables: Iterable[BindingTable]) -> list[dict[str, str]]:
     """All solutions of the natural join of `tables`, as dicts name -> key."""
+    cols, rows = join_rows(tables)
+    return [dict(zip(cols, row)) for row in rows]
+
+
+def join_rows(tables: Iterable[BindingTable]) -> tuple[list[str], list[list[str]]]:
+    """The natural join of `tables` as (column names, rows)."""
     pending = [_normalise(n, r) for n, r in tables]
     if not pending:
-        return [{}]
+        return [], [[]]
     if any(not rows for _, rows in pending):
-        return []
+        return [], []
     pending.sort(key=lambda t: len(t[1]))
     names, rows = pending.pop(0)
     cols = list(names)
@@ -57,8 +63,8 @@ def natural_join(tables: Iterable[BindingTable]) -> list[dict[str, str]]:
         cols += [tnames[i] for i in new]
         current = joined
         if not current:
-            return []
-    return [dict(zip(cols, row)) for row in current]
+            return cols, []
+    return cols, current
 
 
 def project(solution: dict[str, str], projection: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

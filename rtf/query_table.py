@@ -99,6 +99,36 @@ class RegisteredBranch:
     tids: tuple[int, ...] = ()
     var_names: tuple[tuple[str, ...], ...] = ()
     shapes: tuple[TupleShape, ...] = ()
+    #: Per tuple: the row columns the join needs, and their variable names.
+    #: A variable that only one tuple mentions and that is neither projected
+    #: nor used by a residual filter is existential: its column is dropped
+    #: (and the rows deduplicated) before the join, which keeps star queries
+    #: over many-valued properties from multiplying out.
+    keep: tuple[tuple[int, ...], ...] = ()
+    keep_names: tuple[tuple[str, ...], ...] = ()
+
+
+def needed_outside(query: Query, branch: Branch) -> set[str]:
+    """Variables a branch needs beyond its tuples: projected or filtered on."""
+    from rtf.model import operand_variables
+    out = set(query.projection)
+    for r in branch.residual:
+        out |= operand_variables(r)
+    return out
+
+
+def needed_columns(names: list[tuple[str, ...]], outside: set[str]):
+    """For each tuple, the positions of its variables that the join needs."""
+    count: dict[str, int] = {}
+    for ns in names:
+        for n in ns:
+            count[n] = count.get(n, 0) + 1
+    keep, keep_names = [], []
+    for ns in names:
+        idx = tuple(i for i, n in enumerate(ns) if count[n] > 1 or n in outside)
+        keep.append(idx)
+        keep_names.append(tuple(ns[i] for i in idx))
+    return tuple(keep), tuple(keep_names)
 
 
 @dataclass
@@ -148,6 +178,7 @@ class QueryTable:
                 names.append(vars_)
                 shapes.append(shape)
             rb.tids, rb.var_names, rb.shapes = tuple(tids), tuple(names), tuple(shapes)
+            rb.keep, rb.keep_names = needed_columns(names, needed_outside(query, b))
             branches.append(rb)
         self.queries[query_id] = branches
         return new_shapes, branches
