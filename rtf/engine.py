@@ -62,6 +62,10 @@ class Match:
             return []
         return [dict(s) for s in sorted(self.solutions)]
 
+    def __iter__(self):
+        """``query_id, subscriber, bindings = match``."""
+        return iter((self.query_id, self.subscriber, self.bindings))
+
 
 @dataclass(frozen=True)
 class RegisteredQuery:

@@ -1,0 +1,128 @@
+"""The Python API of spec section 4: register, unregister, match."""
+
+from __future__ import annotations
+
+import pytest
+from rdflib import Graph
+
+from rtf import ALGORITHMS, Engine, Publication, QuerySyntaxError, UnsupportedQueryError
+
+EX = "http://ex.org/"
+DBO = "http://dbpedia.org/ontology/"
+TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+
+RUNNING_EXAMPLE = """
+PREFIX dbo: <http://dbpedia.org/ontology/>
+SELECT ?article WHERE {
+  ?article a dbo:Article ;
+           dbo:title ?title ;
+           dbo:abstract ?body .
+  FILTER ftcontains(?title, "olympic" ftand "games")
+  FILTER ftcontains(?body, "olympic" ftand ("games" ftnear(0, 2) "rio"))
+}"""
+
+
+def article(iri, title, body):
+    s = f"<{EX}{iri}>"
+    return Publication(EX + iri, [(s, TYPE, f"<{DBO}Article>"),
+                                  (s, f"<{DBO}title>", f'"{title}"@en'),
+                                  (s, f"<{DBO}abstract>", f'"{body}"@en')])
+
+
+@pytest.fixture(params=ALGORITHMS)
+def engine(request):
+    return Engine(request.param)
+
+
+def test_running_example_matches_by_hand(engine):
+    engine.register(RUNNING_EXAMPLE, "q", subscriber="alice")
+    # title has both words; body: olympic, and rio 1 word after games
+    hit = article("a1", "Olympic Games open", "The Olympic games in Rio opened.")
+    [m] = engine.match(hit)
+    assert (m.query_id, m.subscriber, m.bindings) == ("q", "alice", [{"article": f"<{EX}a1>"}])
+    # rio comes before games: the ordered ftnear fails
+    assert engine.match(article("a2", "Olympic Games", "Rio games: the Olympic flame")) == []
+    # games and rio 3 words apart
+    assert engine.match(article("a3", "Olympic Games", "olympic games a b c rio")) == []
+    # the title lacks "games"
+    assert engine.match(article("a4", "Olympic flame", "olympic games in rio")) == []
+
+
+def test_register_generates_ids_and_keeps_given_ones(engine):
+    assert engine.register("ASK { ?s ?p ?o }") == "q1"
+    assert engine.register("ASK { ?s ?p ?o }", "mine") == "mine"
+    assert engine.register("ASK { ?s ?p ?o }") == "q2"
+    assert len(engine) == 3
+
+
+def test_a_bad_query_leaves_the_engine_unchanged(engine):
+    engine.register(f"ASK {{ ?s <{EX}p> ?o }}", "good")
+    pub = Publication(EX + "a", [(f"<{EX}a>", f"<{EX}p>", f"<{EX}b>")])
+    before = engine.match(pub)
+    with pytest.raises(QuerySyntaxError):
+        engine.register("SELECT ?x WHERE { ?x ", "bad")
+    with pytest.raises(UnsupportedQueryError):
+        engine.register("SELECT ?x WHERE { ?x ?p ?o OPTIONAL { ?x ?q ?r } }", "bad")
+    assert len(engine) == 1 and "bad" not in engine
+    assert engine.match(pub) == before
+
+
+def test_a_taken_id_is_refused_and_the_first_query_stays(engine):
+    engine.register(f"ASK {{ ?s <{EX}p> ?o }}", "q")
+    with pytest.raises(ValueError, match="already registered"):
+        engine.register(f"ASK {{ ?s <{EX}other> ?o }}", "q")
+    pub = Publication(EX + "a", [(f"<{EX}a>", f"<{EX}p>", f"<{EX}b>")])
+    assert [m.query_id for m in engine.match(pub)] == ["q"]
+
+
+def test_a_removed_query_never_matches_again(engine):
+    engine.register(f"ASK {{ ?s <{EX}p> ?o }}", "q")
+    pub = Publication(EX + "a", [(f"<{EX}a>", f"<{EX}p>", f"<{EX}b>")])
+    assert engine.match(pub)
+    engine.unregister("q")
+    assert engine.match(pub) == [] and len(engine) == 0
+    with pytest.raises(KeyError):
+        engine.unregister("q")
+
+
+def test_select_reports_distinct_projected_solutions_and_ask_none(engine):
+    engine.register(f"SELECT ?s WHERE {{ ?s <{EX}p> ?o }}", "sel")
+    engine.register(f"ASK {{ ?s <{EX}p> ?o }}", "ask")
+    s = f"<{EX}a>"
+    pub = Publication(EX + "a", [(s, f"<{EX}p>", f"<{EX}b>"), (s, f"<{EX}p>", f"<{EX}c>")])
+    by_id = {m.query_id: m for m in engine.match(pub)}
+    assert by_id["sel"].bindings == [{"s": s}]  # two solutions, one after projection
+    assert by_id["ask"].bindings == []
+
+
+def test_unbound_projected_variables_are_left_out(engine):
+    engine.register(f"SELECT ?s ?nowhere WHERE {{ ?s <{EX}p> ?o }}", "q")
+    pub = Publication(EX + "a", [(f"<{EX}a>", f"<{EX}p>", f"<{EX}b>")])
+    assert engine.match(pub)[0].bindings == [{"s": f"<{EX}a>"}]
+
+
+def test_match_accepts_an_rdflib_graph(engine):
+    engine.register(f'SELECT ?s WHERE {{ ?s <{EX}p> ?o FILTER ftcontains(?o, "rio") }}', "q")
+    g = Graph().parse(data=f'<{EX}a> <{EX}p> "Games in RIO"@EN .', format="nt")
+    [m] = engine.match(g)
+    assert m.bindings == [{"s": f"<{EX}a>"}]
+
+
+def test_language_tags_are_compared_case_insensitively(engine):
+    engine.register(f'SELECT ?s WHERE {{ ?s <{EX}p> "chat"@FR }}', "q")
+    pub = Publication(EX + "a", [(f"<{EX}a>", f"<{EX}p>", '"chat"@fr')])
+    assert [m.query_id for m in engine.match(pub)] == ["q"]
+
+
+def test_unknown_algorithm_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        Engine("fastest")
+
+
+def test_taxonomy_from_an_ontology_file(tmp_path, engine):
+    onto = tmp_path / "onto.nt"
+    onto.write_text(f"<{EX}Sprinter> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <{EX}Athlete> .\n")
+    e = Engine(engine.algorithm, taxonomy=onto)
+    e.register(f"SELECT ?x WHERE {{ ?x a/<http://www.w3.org/2000/01/rdf-schema#subClassOf>* <{EX}Athlete> }}", "q")
+    pub = Publication(EX + "bolt", [(f"<{EX}bolt>", TYPE, f"<{EX}Sprinter>")])
+    assert e.match(pub)[0].bindings == [{"x": f"<{EX}bolt>"}]
