@@ -11,7 +11,10 @@ filters, taxonomy paths) with chosen probabilities.
 
 Each query is modelled on one publication picked at random, so that its
 structure occurs in the data; its words come from the whole vocabulary, so
-most full-text constraints still fail, as in the paper. Generation is
+most full-text constraints still fail, as in the paper. With
+``distinct_predicates`` a query asks for distinct properties (``rtf bench``
+sets it): otherwise ``?s p ?o1 . ?s p ?o2 . ?s p ?o3`` on a property with
+many values has the cube of those values as solutions. Generation is
 deterministic for a seed. The tests, ``rtf gen-queries`` and ``rtf bench``
 all use this one generator.
 
@@ -56,12 +59,25 @@ class Mix:
     value_filter: float = 0.0  # a comparison filter on a typed literal
     taxonomy: float = 0.0     # the type tuple uses a/rdfs:subClassOf* on a superclass
     local_words: float = 0.0  # a term is drawn from the modelled publication's own text
+    # the query's tuples have distinct predicates (rdf:type aside): no ?s p ?o1 . ?s p ?o2,
+    # whose solutions are the cross product of a multi-valued property's values
+    distinct_predicates: float = 0.0
+    # the query projects all its variables; otherwise only the resource ?s, which is
+    # what a subscriber to a stream of resources asks for
+    project_all: float = 0.0
+
+    @classmethod
+    def paper(cls, ft_pr: float = 0.5) -> "Mix":
+        """The RTF paper's workload (``rtf bench``, ``rtf gen-queries``): conjunctive terms
+        only, distinct properties per query."""
+        return cls(ft_pr=ft_pr, distinct_predicates=1.0)
 
     @classmethod
     def all_operators(cls, ft_pr: float = 0.5) -> "Mix":
         """Every operator switched on, for differential testing."""
         return cls(ft_pr=ft_pr, phrase=0.2, near=0.2, ftor=0.2, ftnot=0.15, prefix=0.15,
-                   wildcard=0.15, value_filter=0.2, taxonomy=0.3, local_words=0.5)
+                   wildcard=0.15, value_filter=0.2, taxonomy=0.3, local_words=0.5,
+                   project_all=0.3)
 
     @classmethod
     def field_names(cls) -> list[str]:
@@ -139,7 +155,16 @@ class _Builder:
         subject = pub.triples[0][0]
         own = [t for t in pub.triples if t[0] == subject] or list(pub.triples)
         k = self.rng.randint(1, min(self.mix.max_tuples, len(own)))
-        chosen = self.rng.sample(own, k)
+        if self.chance(self.mix.distinct_predicates):
+            chosen, seen = [], set()
+            for t in self.rng.sample(own, len(own)):
+                if t[1] == _TYPE or t[1] not in seen:
+                    seen.add(t[1])
+                    chosen.append(t)
+                    if len(chosen) == k:
+                        break
+        else:
+            chosen = self.rng.sample(own, k)
         lines, filters = [], []
         var = 0
         for s, p, o in chosen:
@@ -167,14 +192,17 @@ class _Builder:
                     filters.append(f'FILTER ({obj} {op} "{_esc(parts.lexical)}"^^<{parts.datatype}>)')
                 elif parts.lang and self.chance(self.mix.value_filter):
                     filters.append(f'FILTER (lang({obj}) = "{parts.lang}")')
-            elif self.chance(self.mix.constant):
-                obj = o
+            elif is_iri(o) and self.chance(self.mix.constant):
+                obj = o  # an IRI only: a blank node in a query is a variable, not a constant
             elif self.chance(self.mix.wildcard) and pred != "*":
                 obj = "*"
             else:
                 obj = f"?o{var}"
             lines.append(f"?s {pred} {obj} .")
-        projected = sorted({w for w in " ".join(lines).split() if w.startswith("?")})
+        if self.chance(self.mix.project_all):
+            projected = sorted({w for w in " ".join(lines).split() if w.startswith("?")})
+        else:
+            projected = ["?s"]
         body = " ".join(lines + filters)
         return f"SELECT {' '.join(projected)} WHERE {{ {body} }}"
 
@@ -199,6 +227,60 @@ def write_jsonl(records: Iterable[dict], path) -> int:
 
 # ------------------------------------------------------------------- command
 
+_MIX_HELP = {
+    "max_tuples": "most tuples in one query",
+    "max_terms": "most conjunctive terms in one full-text constraint",
+    "constant": "an IRI object is kept as a constant",
+    "phrase": "a term is a two-word phrase from a real text",
+    "near": "two terms are joined by ftnear",
+    "ftor": "two terms are joined by ftor",
+    "ftnot": "a term is negated (ftand ftnot)",
+    "prefix": "a term becomes a prefix term (word*)",
+    "wildcard": "a predicate or object becomes *",
+    "value_filter": "a typed or tagged literal gets a value filter",
+    "taxonomy": "a type tuple becomes a/rdfs:subClassOf* on a superclass (needs --taxonomy)",
+    "local_words": "a term is drawn from the modelled publication's own text",
+    "distinct_predicates": "a query's tuples have distinct properties (rdf:type aside)",
+    "project_all": "a query projects all its variables (otherwise only ?s)",
+}
+assert set(_MIX_HELP) == set(Mix.field_names()) - {"ft_pr"}
+
+
+def _percent(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError("FT_pr is a percentage, 0 to 100")
+    return value
+
+
+def _probability(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a probability, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError("a probability is between 0 and 1")
+    return value
+
+
+def _count(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("expected a positive integer")
+    return value
+
 
 def add_command(sub) -> None:
     import argparse
@@ -212,17 +294,26 @@ def add_command(sub) -> None:
                "-n 10000 --ft-pr 50 --seed 0 -o queries.jsonl\n"
                "  rtf gen-queries --publications data.nt -n 100 --all-operators -o q.jsonl")
     p.add_argument("--publications", nargs="+", required=True, metavar="F")
-    p.add_argument("-n", "--count", type=int, default=1000, help="number of queries (default 1000)")
-    p.add_argument("--ft-pr", type=float, default=50, help="percent of literal tuples with ftcontains (default 50)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-n", "--count", type=_count, default=1000, help="number of queries (default 1000)")
+    p.add_argument("--ft-pr", type=_percent, default=50,
+                   help="percent of literal-valued tuples with ftcontains: FT_pr (default 50)")
+    p.add_argument("--seed", type=int, default=0, help="the same seed gives the same queries (default 0)")
     p.add_argument("--taxonomy", metavar="ONTO", help="ontology for a/rdfs:subClassOf* tuples")
     p.add_argument("--all-operators", action="store_true",
                    help="mix in phrases, ftnear, ftor, ftnot, prefixes, wildcards, value filters, taxonomy")
-    for name in Mix.field_names():
-        if name in ("ft_pr",):
-            continue
-        p.add_argument("--" + name.replace("_", "-"), type=float, default=None, metavar="P",
-                       help=argparse.SUPPRESS)
+    mix = p.add_argument_group(
+        "operator mix", "probabilities from 0 to 1 (counts for max-*) that override the defaults; "
+                        "the defaults are the paper's workload (rtf bench's): conjunctive terms only, "
+                        "distinct properties per query")
+    for name, help_ in _MIX_HELP.items():
+        # "taxonomy" is also the ontology option: its probability is --taxonomy-pr.
+        option = "--taxonomy-pr" if name == "taxonomy" else "--" + name.replace("_", "-")
+        mix.add_argument(option, type=_count if name.startswith("max_") else _probability, default=None,
+                         metavar="N" if name.startswith("max_") else "P", dest="mix_" + name,
+                         help=f"{help_} (default {getattr(Mix.paper(), name)}"
+                              + (f", --all-operators {getattr(Mix.all_operators(), name)}"
+                                 if getattr(Mix.all_operators(), name) != getattr(Mix(), name) else "")
+                              + ")")
     p.add_argument("-o", "--output", required=True, help="JSON Lines file to write")
     p.set_defaults(func=_cmd)
 
@@ -231,11 +322,13 @@ def _cmd(args) -> int:
     from rtf.reader import read_publications
     from rtf.taxonomy import Taxonomy
 
-    mix = Mix.all_operators(args.ft_pr / 100) if args.all_operators else Mix(ft_pr=args.ft_pr / 100)
+    ft_pr = args.ft_pr / 100
+    mix = Mix.all_operators(ft_pr) if args.all_operators else Mix.paper(ft_pr)
+    mix.distinct_predicates = 1.0
     for name in Mix.field_names():
-        value = getattr(args, name, None)
+        value = getattr(args, "mix_" + name, None)
         if name != "ft_pr" and value is not None:
-            setattr(mix, name, int(value) if name.startswith("max_") else value)
+            setattr(mix, name, value)
     taxonomy = Taxonomy.from_file(args.taxonomy) if args.taxonomy else None
     pubs = list(read_publications(args.publications))
     n = write_jsonl(generate_queries(pubs, args.count, args.seed, mix, taxonomy), args.output)

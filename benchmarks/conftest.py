@@ -1,0 +1,58 @@
+"""Fixtures of the engine benchmarks: one DBpedia workload, parsed once.
+
+The benchmarks run apart from the unit tests (the root ``pyproject.toml``
+collects ``tests/`` only and disables pytest-benchmark by default)::
+
+    pytest benchmarks/ --benchmark-enable                 # timings
+    pytest benchmarks/ --benchmark-enable --benchmark-compare   # against a saved run
+
+Without the DBpedia sample (``$RTF_DATA_DIR/dbpedia``) every case is skipped.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rtf import datasets
+
+#: Queries registered in each engine, and publications filtered per round.
+N_QUERIES = 5000
+N_PUBLICATIONS = 100
+FT_PR = 50
+SEED = 0
+
+
+def _need_data():
+    if not datasets.available():
+        pytest.skip(f"DBpedia sample not found under {datasets.dbpedia_dir()} "
+                    f"(set {datasets.ENV_VAR})")
+
+
+@pytest.fixture(scope="session")
+def dbpedia_publications():
+    """Every publication of the sample (the queries' vocabulary)."""
+    _need_data()
+    from rtf.bench import load_publications
+    return load_publications([str(f) for f in datasets.dbpedia_files()])
+
+
+@pytest.fixture(scope="session")
+def filtered_publications(dbpedia_publications):
+    """A random slice of the sample, the same for every engine."""
+    from rtf.bench import sample_publications
+    return sample_publications(dbpedia_publications, N_PUBLICATIONS, SEED)
+
+
+@pytest.fixture(scope="session")
+def query_records(dbpedia_publications):
+    """`rtf bench`'s workload: N_QUERIES generated queries at FT_pr = 50 %."""
+    from rtf.bench import bench_mix
+    from rtf.workload import generate_queries
+    return generate_queries(dbpedia_publications, N_QUERIES, seed=SEED, mix=bench_mix(FT_PR))
+
+
+@pytest.fixture(scope="session")
+def workload(query_records):
+    """The same queries, parsed once: registration benchmarks do not time the parser."""
+    from rtf.bench import parse_workload
+    return parse_workload(query_records, FT_PR, N_QUERIES)
