@@ -5,19 +5,23 @@ collects ``tests/`` only and disables pytest-benchmark by default)::
 
     pytest benchmarks/ --benchmark-enable                 # timings
     pytest benchmarks/ --benchmark-enable --benchmark-compare   # against a saved run
+    RTF_BENCH_QUERIES=2000 pytest benchmarks/ --benchmark-enable   # a quicker round
 
 Without the DBpedia sample (``$RTF_DATA_DIR/dbpedia``) every case is skipped.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from rtf import datasets
 
-#: Queries registered in each engine, and publications filtered per round.
-N_QUERIES = 5000
-N_PUBLICATIONS = 100
+#: Queries registered in each engine, and publications filtered per round
+#: (override with RTF_BENCH_QUERIES and RTF_BENCH_PUBLICATIONS).
+N_QUERIES = int(os.environ.get("RTF_BENCH_QUERIES", "10000"))
+N_PUBLICATIONS = int(os.environ.get("RTF_BENCH_PUBLICATIONS", "100"))
 FT_PR = 50
 SEED = 0
 

@@ -1,7 +1,8 @@
 """pytest-benchmark cases: registration and filtering, per engine.
 
-A modest slice of ``rtf bench``'s workload (5,000 generated queries,
-100 DBpedia publications), small enough to run in about a minute::
+A slice of ``rtf bench``'s workload (10,000 generated queries, 100 DBpedia
+publications; see conftest.py to change the sizes), every engine including
+the naive reference, in a few minutes::
 
     pytest benchmarks/ --benchmark-enable
     pytest benchmarks/ --benchmark-enable --benchmark-autosave   # then --benchmark-compare

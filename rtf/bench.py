@@ -56,7 +56,6 @@ import gc
 import hashlib
 import json
 import os
-import platform
 import random
 import sys
 import time
@@ -67,6 +66,7 @@ from pathlib import Path
 
 from rtf.cli import load_queries, peak_rss_mb, progress
 from rtf.errors import QueryError, RtfError
+from rtf.machine import machine_info
 
 #: Defaults sized so that ``rtf bench`` alone finishes in a few minutes on 2 cores.
 DEFAULT_DB = (2000, 4000, 6000, 8000, 10000)
@@ -277,11 +277,10 @@ gc_clock = GcClock()
 def time_algorithm(algorithm: str, wl: Workload, pubs: list, db: Sequence[int], step: int,
                    taxonomy) -> list[dict]:
     """Insert in steps and filter `pubs` at each DB size; one dict per DB size."""
-    from rtf.engine import Engine
+    from rtf.engine import Engine, freeze_long_lived
     from rtf.text import text_index
 
-    gc.collect()
-    gc.freeze()  # the harness's objects are not the engine's to scan
+    freeze_long_lived()  # the harness's objects are not the engine's to scan
     engine = Engine(algorithm, taxonomy=taxonomy)
     sizes = [p.size_bytes for p in pubs]
     rows, plan = [], chunks(db, step)
@@ -303,11 +302,7 @@ def time_algorithm(algorithm: str, wl: Workload, pubs: list, db: Sequence[int], 
         inserted_at, steps_s = end, []
 
         text_index.cache_clear()
-        gc.collect()
-        # What a long-running matcher does after (re)loading its queries: move the
-        # index out of the cyclic collector's sight. Measured at DB=20K on the
-        # sample: RTFs 53.9 -> 38.2 ms/pub, iBroker 83.3 -> 55.6 ms/pub.
-        gc.freeze()
+        freeze_long_lived()  # what a long-running matcher does after loading its queries
         times, digests, counts = [], [], []
         gc_clock.reset()
         gc.callbacks.append(gc_clock)
@@ -480,30 +475,6 @@ def diagnose(mismatch: dict, wl: Workload, pubs: list, taxonomy) -> dict:
 
 
 # ---------------------------------------------------------------- the bench
-
-
-def machine_info() -> dict:
-    import psutil
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except AttributeError:
-        affinity = os.cpu_count()
-    return {"cpu": cpu, "cores": os.cpu_count(), "cores_usable": affinity,
-            "cores_physical": psutil.cpu_count(logical=False),
-            "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-            "python": f"{platform.python_implementation()} {platform.python_version()}",
-            "os": platform.platform(),
-            # other work on the machine skews the timings: the load when the bench ended
-            "load_avg_1_5_15": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None}
 
 
 def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) -> dict:

@@ -16,6 +16,7 @@ memory.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from os import PathLike
 
@@ -26,6 +27,19 @@ from rtf.publication import Publication, as_publication
 from rtf.taxonomy import Taxonomy
 
 ALGORITHMS = ("naive", "rtfm", "rtfs", "ibroker")
+
+
+def freeze_long_lived() -> None:
+    """Move every object alive now out of the cyclic garbage collector's sight.
+
+    Call it once the queries are registered and before publications stream
+    through: the index is long-lived, and a collector that rescans it on every
+    full collection costs about 30% of filter time (measured at DB=20K on the
+    DBpedia sample: RTFs 53.9 -> 38.2 ms/publication, iBroker 83.3 -> 55.6).
+    Objects made later are collected as usual; ``gc.unfreeze()`` undoes it.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def make_index(algorithm: str) -> QueryIndex:

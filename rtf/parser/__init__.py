@@ -25,7 +25,7 @@ from lark.exceptions import UnexpectedInput, VisitError
 from rtf.errors import QueryError, QuerySyntaxError
 from rtf.model import Query
 from rtf.parser.build import BUILTIN_PREFIXES, QueryBuilder
-from rtf.parser.diagnose import diagnose, find_unsupported
+from rtf.parser.diagnose import diagnose
 from rtf.parser.grammar import grammar_text, lark_parser
 
 __all__ = ["parse_query", "grammar_text", "BUILTIN_PREFIXES"]

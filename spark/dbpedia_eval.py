@@ -1,0 +1,173 @@
+#!/usr/bin/env python
+"""Replay a DBpedia dump through an rtf engine on Spark.
+
+Reads the dump files with Spark, parses their lines in the executors, groups
+the triples by subject into publications (across all files), broadcasts the
+engine built from the queries, filters every publication in the executors
+and writes the matches as JSON Lines part files, in the exact line format
+of ``rtf match``, plus ``metrics.json``. See docs/spark.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+EPILOG = """\
+dump files:
+  N-Triples lines (.nt) or DBpedia's line-based Turtle (.ttl), plain, .gz or .bz2;
+  several files (instance types, abstracts, mapping-based properties, ...) are
+  grouped by subject into one publication per resource. A directory means the
+  dump files in it. Paths may be hdfs:// or s3a:// URIs on a cluster. Malformed
+  lines are skipped and counted (metrics.json: bad_lines_skipped).
+
+output (--output DIR, which must not exist unless --overwrite):
+  DIR/part-NNNNN   JSON Lines, one line per (publication, matching query), exactly
+                   as `rtf match` writes them: compare with `sort` (order differs)
+  DIR/metrics.json publications, matches, bad lines, seconds per stage (read+parse,
+                   group, broadcast, filter, write), index bytes and broadcast cost,
+                   throughput in total and per partition
+
+example (local mode, all cores; needs only `pip install pyspark` and Java 17):
+  rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz -n 2000 -o /tmp/q.jsonl
+  python spark/dbpedia_eval.py --dump ../shared/data/dbpedia \\
+      --queries /tmp/q.jsonl --taxonomy ../shared/data/dbpedia/ontology/dbpedia_2015-10.nt.gz \\
+      --algorithm rtfs --master 'local[2]' --output /tmp/rtf-spark-out
+  sort /tmp/rtf-spark-out/part-* > spark.jsonl     # equals a sorted `rtf match` output
+
+on a cluster (rtf and its dependencies installed on every node, see docs/spark.md):
+  spark-submit --master yarn spark/dbpedia_eval.py --dump hdfs:///dbpedia/2015-10/ \\
+      --queries q.jsonl --algorithm rtfs --partitions 400 --output hdfs:///out/run1
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    algorithms = ("rtfs", "rtfm", "ibroker", "naive")
+    p = argparse.ArgumentParser(
+        prog="dbpedia_eval.py", description=__doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    p.add_argument("--dump", required=True, nargs="+", metavar="FILE_OR_DIR",
+                   help="dump files or folders of dump files (.nt/.ttl, plain, .gz or .bz2)")
+    p.add_argument("--queries", required=True, metavar="Q.jsonl",
+                   help='JSON Lines of {"id", "query", "subscriber"} (as for rtf match), or a .rq file')
+    p.add_argument("--taxonomy", metavar="ONTO",
+                   help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf* (read on the driver)")
+    p.add_argument("--algorithm", required=True, choices=algorithms, help="the engine to run")
+    p.add_argument("--master", metavar="URL",
+                   help="Spark master: local[*] (default), local[N], spark://host:7077, yarn, ...; "
+                        "under spark-submit its --master is used unless this is given")
+    p.add_argument("--partitions", type=int, metavar="N",
+                   help="partitions of the grouped publications, i.e. filter tasks "
+                        "(default: 2 x Spark's default parallelism)")
+    p.add_argument("--output", required=True, metavar="DIR", help="folder for the part files and metrics.json")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace DIR if it holds the output of an earlier run")
+    p.add_argument("--pipelined", action="store_true",
+                   help="run read, group, filter and write as one Spark job without caching "
+                        "(for dumps too large to persist); only the total and executor-side times are known")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra Spark setting, repeatable (e.g. --conf spark.driver.memory=8g)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return p
+
+
+def _log(quiet: bool):
+    def log(message: str) -> None:
+        if not quiet:
+            print(f"dbpedia_eval: {message}", file=sys.stderr, flush=True)
+    return log
+
+
+def make_session(master: str | None, conf: list[str]):
+    """A SparkSession: local[*] by default, spark-submit's master under spark-submit."""
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # set by spark-submit's Python runner
+    if master is None and not under_submit:
+        master = "local[*]"
+    if master and master.startswith("local"):
+        # Local workers must run this Python, which has rtf installed
+        # (PySpark's default is whatever `python3` is on the PATH).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    # Our own stage lines replace Spark's console progress bar (--conf can bring it back).
+    builder = SparkSession.builder.appName("rtf dbpedia_eval").config(
+        "spark.ui.showConsoleProgress", "false")
+    if master:
+        builder = builder.master(master)
+    for item in conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"dbpedia_eval: error: --conf expects KEY=VALUE, not {item!r}")
+        builder = builder.config(key.strip(), value.strip())
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def spark_error_summary(error: Exception) -> str:
+    """The most telling line of a Spark failure: the Python or Java exception at its root."""
+    import re
+
+    text = str(error)
+    causes = re.findall(r"^\s*(?:Caused by: )?((?:[\w.]+\.)?\w*(?:Error|Exception): .+?)(?: SQLSTATE: \w+\)?)?$",
+                        text, re.MULTILINE)
+    causes = [c for c in causes if not c.startswith(("org.apache.spark.SparkException: Job aborted",
+                                                     "org.apache.spark.api.python.PythonException"))]
+    if causes:
+        return causes[-1].strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def main(argv: list[str] | None = None, spark=None) -> int:
+    """Run the job; `spark`: an existing session to use (and not stop), as the tests do."""
+    args = build_parser().parse_args(argv)
+    log = _log(args.quiet)
+    from rtf.errors import RtfError
+    from rtf.replay import ReplayConfig, ReplayError, package_zip, run_replay
+
+    config = ReplayConfig(dumps=args.dump, queries=args.queries, output=args.output,
+                          algorithm=args.algorithm, taxonomy=args.taxonomy,
+                          partitions=args.partitions, timed=not args.pipelined,
+                          overwrite=args.overwrite)
+    own = spark is None
+    t = time.perf_counter()
+    try:
+        if own:
+            spark = make_session(args.master, args.conf)
+            log(f"Spark {spark.version}, master {spark.sparkContext.master}, "
+                f"default parallelism {spark.sparkContext.defaultParallelism} "
+                f"(session up in {time.perf_counter() - t:.1f} s)")
+        sc = spark.sparkContext
+        if not sc.master.startswith("local"):
+            # Ship this driver's rtf to the executors (its compiled dependencies
+            # must be installed there).
+            sc.addPyFile(package_zip(tempfile.mkdtemp(prefix="rtf-spark-")))
+        metrics = run_replay(spark, config, log=log)
+    except (ReplayError, RtfError, OSError) as e:
+        print(f"dbpedia_eval: error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a failed Spark job: one line, not a Java stack trace
+        if "py4j" in type(e).__module__ or "pyspark" in type(e).__module__:
+            print(f"dbpedia_eval: error: Spark job failed: {spark_error_summary(e)} "
+                  "(details in the Spark log above)", file=sys.stderr)
+            return 1
+        raise
+    finally:
+        if own and spark is not None:
+            spark.stop()
+    summary = {k: metrics[k] for k in ("algorithm", "queries", "publications", "matches",
+                                      "bad_lines_skipped", "stages_s", "total_s")}
+    summary["index_bytes"] = metrics["index"]["bytes"]
+    summary["throughput"] = metrics["throughput"]
+    log(json.dumps(summary))
+    log(f"wrote {metrics['matches']} matches and metrics.json to {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

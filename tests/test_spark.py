@@ -1,0 +1,354 @@
+"""The Spark driver (spark/dbpedia_eval.py, rtf.replay) against `rtf match`.
+
+One local[2] SparkSession serves the module. The inputs are a slice of the
+DBpedia sample laid out as DBpedia ships dumps: the nordlys resources split
+into an instance-types file and a file with everything else (so every
+publication must be regrouped across files), the esbm file, a few hundred
+db8k resources as .bz2, real abstracts as line-based .ttl, and a file with
+bad lines. The reference is `rtf match` over the same triples with each
+resource in one file. Tests that need Java are marked ``spark``.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import importlib.util
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rtf import datasets
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "spark" / "dbpedia_eval.py"
+TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+
+BAD_LINES = [
+    "this is not a triple",
+    '<http://ex.org/bad1> <http://ex.org/p> "unterminated .',
+    "<http://ex.org/bad2> <http://ex.org/p> .",
+]
+GOOD_LINES = [
+    '<http://ex.org/ok1> <http://www.w3.org/2000/01/rdf-schema#label> "Rio airline"@en .',
+    "<http://ex.org/ok1> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
+    "<http://dbpedia.org/ontology/Airline> .",
+]
+
+
+def _no_spark_reason() -> str | None:
+    if importlib.util.find_spec("pyspark") is None:
+        return "pyspark is not installed (pip install 'rtf[spark]')"
+    java_home = os.environ.get("JAVA_HOME")
+    if not shutil.which("java") and not (java_home and Path(java_home, "bin", "java").exists()):
+        return "Java is not installed (Spark needs Java 17; set JAVA_HOME or put java on PATH)"
+    if not datasets.available():
+        return f"DBpedia sample not found under {datasets.dbpedia_dir()} (set {datasets.ENV_VAR})"
+    return None
+
+
+NO_SPARK = _no_spark_reason()
+needs_spark = [pytest.mark.spark, pytest.mark.skipif(NO_SPARK is not None, reason=str(NO_SPARK))]
+
+
+def spark_test(f):
+    for mark in needs_spark:
+        f = mark(f)
+    return f
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("dbpedia_eval", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="module")
+def spark():
+    if NO_SPARK:
+        pytest.skip(NO_SPARK)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("rtf tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.driver.memory", "1g")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def _file(name: str) -> Path:
+    return next(f for f in datasets.dbpedia_files() if f.name.startswith(name))
+
+
+def _head_publications(path: Path, n: int) -> list[str]:
+    """The lines of the first `n` subjects of a sorted dump."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        runs = itertools.groupby(f, key=lambda line: line.split(" ", 1)[0])
+        return [line for _, run in itertools.islice(runs, n) for line in run]
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """(spark dump folder, reference files for rtf match, queries, taxonomy, bad line count)."""
+    if NO_SPARK:
+        pytest.skip(NO_SPARK)
+    from rtf.reader import read_publications
+    from rtf.workload import Mix, generate_queries, write_jsonl
+
+    base = tmp_path_factory.mktemp("spark")
+    dumps, ref = base / "dump", base / "ref"
+    dumps.mkdir()
+    ref.mkdir()
+
+    nordlys = _file("nordlys")
+    with gzip.open(nordlys, "rt", encoding="utf-8") as f:
+        lines = f.readlines()
+    shutil.copy(nordlys, ref / nordlys.name)
+    # As DBpedia ships it: instance types in one file, the other properties in another.
+    with gzip.open(dumps / "instance_types_en.nt.gz", "wt", encoding="utf-8") as f:
+        f.writelines(line for line in lines if line.split(" ", 2)[1] == TYPE)
+    with bz2.open(dumps / "nordlys_properties_en.ttl.bz2", "wt", encoding="utf-8") as f:
+        f.write("# started 2015-10-01T00:00:00Z\n")
+        f.writelines(line for line in lines if line.split(" ", 2)[1] != TYPE)
+        f.write("# completed 2015-10-01T00:00:01Z\n")
+
+    esbm = _file("esbm")
+    shutil.copy(esbm, dumps / esbm.name)
+    shutil.copy(esbm, ref / esbm.name)
+
+    db8k = _head_publications(_file("db8k28"), 300)
+    for folder in (dumps, ref):
+        with bz2.open(folder / "db8k28_slice.nt.bz2", "wt", encoding="utf-8") as f:
+            f.writelines(db8k)
+        (folder / "abstracts_en.ttl").write_text("".join(_head_publications(_file("ml1m"), 60)),
+                                                  encoding="utf-8")
+        # Bad lines among good ones, in a plain file.
+        (folder / "with_bad_lines.nt").write_text(
+            "\n".join([GOOD_LINES[0], BAD_LINES[0], GOOD_LINES[1], BAD_LINES[1], BAD_LINES[2]]) + "\n",
+            encoding="utf-8")
+    (dumps / "README.txt").write_text("not a dump file\n")
+
+    taxonomy = str(datasets.dbpedia_ontology())
+    pubs = list(read_publications(sorted(ref.iterdir()), skip_invalid=True))
+    records = generate_queries(pubs, 120, seed=7, mix=Mix.all_operators(0.5), taxonomy=None)
+    # The naive reference enumerates every combination of triples for the tuples
+    # with a wildcard (``?s * ?o1 . ?s * ?o2 . ?s * ?o3``): keep at most two of
+    # them per query, or one query can take minutes on a 200-triple resource.
+    records = [r for r in records if r["query"].count(" * ") <= 2]
+    records += generate_queries(pubs, 60, seed=8, mix=Mix(ft_pr=0.8), prefix="h")
+    examples = ROOT / "rtf" / "examples" / "dbpedia_queries.jsonl"
+    records += [json.loads(line) for line in examples.read_text().splitlines() if line.strip()]
+    queries = base / "queries.jsonl"
+    write_jsonl(records, queries)
+    return dumps, sorted(ref.iterdir()), queries, taxonomy, len(BAD_LINES)
+
+
+@pytest.fixture(scope="module")
+def reference(inputs, tmp_path_factory):
+    """`rtf match` over the reference files, per algorithm: (sorted lines, --stats), cached."""
+    import contextlib
+    import io
+
+    from rtf.cli import main
+
+    _, ref_files, queries, taxonomy, _ = inputs
+    cache: dict[str, tuple[list[str], dict]] = {}
+    folder = tmp_path_factory.mktemp("rtf-match")
+
+    def run(algorithm: str) -> tuple[list[str], dict]:
+        if algorithm not in cache:
+            out, err = folder / f"{algorithm}.jsonl", io.StringIO()
+            with contextlib.redirect_stderr(err):
+                code = main(["match", "--queries", str(queries), "--publications",
+                             *map(str, ref_files), "--taxonomy", taxonomy, "--algorithm", algorithm,
+                             "--skip-invalid", "--stats", "--output", str(out)])
+            assert code == 0, err.getvalue()
+            cache[algorithm] = (sorted(out.read_text(encoding="utf-8").splitlines()),
+                                json.loads(err.getvalue().strip().splitlines()[-1]))
+        return cache[algorithm]
+
+    return run
+
+
+def spark_lines(output: Path) -> list[str]:
+    return sorted(line for part in sorted(output.glob("part-*"))
+                  for line in part.read_text(encoding="utf-8").splitlines())
+
+
+def run_script(spark, *argv) -> int:
+    return _load_script().main([*map(str, argv), "--quiet"], spark=spark)
+
+
+# -------------------------------------------------------------------- Spark
+
+
+@spark_test
+@pytest.mark.parametrize("algorithm", ["naive", "rtfm", "rtfs", "ibroker"])
+def test_spark_output_equals_rtf_match(spark, inputs, reference, tmp_path, algorithm):
+    from rtf.engine import make_index
+
+    try:
+        make_index(algorithm)
+    except ImportError as e:  # an engine still being written
+        pytest.skip(f"{algorithm} is not available: {e}")
+    dumps, ref_files, queries, taxonomy, n_bad = inputs
+    expected, stats = reference(algorithm)
+    out = tmp_path / "out"
+    assert run_script(spark, "--dump", dumps, "--queries", queries, "--taxonomy", taxonomy,
+                      "--algorithm", algorithm, "--partitions", 3, "--output", out) == 0
+    got = spark_lines(out)
+    assert len(expected) > 50  # the workload does match something
+    assert got == expected
+
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["publications"] == stats["publications"]
+    assert metrics["matches"] == stats["matches"] == len(expected)
+    assert metrics["bad_lines_skipped"] == n_bad == stats["skipped_lines"]
+    assert metrics["bad_lines_by_file"] == {str(dumps / "with_bad_lines.nt"): n_bad}
+    assert set(metrics["stages_s"]) == {"read_parse_s", "group_s", "broadcast_s", "filter_s", "write_s"}
+    assert metrics["index"]["bytes"] > 1000 and metrics["queries"] == stats["queries"]
+    parts = metrics["partitions"]
+    assert [p["partition"] for p in parts] == [0, 1, 2]
+    assert sum(p["publications"] for p in parts) == metrics["publications"]
+    # The engine is unpickled once per Python worker, not once per partition.
+    assert 1 <= metrics["index"]["loads"] <= len({p["worker"] for p in parts})
+    assert metrics["throughput"]["publications_per_s"] > 0
+
+
+@spark_test
+def test_pipelined_run_gives_the_same_lines(spark, inputs, reference, tmp_path):
+    dumps, _, queries, taxonomy, n_bad = inputs
+    out = tmp_path / "piped"
+    assert run_script(spark, "--dump", dumps, "--queries", queries, "--taxonomy", taxonomy,
+                      "--algorithm", "rtfs", "--output", out, "--pipelined") == 0
+    expected, stats = reference("rtfs")
+    assert spark_lines(out) == expected
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["bad_lines_skipped"] == n_bad and not metrics["timed_stages"]
+    assert metrics["publications"] == stats["publications"]
+    assert set(metrics["stages_s"]) == {"broadcast_s", "pipeline_s"}
+
+
+@spark_test
+def test_existing_output_is_refused_then_overwritten(spark, inputs, tmp_path, capsys):
+    dumps, _, queries, taxonomy, _ = inputs
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    argv = ["--dump", dumps / "with_bad_lines.nt", "--queries", queries, "--algorithm", "rtfs",
+            "--output", out]
+    assert run_script(spark, *argv) == 1
+    assert "exists" in capsys.readouterr().err and (out / "keep.txt").exists()
+    assert run_script(spark, *argv, "--overwrite") == 1  # not an earlier run's output
+    shutil.rmtree(out)
+    assert run_script(spark, *argv) == 0
+    assert run_script(spark, *argv, "--overwrite") == 0
+    assert json.loads((out / "metrics.json").read_text())["publications"] == 1
+
+
+@spark_test
+def test_command_line_runs_in_local_mode_by_default(tmp_path):
+    """The script as users run it: its own session (local[*]), no --master."""
+    out = tmp_path / "out"
+    queries = ROOT / "rtf" / "examples" / "dbpedia_queries.jsonl"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--dump", str(_file("nordlys")),
+                           "--queries", str(queries), "--algorithm", "rtfm", "--output", str(out),
+                           "--conf", "spark.ui.enabled=false"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["spark"]["master"] == "local[*]" and metrics["publications"] == 98
+    assert "wrote" in proc.stderr
+
+
+# ------------------------------------------------------------ without Spark
+
+
+def test_help_teaches_with_an_example():
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0
+    for text in ("--dump", "--queries", "--taxonomy", "--algorithm", "--master", "--partitions",
+                 "--output", "example", "spark-submit", "metrics.json"):
+        assert text in proc.stdout
+
+
+def test_dump_files_picks_the_dumps_of_a_folder(tmp_path):
+    from rtf.replay import ReplayError, dump_files
+
+    for name in ("a.nt.gz", "b.ttl.bz2", "c.nt", "README.md", "_SUCCESS"):
+        (tmp_path / name).write_text("")
+    warnings = []
+    found = dump_files([str(tmp_path)], warn=warnings.append)
+    assert [Path(f).name for f in found] == ["a.nt.gz", "b.ttl.bz2", "c.nt"]
+    assert len(warnings) == 1 and "README.md" in warnings[0]
+    with pytest.raises(ReplayError, match="not a line-based dump"):
+        dump_files([str(tmp_path / "README.md")])
+    with pytest.raises(ReplayError, match="no such file"):
+        dump_files([str(tmp_path / "missing.nt")])
+
+
+def test_parse_lines_makes_subject_runs_and_counts_bad_lines():
+    from rtf.replay import parse_lines
+
+    counters: dict = {}
+    lines = GOOD_LINES + BAD_LINES + ['<http://ex.org/ok2> <http://ex.org/p> "x" .', GOOD_LINES[0]]
+    runs = list(parse_lines(lines, "test", counters, batch_chars=10_000))
+    assert [s for s, _ in runs] == ["<http://ex.org/ok1>", "<http://ex.org/ok2>", "<http://ex.org/ok1>"]
+    assert len(runs[0][1]) == 2
+    assert counters["bad_lines"] == 3 and counters["triples"] == 4 and counters["lines"] == 7
+    assert len(counters["bad_examples"]) == 3
+    assert counters["bytes"] == sum(len(line.encode("utf-8")) + 1 for line in lines)
+    # Hadoop turns invalid UTF-8 into U+FFFD: such lines are counted, not rejected.
+    counters = {}
+    list(parse_lines(['<http://ex.org/a> <http://ex.org/p> "caf\ufffd" .'], "test", counters))
+    assert counters["replacement_char_lines"] == 1 and "bad_lines" not in counters
+
+
+def test_a_pickled_engine_matches_like_the_original(dbpedia_slice):
+    from rtf.engine import Engine
+    from rtf.replay import filter_records, load_engine, serialize_engine
+    from rtf.workload import generate_queries
+
+    engine = Engine("rtfs")
+    for rec in generate_queries(dbpedia_slice, 100, seed=3):
+        engine.register(rec["query"], rec["id"], rec["subscriber"])
+    copy = load_engine(serialize_engine(engine))
+    records = [(f"<{p.id}>", [(pp, o) for _, pp, o in p.triples]) for p in dbpedia_slice[:300]]
+    stats: dict = {}
+    assert list(filter_records(copy, records, stats)) == list(filter_records(engine, records, {}))
+    assert stats["publications"] == 300
+
+
+@spark_test
+def test_bad_arguments_are_one_line_errors(spark, inputs, tmp_path, capsys):
+    dumps, _, queries, _, _ = inputs
+    bad_queries = tmp_path / "bad.jsonl"
+    bad_queries.write_text('{"id": "b1", "query": "SELECT ?s WHERE { ?s ?p }"}\n')
+    cases = [
+        (["--dump", dumps / "nothing.nt", "--queries", queries], "no such file"),
+        (["--dump", dumps / "README.txt", "--queries", queries], "not a line-based dump"),
+        (["--dump", dumps, "--queries", bad_queries], "bad.jsonl:1"),
+        (["--dump", dumps, "--queries", queries, "--partitions", 0], "at least 1"),
+    ]
+    for argv, message in cases:
+        out = tmp_path / "out"
+        assert run_script(spark, *argv, "--algorithm", "rtfs", "--output", out) == 1
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1 and not out.exists()
