@@ -681,6 +681,12 @@ def write_plots(doc: dict, directory: str | os.PathLike) -> list[Path]:
         vals = [v for v in values if v]
         return vals and max(vals) / min(vals) > 20
 
+    def save(fig, name):
+        fig.tight_layout()
+        fig.savefig(directory / name, dpi=90)
+        plt.close(fig)
+        written.append(directory / name)
+
     # Fig. 5: (a) filter time vs DB, (b) throughput along the publication stream at the largest DB
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
     allv = []
@@ -716,11 +722,7 @@ def write_plots(doc: dict, directory: str | os.PathLike) -> list[Path]:
         ax2.set_ylim(bottom=0)
     ax2.grid(True, which="both", alpha=0.3)
     ax2.legend(fontsize=8)
-    fig.tight_layout()
-    path = directory / "fig5_filtering.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    written.append(path)
+    save(fig, "fig5_filtering.png")
 
     # Fig. 6: (a) index memory vs DB, (b) insertion time per step
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -741,11 +743,7 @@ def write_plots(doc: dict, directory: str | os.PathLike) -> list[Path]:
     ax2.set_title(f"(b) time to insert each step of {params['step']:,} queries", fontsize=10)
     style(ax2, "ms per step")
     ax2.set_ylim(bottom=0)
-    fig.tight_layout()
-    path = directory / "fig6_memory_insertion.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    written.append(path)
+    save(fig, "fig6_memory_insertion.png")
 
     # Fig. 7: the RTF variants when FT_pr varies (only with several FT_pr)
     if len(ft_prs) > 1:
@@ -764,11 +762,7 @@ def write_plots(doc: dict, directory: str | os.PathLike) -> list[Path]:
         style(ax1, "ms / publication (mean)")
         ax2.set_title("(b) insertion time per step when FT_pr varies", fontsize=10)
         style(ax2, "ms per step")
-        fig.tight_layout()
-        path = directory / "fig7_ft_pr.png"
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
-        written.append(path)
+        save(fig, "fig7_ft_pr.png")
     return written
 
 

@@ -43,3 +43,8 @@ def dbpedia_ontology() -> Path:
 
 def available() -> bool:
     return bool(dbpedia_files())
+
+
+def missing_message() -> str:
+    """What to tell a user (or a skipped test) when the sample is absent."""
+    return f"DBpedia sample not found under {dbpedia_dir()} (set {ENV_VAR})"

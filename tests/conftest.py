@@ -11,8 +11,7 @@ from rtf import datasets
 
 def _need_data():
     if not datasets.available():
-        pytest.skip(f"DBpedia sample not found under {datasets.dbpedia_dir()} "
-                    f"(set {datasets.ENV_VAR})")
+        pytest.skip(datasets.missing_message())
 
 
 @pytest.fixture(scope="session")

@@ -49,7 +49,7 @@ def _no_spark_reason() -> str | None:
     if not shutil.which("java") and not (java_home and Path(java_home, "bin", "java").exists()):
         return "Java is not installed (Spark needs Java 17; set JAVA_HOME or put java on PATH)"
     if not datasets.available():
-        return f"DBpedia sample not found under {datasets.dbpedia_dir()} (set {datasets.ENV_VAR})"
+        return datasets.missing_message()
     return None
 
 
