@@ -64,6 +64,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rtf.arguments import positive_int
 from rtf.cli import load_queries, peak_rss_mb, progress
 from rtf.errors import QueryError, RtfError
 from rtf.machine import machine_info
@@ -72,7 +73,6 @@ from rtf.machine import machine_info
 DEFAULT_DB = (2000, 4000, 6000, 8000, 10000)
 DEFAULT_PUBS = 300
 DEFAULT_ALGORITHMS = ("rtfs", "rtfm", "ibroker")
-PAPER_DB = (20000, 40000, 60000, 80000, 100000)
 PAPER_COMMAND = ("rtf bench --db 20000,40000,60000,80000,100000 --pubs 5000 "
                  "--ft-pr 50 --algorithms rtfs,rtfm,ibroker --json paper.json --plots paper/")
 
@@ -803,16 +803,6 @@ def _algorithms(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
-    if n <= 0:
-        raise argparse.ArgumentTypeError("expected a positive integer")
-    return n
-
-
 EPILOG = f"""\
 what it reports, per algorithm and DB size:
   insert s          time to register the queries added since the previous DB size
@@ -860,14 +850,14 @@ def add_command(sub) -> None:
                         "run several workloads (default: 50)")
     p.add_argument("--algorithms", type=_algorithms, default=",".join(DEFAULT_ALGORITHMS),
                    metavar="A,A,...", help="engines to compare (default: rtfs,rtfm,ibroker)")
-    p.add_argument("--pubs", type=_positive, default=DEFAULT_PUBS, metavar="N",
+    p.add_argument("--pubs", type=positive_int, default=DEFAULT_PUBS, metavar="N",
                    help=f"publications to filter, a random sample (default: {DEFAULT_PUBS:,}; "
                         f"the paper: 5000)")
-    p.add_argument("--ibroker-pubs", type=_positive, metavar="N",
+    p.add_argument("--ibroker-pubs", type=positive_int, metavar="N",
                    help="filter only the first N of them with ibroker (default: all)")
-    p.add_argument("--naive-pubs", type=_positive, metavar="N",
+    p.add_argument("--naive-pubs", type=positive_int, metavar="N",
                    help="filter only the first N of them with naive (default: all)")
-    p.add_argument("--step", type=_positive, metavar="N",
+    p.add_argument("--step", type=positive_int, metavar="N",
                    help="queries inserted per step (default: the first DB size)")
     p.add_argument("--seed", type=int, default=0, help="seed of the queries and the sample (default 0)")
     p.add_argument("--taxonomy", metavar="ONTO",

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import json
 import random
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 
+from rtf.arguments import between, positive_int
 from rtf.publication import Publication
 from rtf.terms import RDF_TYPE, XSD, is_iri, is_literal, lexical_form, literal_parts
 from rtf.text import words
@@ -90,14 +90,11 @@ class Vocabulary:
     def __init__(self, publications: Iterable[Publication], taxonomy=None):
         self.publications: list[Publication] = []
         self.word_multiset: list[str] = []
-        counts: Counter = Counter()
         for pub in publications:
             self.publications.append(pub)
             for o in pub.literals():
                 ws = words(lexical_form(o))
                 self.word_multiset.extend(ws)
-                counts.update(ws)
-        self.word_counts = counts
         self.taxonomy = taxonomy
         if not self.publications:
             raise ValueError("no publications to build queries from")
@@ -246,40 +243,8 @@ _MIX_HELP = {
 assert set(_MIX_HELP) == set(Mix.field_names()) - {"ft_pr"}
 
 
-def _percent(text: str) -> float:
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError("FT_pr is a percentage, 0 to 100")
-    return value
-
-
-def _probability(text: str) -> float:
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a probability, got {text!r}") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError("a probability is between 0 and 1")
-    return value
-
-
-def _count(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("expected a positive integer")
-    return value
+_percent = between(0, 100, "a percentage")
+_probability = between(0, 1, "a probability")
 
 
 def add_command(sub) -> None:
@@ -294,7 +259,7 @@ def add_command(sub) -> None:
                "-n 10000 --ft-pr 50 --seed 0 -o queries.jsonl\n"
                "  rtf gen-queries --publications data.nt -n 100 --all-operators -o q.jsonl")
     p.add_argument("--publications", nargs="+", required=True, metavar="F")
-    p.add_argument("-n", "--count", type=_count, default=1000, help="number of queries (default 1000)")
+    p.add_argument("-n", "--count", type=positive_int, default=1000, help="number of queries (default 1000)")
     p.add_argument("--ft-pr", type=_percent, default=50,
                    help="percent of literal-valued tuples with ftcontains: FT_pr (default 50)")
     p.add_argument("--seed", type=int, default=0, help="the same seed gives the same queries (default 0)")
@@ -308,7 +273,7 @@ def add_command(sub) -> None:
     for name, help_ in _MIX_HELP.items():
         # "taxonomy" is also the ontology option: its probability is --taxonomy-pr.
         option = "--taxonomy-pr" if name == "taxonomy" else "--" + name.replace("_", "-")
-        mix.add_argument(option, type=_count if name.startswith("max_") else _probability, default=None,
+        mix.add_argument(option, type=positive_int if name.startswith("max_") else _probability, default=None,
                          metavar="N" if name.startswith("max_") else "P", dest="mix_" + name,
                          help=f"{help_} (default {getattr(Mix.paper(), name)}"
                               + (f", --all-operators {getattr(Mix.all_operators(), name)}"

@@ -137,3 +137,19 @@ def test_console_script_help_teaches():
     out = subprocess.run([sys.executable, "-m", "rtf.cli", "match", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "--publications" in out and "example" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["gen-queries", "--publications", "x.nt", "-n", "0", "-o", "q.jsonl"],
+     "-n/--count: expected a positive integer, got '0'"),
+    (["gen-queries", "--publications", "x.nt", "--ft-pr", "150", "-o", "q.jsonl"],
+     "--ft-pr: a percentage is from 0 to 100, got '150'"),
+    (["gen-queries", "--publications", "x.nt", "--phrase", "often", "-o", "q.jsonl"],
+     "--phrase: expected a probability, got 'often'"),
+    (["bench", "--pubs", "-3"], "--pubs: expected a positive integer, got '-3'"),
+])
+def test_bad_option_values_are_one_line_usage_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err

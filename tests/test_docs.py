@@ -10,7 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["rtf.parser", "rtf.engine", "rtf.text", "rtf.expressions", "rtf.publication",
-           "rtf.terms", "rtf.decompose", "rtf.taxonomy", "rtf.reader", "rtf.values"]
+           "rtf.terms", "rtf.decompose", "rtf.taxonomy", "rtf.reader", "rtf.values",
+           "rtf.arguments", "rtf.workload"]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
