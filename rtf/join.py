@@ -24,12 +24,6 @@ def _normalise(names: tuple[str, ...], rows) -> tuple[tuple[str, ...], list[tupl
     return tuple(names[i] for i in keep), [tuple(r[i] for i in keep) for r in rows]
 
 
-def natural_join(tables: Iterable[BindingTable]) -> list[dict[str, str]]:
-    """All solutions of the natural join of `tables`, as dicts name -> key."""
-    cols, rows = join_rows(tables)
-    return [dict(zip(cols, row)) for row in rows]
-
-
 def join_rows(tables: Iterable[BindingTable]) -> tuple[list[str], list[list[str]]]:
     """The natural join of `tables` as (column names, rows)."""
     pending = [_normalise(n, r) for n, r in tables]

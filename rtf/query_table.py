@@ -57,7 +57,7 @@ class TupleShape:
     """One distinct (S, P, O, F) with variables renamed by position."""
 
     __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "words", "prefixes",
-                 "needs_check", "tids", "is_type_path", "row_positions", "index_data")
+                 "needs_check", "tids", "is_type_path", "row_positions")
 
     def __init__(self, id: int, key):
         self.id = id
@@ -79,7 +79,6 @@ class TupleShape:
             if is_var_content(c):
                 firsts.setdefault(c, i)
         self.row_positions = tuple(firsts[c] for c in sorted(firsts, key=lambda c: int(c[1:])))
-        self.index_data = None  # free slot for an index's own bookkeeping
 
     @property
     def structure(self) -> tuple[str, str, str]:
@@ -97,7 +96,6 @@ class RegisteredBranch:
     query_id: str
     branch: Branch
     tids: tuple[int, ...] = ()
-    var_names: tuple[tuple[str, ...], ...] = ()
     shapes: tuple[TupleShape, ...] = ()
     #: Per tuple: the row columns the join needs, and their variable names.
     #: A variable that only one tuple mentions and that is neither projected
@@ -177,7 +175,7 @@ class QueryTable:
                 tids.append(tid)
                 names.append(vars_)
                 shapes.append(shape)
-            rb.tids, rb.var_names, rb.shapes = tuple(tids), tuple(names), tuple(shapes)
+            rb.tids, rb.shapes = tuple(tids), tuple(shapes)
             rb.keep, rb.keep_names = needed_columns(names, needed_outside(query, b))
             branches.append(rb)
         self.queries[query_id] = branches

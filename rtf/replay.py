@@ -42,13 +42,12 @@ import json
 import os
 import pickle
 import platform
-import sys
 import time
 import uuid
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
@@ -350,7 +349,6 @@ class ReplayConfig:
     timed: bool = True
     overwrite: bool = False
     batch_chars: int = BATCH_CHARS
-    notes: list[str] = field(default_factory=list)
 
 
 def _round(x: float, n: int = 4) -> float:
@@ -631,8 +629,3 @@ def package_zip(directory: str | os.PathLike) -> str:
             if item.is_file() and item.name.endswith((".py", ".lark")):
                 z.writestr(f"rtf/grammar/{item.name}", item.read_bytes())
     return str(target)
-
-
-def python_for_workers() -> str:
-    """The Python the local workers should run: this one (it has rtf installed)."""
-    return sys.executable
