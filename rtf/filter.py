@@ -1,18 +1,19 @@
 """The filtering algorithm shared by the indexed engines (RTF paper, 3.2).
 
 An index (RTFm's or RTFs's trie forest, or the iBroker inverted index)
-stores tuple shapes (see `rtf.query_table`). For a publication it yields
-every (shape, triple) pair where the triple satisfies the shape's
-structure -- constants, variables, wildcards -- and contains the shape's
-required words. Everything after that is common to all indexes, so that
-only the indexing differs between them:
+stores tuple shapes (see `rtf.query_table`). For a publication it collects,
+per shape, the triples that satisfy the shape's structure -- constants,
+variables, wildcards -- and contain its required words. Everything after
+that is common to all indexes, so that only the indexing differs between
+them:
 
 1. phrase, proximity, prefix and ``ftnot`` constraints are checked on the
    triple's text (the side structure checked after traversal);
-2. each satisfied shape collects binding rows, and its tuple ids are marked
-   in the query table; branches whose tuples are all marked are complete;
-3. each complete branch joins its binding tables (G-ToPSS), keeps the
-   solutions that pass its residual filters, and projects them.
+2. the query table counts, set-at-a-time, which branches have all their
+   shapes satisfied (`rtf.query_table.QueryTable.complete_slots`);
+3. each complete branch is answered by `rtf.solutions`: star branches by
+   intersecting one variable's values, the others by the G-ToPSS join,
+   residual filters and projection.
 """
 
 from __future__ import annotations
@@ -20,15 +21,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
-from rtf.expressions import passes
-from rtf.join import join_rows
 from rtf.model import Query
 from rtf.query_table import QueryTable, RegisteredBranch, TupleShape
+from rtf.solutions import UNIT, PublicationSolver
 from rtf.terms import is_literal, lexical_form
 from rtf.text import text_index
 
 Triple = tuple[str, str, str]
-Solutions = dict[str, set[tuple[tuple[str, str], ...]]]
+Solutions = dict[str, set | frozenset]
+Hits = dict[TupleShape, list[Triple]]
 
 
 class QueryIndex(ABC):
@@ -45,8 +46,10 @@ class QueryIndex(ABC):
         """Forget a query."""
 
     @abstractmethod
-    def solutions(self, triples: list[Triple], virtual: list[Triple]) -> Solutions:
-        """Query id -> distinct projected solutions, for the queries that match.
+    def solutions(self, triples: list[Triple], virtual: list[Triple],
+                  limit: int) -> tuple[Solutions, set[str]]:
+        """Query id -> distinct projected solutions, for the queries that match,
+        and the ids of the queries that had more than `limit` solutions (cut).
 
         `triples` are the publication's triples, `virtual` the taxonomy's
         ``(s, a/rdfs:subClassOf*, class)`` triples, which only patterns with
@@ -66,10 +69,23 @@ class ShapeIndex(ABC):
     @abstractmethod
     def remove(self, shape: TupleShape) -> None: ...
 
-    @abstractmethod
     def candidates(self, triples: list[Triple], virtual: list[Triple]) -> Iterator[tuple[TupleShape, Triple]]:
         """(shape, triple) pairs where the triple satisfies the shape's structure
         and holds its required words; full-text checks beyond that come later."""
+        raise NotImplementedError
+
+    def collect(self, triples: list[Triple], virtual: list[Triple], hits: Hits) -> None:
+        """Add to `hits` every shape's satisfying triples (each pair once).
+
+        The default gathers `candidates`; an index that can produce whole
+        sets of shapes at once overrides it.
+        """
+        for shape, triple in self.candidates(triples, virtual):
+            found = hits.get(shape)
+            if found is None:
+                hits[shape] = [triple]
+            else:
+                found.append(triple)
 
     def add_branch(self, branch: RegisteredBranch) -> None:
         """Called after a query's shapes are added, once per branch (default: nothing)."""
@@ -84,6 +100,17 @@ class ShapeIndex(ABC):
 def fulltext_holds(shape: TupleShape, obj: str) -> bool:
     """The shape's whole full-text constraint on the triple's object."""
     return is_literal(obj) and text_index(lexical_form(obj)).matches(shape.fulltext)
+
+
+def only_subject(triples: list[Triple]) -> str | None:
+    """The publication's subject when all its triples share one, else None."""
+    if not triples:
+        return None
+    s = triples[0][0]
+    for t in triples:
+        if t[0] != s:
+            return None
+    return s
 
 
 class IndexedQueries(QueryIndex):
@@ -121,58 +148,68 @@ class IndexedQueries(QueryIndex):
             self.index.remove(shape)
         del self.queries[query_id]
 
-    def solutions(self, triples: list[Triple], virtual: list[Triple]) -> Solutions:
-        rows: dict[TupleShape, set[tuple]] = {}
+    def satisfied(self, triples: list[Triple], virtual: list[Triple]) -> Hits:
+        """Shape -> the triples that satisfy it, full text included."""
+        hits: Hits = {}
+        self.index.collect(triples, virtual, hits)
         checked: dict[tuple[int, str], bool] = {}
-        for shape, triple in self.index.candidates(triples, virtual):
-            if shape.needs_check:
-                key = (shape.id, triple[2])
+        failed = []
+        for shape, found in hits.items():
+            if not shape.needs_check:
+                continue
+            kept = []
+            for t in found:
+                key = (shape.id, t[2])
                 ok = checked.get(key)
                 if ok is None:
-                    ok = checked[key] = fulltext_holds(shape, triple[2])
-                if not ok:
-                    continue
-            row = tuple(triple[i] for i in shape.row_positions)
-            bucket = rows.get(shape)
-            if bucket is None:
-                rows[shape] = {row}
+                    ok = checked[key] = fulltext_holds(shape, t[2])
+                if ok:
+                    kept.append(t)
+            if kept:
+                hits[shape] = kept
             else:
-                bucket.add(row)
+                failed.append(shape)
+        for shape in failed:
+            del hits[shape]
+        return hits
+
+    def solutions(self, triples: list[Triple], virtual: list[Triple],
+                  limit: int) -> tuple[Solutions, set[str]]:
+        hits = self.satisfied(triples, virtual)
+        if not hits:
+            return {}, set()
+        subject = only_subject(triples)
+        solver = PublicationSolver(hits, subject)
+        solve = solver.solve
+        unit, subject_solutions = UNIT, solver.subject_solutions
+        branches = self.table.branches
         out: Solutions = {}
-        reduced: dict[tuple, set[tuple]] = {}  # (shape, kept columns) -> rows, per publication
-        for rb in self.table.complete_branches(rows):
-            tables = []
-            for keep, names, shape in zip(rb.keep, rb.keep_names, rb.shapes):
-                if len(keep) == len(shape.row_positions):
-                    tables.append((names, rows[shape]))
-                    continue
-                table = reduced.get((shape, keep))
-                if table is None:
-                    table = reduced[(shape, keep)] = {tuple(r[i] for i in keep) for r in rows[shape]}
-                tables.append((names, table))
-            cols, joined = join_rows(tables)
-            if not joined:
-                continue
-            residual = rb.branch.residual
-            projection = self.queries[rb.query_id].projection
-            where = [(v, cols.index(v)) for v in projection if v in cols]
-            found = out.setdefault(rb.query_id, set())
-            if residual:
-                for row in joined:
-                    sol = dict(zip(cols, row))
-                    if all(passes(r, sol) for r in residual):
-                        found.add(tuple((v, row[i]) for v, i in where))
+        truncated: set[str] = set()
+        for slot in self.table.complete_slots(hits).tolist():
+            rb = branches[slot]
+            # The common star query about the one subject: answered without looking.
+            on_subject = rb.on_subject
+            if on_subject is not None and subject is not None:
+                found = subject_solutions(on_subject) if on_subject else unit
+                cut = False
             else:
-                for row in joined:
-                    found.add(tuple((v, row[i]) for v, i in where))
-            if not found:
-                del out[rb.query_id]
-        return out
+                found, cut = solve(rb, limit)
+                if not found:
+                    continue
+            qid = rb.query_id
+            before = out.get(qid)
+            if before is not None:
+                found = out[qid] = before | found
+            else:
+                out[qid] = found
+            if cut or len(found) > limit:
+                truncated.add(qid)
+        for qid in truncated:
+            out[qid] = set(list(out[qid])[:limit])
+        return out, truncated
 
     def stats(self) -> dict:
-        s = {"queries": len(self.queries), "tuples": len(self.table.tuples),
+        s = {"queries": len(self.queries), "tuples": self.table.tuple_count,
              "shapes": len(self.table.shapes)}
         s.update(self.index.stats())
         return s
-
-

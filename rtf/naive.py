@@ -85,14 +85,14 @@ class NaiveQueries(QueryIndex):
     def remove(self, query_id: str) -> None:
         del self.queries[query_id]
 
-    def solutions(self, triples: list[Triple], virtual: list[Triple]) -> Solutions:
+    def solutions(self, triples: list[Triple], virtual: list[Triple], limit: int = 10_000):
         out: Solutions = {}
         grouped = by_predicate(triples)
         for qid, q in self.queries.items():
             sols = query_solutions(q, triples, virtual, grouped)
             if sols:
                 out[qid] = sols
-        return out
+        return out, set()
 
     def stats(self) -> dict:
         return {"queries": len(self.queries)}

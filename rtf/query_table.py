@@ -1,31 +1,36 @@
 """The query table (QT) and tuple shapes shared by the indexed engines.
 
-Registration turns each branch of a query into tuple conjuncts with
-globally unique tuple ids; the query table maps a query id to its branches
-and each branch to its tuple ids (section 3.1, step 2 of the RTF paper).
+Registration turns each branch of a query into tuple conjuncts; the query
+table maps a query id to its branches (section 3.1, step 2 of the RTF
+paper). Each branch gets a small integer *slot*.
 
 A *tuple shape* is what an index stores: the tuple with its variables
 renamed by position inside the tuple (``(?x, p, ?y)`` and ``(?a, p, ?b)``
 both become ``(?1, p, ?2)``, as G-ToPSS labels variables ``*1, *2``), plus
 its full-text constraint. Equal shapes from different queries are stored
-once and share every node of the index; the shape keeps the ids of the
-tuples that have it. When a publication triple satisfies a shape, it yields
-one binding row: the values of ``?1, ?2, ...``.
+once and share every node of the index; the shape keeps the slots of the
+branches that use it. When a publication triple satisfies a shape, it
+yields one binding row: the values of ``?1, ?2, ...``.
 
-Marking is proportional to what a publication touches: for each satisfied
-shape, each of its tuple ids is marked for its branch, and a branch whose
-tuples are all marked is complete. Nothing scans the registered queries.
+Completion is counted, set-at-a-time: a branch needs its distinct shapes
+all satisfied, so the slots of every satisfied shape are concatenated into
+one array and counted with ``numpy.bincount``; the slots whose count equals
+their branch's number of distinct shapes are complete. The cost follows the
+shapes a publication satisfies, never the number of queries stored.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rtf.model import Branch, FTExpr, Query, TupleConjunct
 from rtf.terms import TypePath, Wildcard, is_variable
 from rtf.text import is_plain_conjunction, required_words
 
 WILDCARD_CONTENT = "*"
+_NO_SLOTS = np.zeros(0, dtype=np.int32)
 
 
 def var_content(k: int) -> str:
@@ -54,10 +59,14 @@ def shape_of(t: TupleConjunct) -> tuple[tuple[str, str, str, FTExpr | None], tup
 
 
 class TupleShape:
-    """One distinct (S, P, O, F) with variables renamed by position."""
+    """One distinct (S, P, O, F) with variables renamed by position.
+
+    `slots` are the branches that use the shape; `slot_array` is the same as
+    a numpy array, rebuilt only after a change.
+    """
 
     __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "words", "prefixes",
-                 "needs_check", "tids", "is_type_path", "row_positions")
+                 "needs_check", "slots", "_slot_array", "is_type_path", "row_positions")
 
     def __init__(self, id: int, key):
         self.id = id
@@ -71,7 +80,8 @@ class TupleShape:
         else:
             self.words = self.prefixes = ()
             self.needs_check = False
-        self.tids: set[int] = set()
+        self.slots: set[int] = set()
+        self._slot_array: np.ndarray | None = None
         self.is_type_path = self.predicate == TypePath().key
         # Where a triple's binding row comes from: the first position of ?1, ?2, ...
         firsts = {}
@@ -84,26 +94,67 @@ class TupleShape:
     def structure(self) -> tuple[str, str, str]:
         return (self.subject, self.predicate, self.object)
 
+    @property
+    def has_words(self) -> bool:
+        """The shape has required words or prefixes (an index keys it on them)."""
+        return bool(self.words or self.prefixes)
+
+    @property
+    def slot_array(self) -> np.ndarray:
+        arr = self._slot_array
+        if arr is None:
+            arr = self._slot_array = np.fromiter(self.slots, dtype=np.int32, count=len(self.slots))
+        return arr
+
     def __repr__(self) -> str:
         ft = f", FT {self.fulltext}" if self.fulltext is not None else ""
         return f"TupleShape({self.subject}, {self.predicate}, {self.object}{ft})"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class RegisteredBranch:
-    """A branch of a registered query, with the tuple ids of its conjuncts."""
+    """A branch of a registered query: its slot, shapes, and how to answer it.
+
+    `keep` and `keep_names`, per tuple: the row columns the join needs, and
+    their variable names. A variable that only one tuple mentions and that
+    is neither projected nor used by a residual filter is existential: its
+    column is dropped (and the rows deduplicated) before the join, which
+    keeps star queries over many-valued properties from multiplying out.
+
+    `star` is set when, after that, the branch joins on one variable only
+    and has no residual filter (the common star query about ``?s``): its
+    solutions are then the intersection of that variable's values over the
+    tuples, with no join (see `rtf.solutions`).
+    """
 
     query_id: str
     branch: Branch
-    tids: tuple[int, ...] = ()
+    slot: int = -1
     shapes: tuple[TupleShape, ...] = ()
-    #: Per tuple: the row columns the join needs, and their variable names.
-    #: A variable that only one tuple mentions and that is neither projected
-    #: nor used by a residual filter is existential: its column is dropped
-    #: (and the rows deduplicated) before the join, which keeps star queries
-    #: over many-valued properties from multiplying out.
     keep: tuple[tuple[int, ...], ...] = ()
     keep_names: tuple[tuple[str, ...], ...] = ()
+    projection: tuple[str, ...] = ()
+    star: "StarPlan | None" = None
+    #: For a star branch on the subject: the projected variable, or "" when
+    #: it projects nothing (its answer on a one-subject publication is then
+    #: known without looking); None for every other branch.
+    on_subject: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StarPlan:
+    """A branch answered by intersecting one variable's values across its tuples.
+
+    `var` is that variable (None when no tuple keeps a column: the branch
+    only asks whether it matches); `columns` are (shape, triple position)
+    pairs whose values are intersected; `projected` says whether `var` is in
+    the projection; `on_subject` that every column is the subject position.
+    """
+
+    var: str | None
+    columns: tuple[tuple[TupleShape, int], ...]
+    projected: bool
+    on_subject: bool
 
 
 def needed_outside(query: Query, branch: Branch) -> set[str]:
@@ -129,17 +180,28 @@ def needed_columns(names: list[tuple[str, ...]], outside: set[str]):
     return tuple(keep), tuple(keep_names)
 
 
-@dataclass
-class TupleRef:
-    """What a tuple id stands for: a branch and the tuple's position in it."""
-
-    branch: RegisteredBranch
-    position: int
+def star_plan(rb: RegisteredBranch) -> StarPlan | None:
+    """The branch's `StarPlan`, or None when it needs a real join."""
+    if rb.branch.residual:
+        return None
+    var = None
+    columns = []
+    for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names):
+        if not names:
+            continue
+        if len(set(names)) != 1 or (var is not None and names[0] != var):
+            return None
+        var = names[0]
+        column = (shape, shape.row_positions[keep[0]])
+        if column not in columns:
+            columns.append(column)
+    return StarPlan(var, tuple(columns), var in rb.projection,
+                    all(pos == 0 for _, pos in columns))
 
 
 @dataclass
 class QueryTable:
-    """Query id -> branches -> tuple ids, and the shapes they share.
+    """Query id -> branches, branch slots, and the shapes they share.
 
     With ``share_shapes=False`` every tuple gets a shape of its own: an index
     that must not cluster equal tuples of different queries (the iBroker
@@ -148,62 +210,109 @@ class QueryTable:
 
     share_shapes: bool = True
     queries: dict[str, list[RegisteredBranch]] = field(default_factory=dict)
-    tuples: dict[int, TupleRef] = field(default_factory=dict)
     shapes: dict[tuple, TupleShape] = field(default_factory=dict)
-    _next_tid: int = 0
+    #: slot -> branch (None for a free slot)
+    branches: list[RegisteredBranch | None] = field(default_factory=list)
+    #: slot -> number of distinct shapes the branch needs (-1: free slot)
+    need: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int64))
+    tuple_count: int = 0
+    _free: list[int] = field(default_factory=list)
     _next_shape: int = 0
+    _next_private: int = 0
 
     def add(self, query_id: str, query: Query) -> tuple[list[TupleShape], list[RegisteredBranch]]:
-        """Register a query; return the shapes that are new (to be indexed) and its branches."""
+        """Register a query; return the shapes that are new (to be indexed) and its branches.
+
+        Nothing is changed until every tuple is known to be valid, so a query
+        that fails leaves the table as it was.
+        """
+        if query_id in self.queries:
+            raise ValueError(f"a query with id {query_id!r} is already registered")
+        planned = []
+        for b in query.branches:
+            per_tuple = [shape_of(t) for t in b.tuples]
+            names = [vars_ for _, vars_ in per_tuple]
+            keep, keep_names = needed_columns(names, needed_outside(query, b))
+            planned.append((b, [key for key, _ in per_tuple], keep, keep_names))
         new_shapes: list[TupleShape] = []
         branches = []
-        for b in query.branches:
-            rb = RegisteredBranch(query_id, b)
-            tids, names, shapes = [], [], []
-            for pos, t in enumerate(b.tuples):
-                key, vars_ = shape_of(t)
-                tid = self._next_tid
-                table_key = key if self.share_shapes else (key, tid)
+        for b, keys, keep, keep_names in planned:
+            rb = RegisteredBranch(query_id, b, self._take_slot(), keep=keep, keep_names=keep_names,
+                                  projection=query.projection)
+            shapes = []
+            for key in keys:
+                if self.share_shapes:
+                    table_key = key
+                else:
+                    table_key = (key, self._next_private)
+                    self._next_private += 1
                 shape = self.shapes.get(table_key)
                 if shape is None:
                     shape = self.shapes[table_key] = TupleShape(self._next_shape, key)
+                    shape.key = table_key
                     self._next_shape += 1
                     new_shapes.append(shape)
-                self._next_tid += 1
-                self.tuples[tid] = TupleRef(rb, pos)
-                shape.tids.add(tid)
-                tids.append(tid)
-                names.append(vars_)
                 shapes.append(shape)
-            rb.tids, rb.shapes = tuple(tids), tuple(shapes)
-            rb.keep, rb.keep_names = needed_columns(names, needed_outside(query, b))
+            rb.shapes = tuple(shapes)
+            distinct = set(shapes)
+            for shape in distinct:
+                shape.slots.add(rb.slot)
+                shape._slot_array = None
+            self.need[rb.slot] = len(distinct)
+            self.branches[rb.slot] = rb
+            self.tuple_count += len(shapes)
+            rb.star = star = star_plan(rb)
+            if star is not None and (star.var is None or star.on_subject):
+                rb.on_subject = star.var if star.projected else ""
             branches.append(rb)
         self.queries[query_id] = branches
         return new_shapes, branches
 
+    def _take_slot(self) -> int:
+        if self._free:
+            return self._free.pop()
+        slot = len(self.branches)
+        self.branches.append(None)
+        if slot >= len(self.need):
+            grown = np.full(2 * len(self.need), -1, dtype=np.int64)
+            grown[: len(self.need)] = self.need
+            self.need = grown
+        return slot
+
     def remove(self, query_id: str) -> list[TupleShape]:
-        """Unregister a query; return the shapes no tuple uses any more (to prune)."""
+        """Unregister a query; return the shapes no branch uses any more (to prune)."""
         emptied = []
         for rb in self.queries.pop(query_id):
-            for tid, shape in zip(rb.tids, rb.shapes):
-                del self.tuples[tid]
-                shape.tids.discard(tid)
-                if not shape.tids:
-                    del self.shapes[shape.key if self.share_shapes else (shape.key, tid)]
+            for shape in set(rb.shapes):
+                shape.slots.discard(rb.slot)
+                shape._slot_array = None
+                if not shape.slots:
+                    del self.shapes[shape.key]
                     emptied.append(shape)
+            self.tuple_count -= len(rb.shapes)
+            self.need[rb.slot] = -1
+            self.branches[rb.slot] = None
+            self._free.append(rb.slot)
         return emptied
 
+    def complete_slots(self, satisfied) -> np.ndarray:
+        """Slots of the branches all of whose shapes are among `satisfied`, ascending."""
+        arrays = [shape.slot_array for shape in satisfied]
+        if not arrays:
+            return _NO_SLOTS
+        marks = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+        need = self.need
+        if len(marks) * 8 < len(need):
+            # Few marks among many slots: count only the slots that were marked.
+            slots, counts = np.unique(marks, return_counts=True)
+            return slots[counts == need[slots]]
+        counts = np.bincount(marks, minlength=len(need))
+        return np.flatnonzero(counts == need)
+
     def complete_branches(self, satisfied) -> list[RegisteredBranch]:
-        """Branches all of whose tuples are among the satisfied shapes' tuple ids."""
-        marked: dict[int, set[int]] = {}
-        branches: dict[int, RegisteredBranch] = {}
-        for shape in satisfied:
-            for tid in shape.tids:
-                ref = self.tuples[tid]
-                key = id(ref.branch)
-                marked.setdefault(key, set()).add(ref.position)
-                branches[key] = ref.branch
-        return [branches[k] for k, pos in marked.items() if len(pos) == len(branches[k].tids)]
+        """The complete branches themselves (see `complete_slots`)."""
+        branches = self.branches
+        return [branches[s] for s in self.complete_slots(satisfied).tolist()]
 
     def __len__(self) -> int:
         return len(self.queries)

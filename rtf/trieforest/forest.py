@@ -166,6 +166,11 @@ def remove_shape_and_prune(steps: list[tuple[TrieNode, str, str]], shape: TupleS
     end.shapes.remove(shape)
     if not end.shapes:
         end.shapes = None
+    return prune_path(steps)
+
+
+def prune_path(steps: list[tuple[TrieNode, str, str]]) -> int:
+    """Drop the emptied nodes at the end of a path of (parent, kind, content) steps."""
     removed = 0
     for parent, kind, content in reversed(steps):
         node = getattr(parent, kind)[content]

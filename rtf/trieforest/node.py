@@ -11,10 +11,13 @@ class TrieNode:
     `children` are structural (subject -> predicate -> object); `words` and
     `prefixes` are word-constraint children, kept apart because a prefix
     child is answered by a key range, not by one lookup. `shapes` holds the
-    tuple shapes whose path ends here; their ``tids`` are the paper's tIDs(N).
+    tuple shapes whose path ends here; their branch slots are the paper's
+    tIDs(N). RTFs keeps, at an object node, the shapes that also need words
+    apart in `worded` (a set), so that a literal's word-forest hits are
+    intersected with them from the smaller side instead of testing each.
     """
 
-    __slots__ = ("content", "children", "words", "prefixes", "shapes")
+    __slots__ = ("content", "children", "words", "prefixes", "shapes", "worded")
 
     def __init__(self, content: str):
         self.content = content
@@ -22,6 +25,7 @@ class TrieNode:
         self.words: dict[str, TrieNode] | None = None
         self.prefixes: dict[str, TrieNode] | None = None
         self.shapes: list | None = None
+        self.worded: set | None = None
 
     def child(self, kind: str, content: str) -> "TrieNode":
         """The child of `kind` ('children', 'words' or 'prefixes'), created if absent."""
@@ -35,7 +39,7 @@ class TrieNode:
         return node
 
     def is_empty(self) -> bool:
-        return not (self.children or self.words or self.prefixes or self.shapes)
+        return not (self.children or self.words or self.prefixes or self.shapes or self.worded)
 
     def drop(self, kind: str, content: str) -> None:
         table = getattr(self, kind)
@@ -56,7 +60,7 @@ class TrieNode:
     def size_bytes(self) -> int:
         """Shallow size of the node and its own tables (an estimate, not deep)."""
         size = sys.getsizeof(self)
-        for table in (self.children, self.words, self.prefixes, self.shapes):
+        for table in (self.children, self.words, self.prefixes, self.shapes, self.worded):
             if table is not None:
                 size += sys.getsizeof(table)
         return size

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rtf.filter import ShapeIndex, Triple
+from rtf.filter import Hits, ShapeIndex, Triple
 from rtf.query_table import TupleShape
-from rtf.terms import is_literal, lexical_form
+from rtf.terms import lexical_form
 from rtf.text import text_index
 from rtf.trieforest.forest import (StructuralForest, add_shape, descend_words, insert_words,
                                    remove_shape_and_prune, word_path)
@@ -41,21 +41,31 @@ class RTFmIndex(ShapeIndex):
         self.word_nodes -= from_words
         self.forest.nodes -= removed - from_words
 
-    def candidates(self, triples: list[Triple], virtual: list[Triple]) -> Iterator[tuple[TupleShape, Triple]]:
+    def collect(self, triples: list[Triple], virtual: list[Triple], hits: Hits) -> None:
         object_nodes = self.forest.object_nodes
         for group, is_virtual in ((triples, False), (virtual, True)):
             for t in group:
                 s, p, o = t
-                literal = is_literal(o)
+                literal = o[0] == '"'
                 for node in object_nodes(s, p, o, is_virtual):
-                    if node.shapes:
-                        for shape in node.shapes:
-                            yield shape, t
+                    shapes = node.shapes
                     if literal and (node.words or node.prefixes):
-                        found: list = []
-                        descend_words(node, text_index(lexical_form(o)), found)
-                        for shape in found:
-                            yield shape, t
+                        shapes = list(shapes or ())
+                        descend_words(node, text_index(lexical_form(o)), shapes)
+                    if shapes:
+                        for shape in shapes:
+                            found = hits.get(shape)
+                            if found is None:
+                                hits[shape] = [t]
+                            else:
+                                found.append(t)
+
+    def candidates(self, triples: list[Triple], virtual: list[Triple]) -> Iterator[tuple[TupleShape, Triple]]:
+        hits: Hits = {}
+        self.collect(triples, virtual, hits)
+        for shape, found in hits.items():
+            for t in found:
+                yield shape, t
 
     def stats(self) -> dict:
         nodes = list(self.forest.root.walk())

@@ -4,21 +4,27 @@ Structural paths end in object nodes that hold every shape with that
 structure; the words of all shapes, whatever their structure, are
 clustered in a single word forest whose end nodes hold the same shapes. A
 shape with words is satisfied by a triple when the triple reaches its
-object node *and* the triple's literal reaches its word node; the word
-forest is traversed once per distinct literal, and only for literals whose
-structural traversal met a shape with words.
+object node *and* the triple's literal reaches its word node.
+
+Set-at-a-time: an object node keeps its shapes without words (`shapes`)
+apart from those with words (`worded`, a set). The word forest is
+traversed once per distinct literal of the publication, giving the set of
+shapes whose words the literal holds; at each object node the literal
+reaches, that set and the node's `worded` set are intersected in C,
+iterating the smaller -- so the cost follows the shapes that match, not
+the shapes stored at the node.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rtf.filter import ShapeIndex, Triple
+from rtf.filter import Hits, ShapeIndex, Triple
 from rtf.query_table import TupleShape
-from rtf.terms import is_literal, lexical_form
+from rtf.terms import lexical_form
 from rtf.text import text_index
 from rtf.trieforest.forest import (StructuralForest, add_shape, descend_words, insert_words,
-                                   remove_shape_and_prune, word_path)
+                                   prune_path, remove_shape_and_prune, word_path)
 from rtf.trieforest.node import TrieNode
 
 
@@ -29,46 +35,77 @@ class RTFsIndex(ShapeIndex):
         self.word_nodes = 0
 
     def add(self, shape: TupleShape) -> None:
-        add_shape(self.forest.insert(shape), shape)
-        if shape.words or shape.prefixes:
-            node, created = insert_words(self.word_forest, shape)
+        node = self.forest.insert(shape)
+        if shape.has_words:
+            if node.worded is None:
+                node.worded = set()
+            node.worded.add(shape)
+            end, created = insert_words(self.word_forest, shape)
             self.word_nodes += created
+            add_shape(end, shape)
+        else:
             add_shape(node, shape)
 
     def remove(self, shape: TupleShape) -> None:
         steps = [(parent, "children", c) for parent, c in self.forest.path(shape)]
-        self.forest.nodes -= remove_shape_and_prune(steps, shape)
-        if shape.words or shape.prefixes:
+        if shape.has_words:
+            parent, _, content = steps[-1]
+            node = parent.children[content]
+            node.worded.discard(shape)
+            if not node.worded:
+                node.worded = None
+            self.forest.nodes -= prune_path(steps)
             steps, node = [], self.word_forest
             for kind, content in word_path(shape):
                 steps.append((node, kind, content))
                 node = getattr(node, kind)[content]
             self.word_nodes -= remove_shape_and_prune(steps, shape)
+        else:
+            self.forest.nodes -= remove_shape_and_prune(steps, shape)
 
-    def _word_matches(self, literal: str) -> set[int]:
+    def word_matches(self, literal: str) -> set[TupleShape]:
+        """Every shape whose required words and prefixes all occur in the literal."""
         found: list = []
         descend_words(self.word_forest, text_index(lexical_form(literal)), found)
-        return {shape.id for shape in found}
+        return set(found)
 
-    def candidates(self, triples: list[Triple], virtual: list[Triple]) -> Iterator[tuple[TupleShape, Triple]]:
+    def collect(self, triples: list[Triple], virtual: list[Triple], hits: Hits) -> None:
         object_nodes = self.forest.object_nodes
-        by_literal: dict[str, set[int]] = {}
+        by_literal: dict[str, set[TupleShape]] = {}
         for group, is_virtual in ((triples, False), (virtual, True)):
             for t in group:
                 s, p, o = t
                 for node in object_nodes(s, p, o, is_virtual):
-                    for shape in node.shapes or ():
-                        if shape.words or shape.prefixes:
-                            if not is_literal(o):
-                                continue
-                            ids = by_literal.get(o)
-                            if ids is None:
-                                ids = by_literal[o] = self._word_matches(o)
-                            if shape.id not in ids:
-                                continue
-                        yield shape, t
+                    plain = node.shapes
+                    if plain:
+                        for shape in plain:
+                            found = hits.get(shape)
+                            if found is None:
+                                hits[shape] = [t]
+                            else:
+                                found.append(t)
+                    worded = node.worded
+                    if worded and o[0] == '"':
+                        matched = by_literal.get(o)
+                        if matched is None:
+                            matched = by_literal[o] = self.word_matches(o)
+                        if matched:
+                            for shape in worded & matched:
+                                found = hits.get(shape)
+                                if found is None:
+                                    hits[shape] = [t]
+                                else:
+                                    found.append(t)
+
+    def candidates(self, triples: list[Triple], virtual: list[Triple]) -> Iterator[tuple[TupleShape, Triple]]:
+        hits: Hits = {}
+        self.collect(triples, virtual, hits)
+        for shape, found in hits.items():
+            for t in found:
+                yield shape, t
 
     def stats(self) -> dict:
         nodes = list(self.forest.root.walk()) + list(self.word_forest.walk())
         return {"trie_nodes": self.forest.nodes, "word_nodes": self.word_nodes,
                 "index_bytes_estimate": sum(n.size_bytes() for n in nodes)}
+
