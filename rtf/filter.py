@@ -181,16 +181,22 @@ class IndexedQueries(QueryIndex):
         subject = only_subject(triples)
         solver = PublicationSolver(hits, subject)
         solve = solver.solve
-        unit, subject_solutions = UNIT, solver.subject_solutions
+        # The common star query about the one subject is answered without looking:
+        # by the unit solution, or {var: subject}, shared by every such query.
+        by_var: dict[str, frozenset] = {"": UNIT}
         branches = self.table.branches
         out: Solutions = {}
         truncated: set[str] = set()
         for slot in self.table.complete_slots(hits).tolist():
             rb = branches[slot]
-            # The common star query about the one subject: answered without looking.
-            on_subject = rb.on_subject
-            if on_subject is not None and subject is not None:
-                found = subject_solutions(on_subject) if on_subject else unit
+            var = rb.on_subject
+            if var is not None and subject is not None:
+                found = by_var.get(var)
+                if found is None:
+                    found = by_var[var] = solver.subject_solutions(var)
+                if rb.alone:
+                    out[rb.query_id] = found
+                    continue
                 cut = False
             else:
                 found, cut = solve(rb, limit)

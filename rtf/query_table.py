@@ -139,6 +139,8 @@ class RegisteredBranch:
     #: it projects nothing (its answer on a one-subject publication is then
     #: known without looking); None for every other branch.
     on_subject: str | None = None
+    #: The query's only branch (its solutions need no union with another's).
+    alone: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +267,8 @@ class QueryTable:
             if star is not None and (star.var is None or star.on_subject):
                 rb.on_subject = star.var if star.projected else ""
             branches.append(rb)
+        for rb in branches:
+            rb.alone = len(branches) == 1
         self.queries[query_id] = branches
         return new_shapes, branches
 
