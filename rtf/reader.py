@@ -53,10 +53,11 @@ import gzip
 import logging
 import os
 import sys
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import chain, groupby
 from operator import itemgetter
 from pathlib import Path
 from typing import IO, NamedTuple
@@ -107,6 +108,8 @@ class ReadStats:
     the publications' lengths add up to at most this. `bytes_read` counts
     uncompressed bytes: block by block for N-Triples/N-Quads, file by file for
     the other formats. `errors` keeps the first skipped errors, for a report.
+    `breaks` lists the files that could not be read to their end (a truncated
+    or corrupt archive, a failing disk), under ``skip_invalid=True``.
     """
 
     files: int = 0
@@ -115,6 +118,29 @@ class ReadStats:
     skipped_lines: int = 0
     bytes_read: int = 0
     errors: list[PublicationError] = field(default_factory=list)
+    breaks: list[Break] = field(default_factory=list)
+
+
+class Break(NamedTuple):
+    """Where a file stopped being readable: the rest of it is lost.
+
+    `line` is the first line not read whole (1-based), `bytes_read` the
+    uncompressed bytes read before the break, `reason` what broke.
+    """
+
+    source: str
+    line: int
+    bytes_read: int
+    reason: str
+
+    def error(self) -> PublicationError:
+        """The break as an error naming the file and line, for a user."""
+        return PublicationError(
+            f"the file breaks off here, after {self.bytes_read} bytes ({self.line - 1} whole "
+            f"lines): {self.reason}; the rest of the file cannot be read", self.source, self.line)
+
+    def as_dict(self) -> dict:
+        return self._asdict()
 
 
 class BadLine(NamedTuple):
@@ -157,6 +183,63 @@ def detect_format(path: str | os.PathLike, format: str | ox.RdfFormat | None = N
         raise PublicationError(
             f"cannot tell the RDF format from {syntax!r}; name the file .nt, .nq, .ttl, "
             ".trig or .owl (optionally .gz/.bz2), or pass format=", source=name) from None
+
+
+#: What a decompressor or a disk raises when a file cannot be read further:
+#: a truncated archive (EOFError), a corrupt one (zlib.error, gzip's
+#: BadGzipFile and bz2's "Invalid data stream" are OSErrors), a failing disk.
+READ_ERRORS = (EOFError, OSError, zlib.error)
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class GuardedReader:
+    """A binary reader that ends, instead of raising, where its file breaks.
+
+    A truncated or corrupt ``.gz``/``.bz2`` raises in the middle of a read,
+    and a large read then loses everything it had already decompressed. This
+    reader reads in small steps (``read1``), keeps what came before the
+    break, records the error in `broken` and then reports an end of file; the
+    caller decides what a break means. It also drops a UTF-8 byte order mark
+    at the start of the file, which RDF parsers would take for part of the
+    first term. `bytes_read` and `lines_read` (newlines) count what it gave.
+    """
+
+    def __init__(self, f: IO[bytes]):
+        self._read1 = getattr(f, "read1", f.read)
+        self.broken: BaseException | None = None
+        self.bytes_read = 0
+        self.lines_read = 0
+        self._at_start = True
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to `size` bytes (all if negative); fewer only at the end or a break."""
+        parts: list[bytes] = []
+        got = 0
+        while (size < 0 or got < size) and self.broken is None:
+            try:
+                part = self._read1(size - got if size >= 0 else CHUNK_BYTES)
+            except READ_ERRORS as error:
+                self.broken = error
+                break
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+        data = b"".join(parts)
+        if self._at_start and data:
+            self._at_start = False
+            if data.startswith(_BOM):
+                data = data[len(_BOM):] or self.read(size)
+        self.bytes_read += len(data)
+        self.lines_read += data.count(b"\n")
+        return data
+
+    def end(self, source: str) -> Iterator[Break]:
+        """A `Break` if the file broke off (to chain after its last batch)."""
+        if self.broken is not None:
+            reason = str(self.broken) or type(self.broken).__name__
+            yield Break(source, self.lines_read + 1, self.bytes_read, reason)
 
 
 @contextmanager
@@ -259,9 +342,13 @@ def _parse_lines(data: bytes | str, fmt: ox.RdfFormat, keys: KeyFunction, first_
         pos, window, error = pos + 1, max(1, window // 2), None
 
 
-def _line_batches(f: IO[bytes], fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats
+def _line_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats
                   ) -> Iterator[list[tuple[str, ...]] | BadLine]:
-    """Parse a line-based file in blocks of whole lines of about CHUNK_BYTES."""
+    """Parse a line-based file in blocks of whole lines of about CHUNK_BYTES.
+
+    Where the file breaks off, the unfinished line is not parsed: it is lost,
+    with the rest of the file (`GuardedReader.end` reports it).
+    """
     line = 1  # number of the first line of the next block
     carry = b""  # the unfinished last line of the previous read
     while True:
@@ -273,7 +360,7 @@ def _line_batches(f: IO[bytes], fmt: ox.RdfFormat, keys: KeyFunction, stats: Rea
                 carry += block
                 continue
             data, carry = carry + block[:cut], block[cut:]
-        elif carry:  # a last line without its newline
+        elif carry and f.broken is None:  # a last line without its newline
             data, carry = carry, b""
         else:
             return
@@ -281,9 +368,13 @@ def _line_batches(f: IO[bytes], fmt: ox.RdfFormat, keys: KeyFunction, stats: Rea
         line += data.count(b"\n")
 
 
-def _stream_batches(f: IO[bytes], fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats
+def _stream_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats
                     ) -> Iterator[list[tuple[str, ...]] | BadLine]:
-    """Stream a file through pyoxigraph, which resumes after each error."""
+    """Stream a file through pyoxigraph, which resumes after each error.
+
+    Once the file has broken off, the parser's errors are those of the cut
+    statement: they are not reported, the break is (`GuardedReader.end`).
+    """
     quads = ox.parse(f, fmt)
     while True:
         batch: list[ox.Quad] = []
@@ -294,27 +385,26 @@ def _stream_batches(f: IO[bytes], fmt: ox.RdfFormat, keys: KeyFunction, stats: R
                 if len(batch) == _STREAM_BATCH:
                     break
         except SyntaxError as error:
-            bad = BadLine(error.lineno, _describe(error))
+            if f.broken is None:
+                bad = BadLine(error.lineno, _describe(error))
         if batch:
             yield keys(batch)
         if bad:
             yield bad
-        elif len(batch) < _STREAM_BATCH:  # the parser is exhausted
-            break
-    try:
-        stats.bytes_read += f.tell()
-    except (OSError, ValueError):  # a pipe cannot tell
-        pass
+        elif len(batch) < _STREAM_BATCH and f.broken is None or not batch:
+            break  # the parser is exhausted
+    stats.bytes_read += f.bytes_read
 
 
 # ------------------------------------------------------------------ grouping
 
 
-def _rows(batches: Iterable[list[tuple[str, ...]] | BadLine],
-          on_bad: Callable[[BadLine], None], stats: ReadStats) -> Iterator[tuple[str, ...]]:
-    """The key rows of `batches`, one by one; bad lines go to `on_bad`."""
+def _rows(batches: Iterable[list[tuple[str, ...]] | BadLine | Break],
+          on_bad: Callable[[BadLine | Break], None], stats: ReadStats
+          ) -> Iterator[tuple[str, ...]]:
+    """The key rows of `batches`, one by one; bad lines and breaks go to `on_bad`."""
     for batch in batches:
-        if isinstance(batch, BadLine):
+        if isinstance(batch, (BadLine, Break)):
             on_bad(batch)
         else:
             stats.triples += len(batch)
@@ -369,7 +459,12 @@ def _read(sources: list[tuple[str, ox.RdfFormat, str | None]], by_graph: bool,
     for source, fmt, compression in sources:
         label = "<stdin>" if source == STDIN else source
 
-        def on_bad(bad: BadLine, label: str = label) -> None:
+        def on_bad(bad: BadLine | Break, label: str = label) -> None:
+            if isinstance(bad, Break):
+                if not skip_invalid:
+                    raise bad.error()
+                stats.breaks.append(bad)
+                return
             error = PublicationError(bad.message, source=label, line=bad.line)
             if not skip_invalid:
                 raise error
@@ -377,14 +472,14 @@ def _read(sources: list[tuple[str, ox.RdfFormat, str | None]], by_graph: bool,
             if len(stats.errors) < MAX_KEPT_ERRORS:
                 stats.errors.append(error)
 
-        with open_binary(source, compression) as f:
+        with open_binary(source, compression) as raw:
             stats.files += 1
+            f = GuardedReader(raw)
             batches = (_line_batches if fmt in _LINE_FORMATS else _stream_batches)(
                 f, fmt, keys, stats)
-            try:
-                yield from _group(_rows(batches, on_bad, stats), by_graph, stats)
-            except (EOFError, OSError) as e:  # a truncated or corrupt archive, a failing disk
-                raise PublicationError(f"cannot read: {e}", source=label) from e
+            # The break, if any, comes after the last batch read before it, and
+            # before the publication it cut short is handed on.
+            yield from _group(_rows(chain(batches, f.end(label)), on_bad, stats), by_graph, stats)
 
 
 def parse_ntriples_lines(lines: Iterable[str], source: str = "<lines>"
