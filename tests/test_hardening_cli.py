@@ -273,3 +273,136 @@ def test_a_byte_order_mark_is_ignored(capsys, tmp_path, queries, name):
     pubs.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
     code, out, err = run(capsys, "match", "--queries", queries, "--publications", pubs)
     assert (code, err) == (0, "") and matched(out) == [f"{EX}s0", f"{EX}s3"]
+
+
+# ------------------------------------------------------------------ fuzzing
+
+SUBJECTS = 12
+
+
+def fuzz_nt() -> bytes:
+    """Twelve publications of one to three lines; some about Rio, one with an escape."""
+    lines = []
+    for i in range(SUBJECTS):
+        for j in range(1 + i % 3):
+            text = f"Rio {i}.{j}" if (i + j) % 2 == 0 else f"Caf\\u00E9 {i}.{j}"
+            lines.append(nt_line(i, text))
+    return "".join(lines).encode()
+
+
+def apply_corruption(data: bytes, op: tuple) -> bytes:
+    kind, where, payload = op
+    pos = where % (len(data) + 1)
+    if kind == "flip" and data:
+        pos = min(pos, len(data) - 1)
+        return data[:pos] + bytes([data[pos] ^ (payload[0] or 1)]) + data[pos + 1:]
+    if kind == "insert":
+        return data[:pos] + payload + data[pos:]
+    if kind == "delete":
+        return data[:pos] + data[pos + len(payload) + 1:]
+    if kind == "truncate":
+        return data[:pos]
+    if kind == "bom":
+        return b"\xef\xbb\xbf" + data
+    if kind == "bad-utf8":
+        return data[:pos] + b"\xc3\x28\xff" + data[pos:]
+    return data
+
+
+corruptions = st.tuples(
+    st.sampled_from(["flip", "insert", "delete", "truncate", "bom", "bad-utf8"]),
+    st.integers(0, 10_000), st.binary(min_size=1, max_size=6))
+
+
+def untouched_subjects(clean: bytes, corrupt: bytes) -> list[int]:
+    """Subjects whose lines are all whole and unchanged in `corrupt`, and named by no other line."""
+    segments = corrupt.split(b"\n")
+    whole = segments[:-1]  # the last one has no newline: it is cut (or empty)
+    keep = []
+    for i in range(SUBJECTS):
+        iri = f"<{EX}s{i}>".encode()
+        own = [line for line in clean.split(b"\n") if line.startswith(iri + b" ")]
+        naming = [s for s in segments if iri in s]
+        if all(line in whole for line in own) and len(naming) == len(own):
+            keep.append(i)
+    return keep
+
+
+def probe_answers(out: str) -> dict[str, set[str]]:
+    """Per publication, the set of the probe's ?t bindings (publications may repeat)."""
+    answers: dict[str, set[str]] = {}
+    for line in out.splitlines():
+        m = json.loads(line)
+        answers.setdefault(m["publication"], set()).update(b["t"] for b in m["bindings"])
+    return answers
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(corruptions, min_size=1, max_size=3),
+       packing=st.sampled_from(["plain", "gzip", "gzip-truncated", "gzip-corrupt"]),
+       cut=st.integers(0, 10_000))
+def test_fuzz_corrupt_publications(capsys, tmp_path, ops, packing, cut):
+    """Whatever happens to the file: no traceback, a documented status, and the
+    publications whose lines were untouched give the same answers as before."""
+    clean = fuzz_nt()
+    corrupt = clean
+    for op in ops:
+        corrupt = apply_corruption(corrupt, op)
+    q = tmp_path / "fq.jsonl"
+    q.write_text(json.dumps({"id": "rio", "query": PROBE}) + "\n"
+                 + json.dumps({"id": "all", "query": "ASK { ?s ?p ?o }"}) + "\n")
+    name = tmp_path / ("f.nt" if packing == "plain" else "f.nt.gz")
+    packed = corrupt if packing == "plain" else gzip.compress(corrupt)
+    if packing == "gzip-truncated":
+        packed = packed[: cut % (len(packed) + 1)]
+    elif packing == "gzip-corrupt":
+        at = 10 + cut % max(len(packed) - 10, 1)
+        packed = packed[:at] + bytes([packed[at] ^ 0x5A]) + packed[at + 1:] if at < len(packed) else packed
+    name.write_bytes(packed)
+    (tmp_path / "clean.nt").write_bytes(clean)
+
+    reference = probe_answers(run(capsys, "match", "--queries", q, "--publications", tmp_path / "clean.nt")[1])
+    for algorithm in ALGORITHMS:
+        code, out, err = run(capsys, "match", "--queries", q, "--publications", name,
+                             "--skip-invalid", "--algorithm", algorithm, "--stats")
+        assert code == 0, err
+        assert "skipped_lines" in err.splitlines()[-1]
+        if packing == "plain":
+            answers = probe_answers(out)
+            for i in untouched_subjects(clean, corrupt):
+                subject = f"{EX}s{i}"
+                assert answers.get(subject) == reference.get(subject), (algorithm, subject)
+    code, _, err = run(capsys, "match", "--queries", q, "--publications", name)
+    assert code in (0, 1) and (code == 0 or err.startswith("rtf: error: "))
+
+
+QUERY_TEXTS = ["ASK { ?s ?p ?o }", PROBE, "SELECT ?x WHERE { ?x", "ASK { ?s <p> \udc80 }", ""]
+
+query_lines = st.one_of(
+    st.builds(lambda i, text, sub: json.dumps({"id": i, "query": text, "subscriber": sub}).encode(),
+              st.one_of(st.text(max_size=5), st.integers(), st.none()),
+              st.sampled_from(QUERY_TEXTS),
+              st.one_of(st.none(), st.text(max_size=5), st.integers())),
+    st.binary(max_size=30),
+    st.integers(1, 200_000).map(lambda depth: b"[" * depth),
+    st.sampled_from([b"{", b"[]", b"null", b'{"query": 3}', b'{"id": "\\ud800", "query": "ASK {}"}',
+                     b'{"query": "ASK { ?s ?p ?o }", "id": "\xff"}', b"\xef\xbb\xbf{}"]),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(query_lines, min_size=1, max_size=4))
+def test_fuzz_queries_file(capsys, tmp_path, lines):
+    """A broken queries file is one line on stderr and status 1, never a traceback."""
+    pubs = tmp_path / "p.nt"
+    pubs.write_text(clean_nt(6))
+    q = tmp_path / "fuzz.jsonl"
+    q.write_bytes(b"\n".join(lines) + b"\n")
+    code, out, err = run(capsys, "match", "--queries", q, "--publications", pubs)
+    assert code in (0, 1)
+    if code == 1:
+        assert err.startswith("rtf: error: ") and len(err.splitlines()) == 1 and out == ""
+    rq = tmp_path / "fuzz.rq"
+    rq.write_bytes(lines[0])
+    code, _, err = run(capsys, "check", "-f", rq)
+    assert code in (0, 1)
