@@ -63,9 +63,9 @@ bad input:
                           publication read before the break (the last one maybe
                           cut short), warns "rtf: warning: F:LINE: the file breaks
                           off here ..." and lists the break under "breaks" in --stats
+  a bad Turtle statement  --skip-invalid skips that statement alone and counts the
+                          line where it starts
   a UTF-8 byte order mark at the start of a file is ignored
-  Turtle/TriG/RDF-XML      are parsed by statement; --skip-invalid counts the
-                          statements the parser rejects
 
 example:
   rtf match --queries examples/queries.jsonl \\

@@ -23,10 +23,19 @@ lines fast, gives exact line numbers, and does not depend on pyoxigraph's own
 recovery, which after an unterminated string does not resynchronise at the
 next line (its later triples and errors cannot be trusted).
 
-Turtle, TriG and RDF/XML statements span lines, so those files are streamed
-through pyoxigraph as they are; after an error its Turtle parser skips to the
-end of the statement and goes on. There `skipped_lines` counts the parser's
-errors, one per bad statement (sometimes two for one statement).
+Turtle statements span lines. A Turtle file is read whole (not streamed)
+and parsed in one call; only if that fails is it cut into statements by its
+tokens (`_turtle_statements`) and each statement parsed alone after the
+directives before it, because pyoxigraph's own recovery may drop the next
+statement, or everything after an unterminated string. `skipped_lines` then
+counts the lines where a rejected statement starts. TriG and RDF/XML are
+streamed through pyoxigraph, which skips to the end of a bad statement; there
+`skipped_lines` counts its errors (sometimes two for one statement).
+
+A file that breaks off (a truncated or corrupt ``.gz``/``.bz2``, a failing
+disk) gives everything read before the break (`GuardedReader`), then a
+`Break`: an error, or with ``skip_invalid=True`` an entry of
+`ReadStats.breaks`. A UTF-8 byte order mark at the start of a file is dropped.
 
 Grouping notes:
 
@@ -52,6 +61,7 @@ import bz2
 import gzip
 import logging
 import os
+import re
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -396,6 +406,110 @@ def _stream_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stat
     stats.bytes_read += f.bytes_read
 
 
+# ------------------------------------------------------------------- Turtle
+
+#: Turtle's tokens, as far as finding where statements end needs: strings
+#: (long ones first; a short one stops at its line's end when unterminated),
+#: IRIs, comments, a dot before a space (a statement's end: a dot inside a
+#: number or a name is followed by more of it), and runs of anything else.
+_TURTLE_TOKEN = re.compile(rb"""
+    \"\"\"(?:[^"\\]|\\.|"(?!""))*(?:\"\"\")?
+  | '\'\'(?:[^'\\]|\\.|'(?!''))*(?:\'\'\')?
+  | "(?:[^"\\\n]|\\.)*"?
+  | '(?:[^'\\\n]|\\.)*'?
+  | <[^<>"\s]*>
+  | \#[^\n]*
+  | \.(?=\s|\#|$)
+  | [^\s"'<\#.]+
+  | \S
+""", re.VERBOSE | re.DOTALL)
+
+
+class _Statement(NamedTuple):
+    line: int
+    text: bytes
+    directive: bool
+
+
+def _turtle_statements(data: bytes) -> Iterator[_Statement]:
+    """Cut Turtle text into statements (and directives) by its tokens.
+
+    A statement ends at a dot followed by a space, a SPARQL-style ``PREFIX``
+    or ``BASE`` after its IRI, and an unterminated short string at the end of
+    its line, so that a broken statement takes no good one with it.
+    """
+    start = None
+    first = b""
+    line = 1
+    pos = 0
+    for token in _TURTLE_TOKEN.finditer(data):
+        text = token.group()
+        if text.startswith(b"#"):
+            continue
+        if start is None:
+            start, first = token.start(), text.lower()
+            line += data.count(b"\n", pos, start)
+            pos = start
+        quote = text[:1]
+        ends = (text == b"." and token.group() == b"."
+                or first in (b"prefix", b"base") and text.startswith(b"<")
+                or quote in (b'"', b"'") and text[:3] != quote * 3
+                and (len(text) == 1 or not text.endswith(quote) or text.endswith(b"\\" + quote)))
+        if ends:
+            yield _Statement(line, data[start:token.end()], first in (b"@prefix", b"@base", b"prefix", b"base"))
+            start = None
+    if start is not None:
+        yield _Statement(line, data[start:], False)
+
+
+def _turtle_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats
+                    ) -> Iterator[list[tuple[str, ...]] | BadLine]:
+    """Parse a Turtle file, read whole, in one call; only if that fails, by statement.
+
+    pyoxigraph's own recovery after an error may drop the next statement or
+    everything after an unterminated string; parsed alone, with the
+    directives before it, a statement is bad only for its own fault.
+    """
+    data = f.read()
+    stats.bytes_read += len(data)
+    rows, error = _try_parse(data, fmt, keys)
+    if error is None:
+        yield rows
+        return
+    header = b""  # the directives so far, on one line: the first of each parse
+    last_bad = None
+    for statement in _turtle_statements(data):
+        rows, error = _parse_recovering(header + b"\n" + statement.text, fmt, keys)
+        if rows:
+            yield rows
+        if error is not None:
+            bad = BadLine(statement.line + max((error.lineno or 2) - 2, 0), _describe(error))
+            if bad.line != last_bad:  # one line, one loss, however many pieces it broke into
+                yield bad
+            last_bad = bad.line
+        elif statement.directive:
+            header += b" " + b" ".join(statement.text.split())
+
+
+def _parse_recovering(data: bytes, fmt: ox.RdfFormat, keys: KeyFunction, max_errors: int = 100
+                      ) -> tuple[list[tuple[str, ...]], SyntaxError | None]:
+    """All the rows pyoxigraph makes of `data` going on after errors, and its first error.
+
+    Used on one statement at a time, where its recovery cannot reach into the
+    next statement: a statement missing its final dot still gives its triples.
+    """
+    quads = ox.parse(data, fmt)
+    got: list[ox.Quad] = []
+    first = None
+    for _ in range(max_errors):
+        try:
+            got.extend(quads)
+            break
+        except SyntaxError as error:
+            first = first or error
+    return keys(got), first
+
+
 # ------------------------------------------------------------------ grouping
 
 
@@ -475,8 +589,9 @@ def _read(sources: list[tuple[str, ox.RdfFormat, str | None]], by_graph: bool,
         with open_binary(source, compression) as raw:
             stats.files += 1
             f = GuardedReader(raw)
-            batches = (_line_batches if fmt in _LINE_FORMATS else _stream_batches)(
-                f, fmt, keys, stats)
+            batches = (_line_batches if fmt in _LINE_FORMATS
+                       else _turtle_batches if fmt == ox.RdfFormat.TURTLE
+                       else _stream_batches)(f, fmt, keys, stats)
             # The break, if any, comes after the last batch read before it, and
             # before the publication it cut short is handed on.
             yield from _group(_rows(chain(batches, f.end(label)), on_bad, stats), by_graph, stats)

@@ -406,3 +406,30 @@ def test_fuzz_queries_file(capsys, tmp_path, lines):
     rq.write_bytes(lines[0])
     code, _, err = run(capsys, "check", "-f", rq)
     assert code in (0, 1)
+
+
+# ------------------------------------------------------- 4. Turtle recovery
+
+
+@pytest.mark.parametrize("bad", [
+    f'<{EX}b> <{EX}title> oops .',             # not an object
+    f'<{EX}b> <{EX}title> "rio b .',           # unterminated string: pyoxigraph lost all after it
+    f'<{EX}b> <{EX}title> "rio b" . .',        # a stray dot: pyoxigraph lost the next statement
+    f'<{EX}b> <{EX}title> [ .',                # an open bracket: same
+    f'<{EX}b> <{EX}title> "rio b"@1 .',        # a bad language tag
+    f'<{EX}b c> <{EX}title> "rio b" .',        # a space in an IRI
+    b'<http://ex.org/b> <http://ex.org/title> "\xff" .',  # not UTF-8
+])
+def test_a_bad_turtle_statement_loses_only_itself(capsys, tmp_path, queries, bad):
+    good = [f'<{EX}a> <{EX}title> "Rio a" .', f'ex:c <{EX}title> "Rio c" ;\n  <{EX}p> ex:d .',
+            f'<{EX}d> <{EX}title> """Rio\nd""" .']
+    bad = bad if isinstance(bad, bytes) else bad.encode()
+    pubs = tmp_path / "p.ttl"
+    pubs.write_bytes(f"@prefix ex: <{EX}> .\n# a comment\n{good[0]}\n".encode() + bad + b"\n"
+                     + "\n".join(good[1:]).encode() + b"\n")
+    code, out, err = run(capsys, "match", "--queries", queries, "--publications", pubs,
+                         "--skip-invalid", "--stats")
+    assert code == 0 and f"skipped 1 invalid line(s); first: {pubs}:4:" in err
+    found = set(matched(out))
+    assert {f"{EX}a", f"{EX}c", f"{EX}d"} <= found <= {f"{EX}a", f"{EX}b", f"{EX}c", f"{EX}d"}
+    assert json.loads(err.splitlines()[-1])["skipped_lines"] == 1
