@@ -7,17 +7,36 @@
 
 Every command prints errors as one readable line (with line and column for
 queries) and exits non-zero; never a traceback.
+
+exit status:
+  0   done (with --skip-invalid: also when lines were skipped or a file broke off)
+  1   bad input: an invalid query or RDF line, an unreadable, truncated or
+      corrupt file, not UTF-8, nested too deeply, out of memory
+  2   bad command line, or an output file that is also an input (refused)
+  70  internal error (a bug: please report it; RTF_DEBUG=1 shows the traceback)
+  130 interrupted (Ctrl-C)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import time
+import traceback
+import zlib
 from pathlib import Path
 
+from rtf.arguments import OutputIsInputError, atomic_output, refuse_outputs_among_inputs
 from rtf.errors import QueryError, RtfError
+
+#: Exit statuses (documented in `rtf --help`).
+EXIT_INPUT, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 70, 130
+
+#: Set to 1 to see the traceback of an internal error.
+DEBUG_ENV = "RTF_DEBUG"
 
 EPILOG_MATCH = """\
 queries file:
@@ -29,6 +48,24 @@ output (JSON Lines, one line per publication and matching query):
    "bindings": [{"x": "<http://...>"}]}
   bindings are the distinct projected solutions as N-Triples terms ([] for ASK);
   publications come in input order, then query ids in order.
+  --output FILE is replaced only when the run succeeds (a failed run leaves it
+  as it was), and must not be one of the input files (refused, exit 2).
+
+bad input:
+  a malformed line        exit 1 with "rtf: error: F:LINE: reason", after the matches
+                          of the publications before it; --skip-invalid skips it
+                          (each bad line alone: the lines around it are kept) and
+                          reports "rtf: skipped N invalid line(s); first: F:LINE: ..."
+  a truncated or corrupt  (.gz, .bz2, a failing disk) exit 1 with "rtf: error:
+  file                    F:LINE: the file breaks off here, after B bytes (L whole
+                          lines): ..." after the matches of the publications read
+                          whole before the break; --skip-invalid matches every
+                          publication read before the break (the last one maybe
+                          cut short), warns "rtf: warning: F:LINE: the file breaks
+                          off here ..." and lists the break under "breaks" in --stats
+  a bad Turtle statement  --skip-invalid skips that statement alone and counts the
+                          line where it starts
+  a UTF-8 byte order mark at the start of a file is ignored
 
 example:
   rtf match --queries examples/queries.jsonl \\
@@ -37,9 +74,28 @@ example:
 """
 
 
-def _fail(message: str, code: int = 1) -> int:
+def _fail(message: str, code: int = EXIT_INPUT) -> int:
     print(f"rtf: error: {message}", file=sys.stderr)
     return code
+
+
+def read_text(path: str | Path | None, what: str) -> str:
+    """The UTF-8 text of file `path` (None: stdin); an error names the line of a bad byte."""
+    if path is None:
+        data = sys.stdin.buffer.read()
+        path = "<stdin>"
+    else:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise QueryFileError(f"cannot read {what} {path}: {e.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise QueryFileError(f"{path}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x} "
+                             f"at column {column})") from None
 
 
 def progress(iterable, desc: str, total: int | None = None, unit: str = "it"):
@@ -65,10 +121,7 @@ class QueryFileError(RtfError):
 def load_queries(path: str | Path) -> list[dict]:
     """Query records {"id", "query", "subscriber"} from a JSON Lines or .rq file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise QueryFileError(f"cannot read queries file {path}: {e.strerror}") from None
+    text = read_text(path, "queries file")
     if path.suffix == ".rq":
         return [{"id": path.stem, "query": text, "subscriber": None, "line": 1}]
     records = []
@@ -79,11 +132,28 @@ def load_queries(path: str | Path) -> list[dict]:
             rec = json.loads(line)
         except json.JSONDecodeError as e:
             raise QueryFileError(f"{path}:{n}: not a JSON object ({e.msg})") from None
+        except RecursionError:
+            raise QueryFileError(f"{path}:{n}: JSON nested too deeply") from None
         if not isinstance(rec, dict) or not isinstance(rec.get("query"), str):
             raise QueryFileError(f'{path}:{n}: expected {{"id": ..., "query": "..."}}')
+        for name in ("id", "query", "subscriber"):
+            if not _is_unicode(rec.get(name)):
+                raise QueryFileError(f'{path}:{n}: "{name}" is not valid Unicode '
+                                     "(a lone surrogate \\ud800-\\udfff)")
         records.append({"id": str(rec["id"]) if rec.get("id") is not None else None,
                         "query": rec["query"], "subscriber": rec.get("subscriber"), "line": n})
     return records
+
+
+def _is_unicode(value) -> bool:
+    """False for a string holding a lone surrogate (JSON allows "\\ud800"), which no file can hold."""
+    if not isinstance(value, str):
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def register_all(engine, records, source: str) -> None:
@@ -110,14 +180,11 @@ def cmd_check(args) -> int:
     from rtf.parser import parse_query
 
     if args.file:
-        try:
-            text = Path(args.file).read_text(encoding="utf-8")
-        except OSError as e:
-            return _fail(f"cannot read {args.file}: {e.strerror}")
+        text = read_text(args.file, "query file")
     elif args.query is not None:
         text = args.query
     else:
-        text = sys.stdin.read()
+        text = read_text(None, "query")
     try:
         q = parse_query(text)
     except QueryError as e:
@@ -143,11 +210,11 @@ def cmd_match(args) -> int:
     register_s = time.perf_counter() - t0
     freeze_long_lived()  # the index is long-lived: out of the collector's sight
 
-    out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")
+    to_stdout = args.output in (None, "-")
     read_stats = ReadStats()
     publications = matches = 0
     filter_s = 0.0
-    try:
+    with contextlib.nullcontext(sys.stdout) if to_stdout else atomic_output(args.output) as out:
         pubs = read_publications(args.publications, group_by=args.group_by,
                                  skip_invalid=args.skip_invalid, stats=read_stats)
         for pub in progress(pubs, "matching", unit="pub"):
@@ -158,21 +225,26 @@ def cmd_match(args) -> int:
             for m in found:
                 out.write(match_line(pub.id, m) + "\n")
             matches += len(found)
-    finally:
-        if out is not sys.stdout:
-            out.close()
-        else:
-            out.flush()
-    if args.skip_invalid and read_stats.skipped_lines:
-        print(f"rtf: skipped {read_stats.skipped_lines} invalid line(s)", file=sys.stderr)
+        out.flush()
+    report_lost_input(read_stats)
     if args.stats:
         stats = {"algorithm": args.algorithm, "queries": len(engine), "publications": publications,
                  "triples": read_stats.triples, "skipped_lines": read_stats.skipped_lines,
+                 "breaks": [b.as_dict() for b in read_stats.breaks],
                  "register_s": round(register_s, 4), "filter_s": round(filter_s, 4),
                  "filter_ms_per_publication": round(1000 * filter_s / publications, 4) if publications else None,
                  "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1)}
         print(json.dumps(stats), file=sys.stderr)
     return 0
+
+
+def report_lost_input(read_stats) -> None:
+    """Tell on stderr what --skip-invalid skipped: how many lines, the first, each break."""
+    if read_stats.skipped_lines:
+        first = f"; first: {read_stats.errors[0]}" if read_stats.errors else ""
+        print(f"rtf: skipped {read_stats.skipped_lines} invalid line(s){first}", file=sys.stderr)
+    for brk in read_stats.breaks:
+        print(f"rtf: warning: {brk.error()}", file=sys.stderr)
 
 
 def cmd_demo(args) -> int:
@@ -196,6 +268,7 @@ def cmd_demo(args) -> int:
     ns = argparse.Namespace(queries=str(queries), publications=pubs, taxonomy=taxonomy,
                             algorithm=args.algorithm, group_by="subject", output=args.output,
                             stats=True, skip_invalid=False)
+    refuse_outputs_among_inputs(ns)
     return cmd_match(ns)
 
 
@@ -204,7 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="rtf", description="Continuous full-text SPARQL queries over RDF publications.",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n")[1])
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n\n".join(__doc__.split("\n\n")[1:4:2]))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("check", help="parse a query and print its decomposition",
@@ -230,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", metavar="FILE", help="write matches here (default or '-': stdout)")
     p.add_argument("--stats", action="store_true", help="print a JSON object of figures on stderr at the end")
     p.add_argument("--skip-invalid", action="store_true",
-                   help="skip malformed lines (and report how many) instead of failing")
+                   help="skip malformed lines, and read a truncated or corrupt file up to where it "
+                        "breaks, instead of failing; report both on stderr (and in --stats)")
     p.set_defaults(func=cmd_match)
 
     p = sub.add_parser("demo", help="run the example queries on the DBpedia sample",
@@ -252,19 +327,44 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line `argv`; return the exit status (see `rtf --help`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return EXIT_USAGE
     try:
+        refuse_outputs_among_inputs(args)
         return args.func(args)
-    except BrokenPipeError:
+    except BrokenPipeError:  # `rtf match ... | head`: the reader has all it wanted
+        _silence_stdout()
         return 0
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+    except OutputIsInputError as e:
+        return _fail(str(e), EXIT_USAGE)
     except (RtfError, OSError) as e:
         return _fail(str(e))
+    except (EOFError, zlib.error) as e:  # an archive read outside rtf.reader's guard
+        return _fail(f"cannot read a compressed file: {e or type(e).__name__}")
+    except UnicodeError as e:
+        return _fail(f"not valid UTF-8 text: {e}")
+    except RecursionError:
+        return _fail("the input is nested too deeply")
+    except MemoryError:
+        return _fail("out of memory: the input is too large for this machine")
+    except Exception as e:  # a bug: one line, the traceback on request
+        if os.environ.get(DEBUG_ENV):
+            traceback.print_exc()
+        return _fail(f"internal error: {type(e).__name__}: {e}; please report it "
+                     f"(set {DEBUG_ENV}=1 to see the traceback)", EXIT_INTERNAL)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that Python's exit-time flush raises nothing."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -23,10 +23,19 @@ lines fast, gives exact line numbers, and does not depend on pyoxigraph's own
 recovery, which after an unterminated string does not resynchronise at the
 next line (its later triples and errors cannot be trusted).
 
-Turtle, TriG and RDF/XML statements span lines, so those files are streamed
-through pyoxigraph as they are; after an error its Turtle parser skips to the
-end of the statement and goes on. There `skipped_lines` counts the parser's
-errors, one per bad statement (sometimes two for one statement).
+Turtle statements span lines. A Turtle file is read whole (not streamed)
+and parsed in one call; only if that fails is it cut into statements by its
+tokens (`_turtle_statements`) and each statement parsed alone after the
+directives before it, because pyoxigraph's own recovery may drop the next
+statement, or everything after an unterminated string. `skipped_lines` then
+counts the lines where a rejected statement starts. TriG and RDF/XML are
+streamed through pyoxigraph, which skips to the end of a bad statement; there
+`skipped_lines` counts its errors (sometimes two for one statement).
+
+A file that breaks off (a truncated or corrupt ``.gz``/``.bz2``, a failing
+disk) gives everything read before the break (`GuardedReader`), then a
+`Break`: an error, or with ``skip_invalid=True`` an entry of
+`ReadStats.breaks`. A UTF-8 byte order mark at the start of a file is dropped.
 
 Grouping notes:
 
@@ -52,11 +61,13 @@ import bz2
 import gzip
 import logging
 import os
+import re
 import sys
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import chain, groupby
 from operator import itemgetter
 from pathlib import Path
 from typing import IO, NamedTuple
@@ -107,6 +118,8 @@ class ReadStats:
     the publications' lengths add up to at most this. `bytes_read` counts
     uncompressed bytes: block by block for N-Triples/N-Quads, file by file for
     the other formats. `errors` keeps the first skipped errors, for a report.
+    `breaks` lists the files that could not be read to their end (a truncated
+    or corrupt archive, a failing disk), under ``skip_invalid=True``.
     """
 
     files: int = 0
@@ -115,6 +128,29 @@ class ReadStats:
     skipped_lines: int = 0
     bytes_read: int = 0
     errors: list[PublicationError] = field(default_factory=list)
+    breaks: list[Break] = field(default_factory=list)
+
+
+class Break(NamedTuple):
+    """Where a file stopped being readable: the rest of it is lost.
+
+    `line` is the first line not read whole (1-based), `bytes_read` the
+    uncompressed bytes read before the break, `reason` what broke.
+    """
+
+    source: str
+    line: int
+    bytes_read: int
+    reason: str
+
+    def error(self) -> PublicationError:
+        """The break as an error naming the file and line, for a user."""
+        return PublicationError(
+            f"the file breaks off here, after {self.bytes_read} bytes ({self.line - 1} whole "
+            f"lines): {self.reason}; the rest of the file cannot be read", self.source, self.line)
+
+    def as_dict(self) -> dict:
+        return self._asdict()
 
 
 class BadLine(NamedTuple):
@@ -157,6 +193,63 @@ def detect_format(path: str | os.PathLike, format: str | ox.RdfFormat | None = N
         raise PublicationError(
             f"cannot tell the RDF format from {syntax!r}; name the file .nt, .nq, .ttl, "
             ".trig or .owl (optionally .gz/.bz2), or pass format=", source=name) from None
+
+
+#: What a decompressor or a disk raises when a file cannot be read further:
+#: a truncated archive (EOFError), a corrupt one (zlib.error, gzip's
+#: BadGzipFile and bz2's "Invalid data stream" are OSErrors), a failing disk.
+READ_ERRORS = (EOFError, OSError, zlib.error)
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class GuardedReader:
+    """A binary reader that ends, instead of raising, where its file breaks.
+
+    A truncated or corrupt ``.gz``/``.bz2`` raises in the middle of a read,
+    and a large read then loses everything it had already decompressed. This
+    reader reads in small steps (``read1``), keeps what came before the
+    break, records the error in `broken` and then reports an end of file; the
+    caller decides what a break means. It also drops a UTF-8 byte order mark
+    at the start of the file, which RDF parsers would take for part of the
+    first term. `bytes_read` and `lines_read` (newlines) count what it gave.
+    """
+
+    def __init__(self, f: IO[bytes]):
+        self._read1 = getattr(f, "read1", f.read)
+        self.broken: BaseException | None = None
+        self.bytes_read = 0
+        self.lines_read = 0
+        self._at_start = True
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to `size` bytes (all if negative); fewer only at the end or a break."""
+        parts: list[bytes] = []
+        got = 0
+        while (size < 0 or got < size) and self.broken is None:
+            try:
+                part = self._read1(size - got if size >= 0 else CHUNK_BYTES)
+            except READ_ERRORS as error:
+                self.broken = error
+                break
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+        data = b"".join(parts)
+        if self._at_start and data:
+            self._at_start = False
+            if data.startswith(_BOM):
+                data = data[len(_BOM):] or self.read(size)
+        self.bytes_read += len(data)
+        self.lines_read += data.count(b"\n")
+        return data
+
+    def end(self, source: str) -> Iterator[Break]:
+        """A `Break` if the file broke off (to chain after its last batch)."""
+        if self.broken is not None:
+            reason = str(self.broken) or type(self.broken).__name__
+            yield Break(source, self.lines_read + 1, self.bytes_read, reason)
 
 
 @contextmanager
@@ -259,9 +352,13 @@ def _parse_lines(data: bytes | str, fmt: ox.RdfFormat, keys: KeyFunction, first_
         pos, window, error = pos + 1, max(1, window // 2), None
 
 
-def _line_batches(f: IO[bytes], fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats
+def _line_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats
                   ) -> Iterator[list[tuple[str, ...]] | BadLine]:
-    """Parse a line-based file in blocks of whole lines of about CHUNK_BYTES."""
+    """Parse a line-based file in blocks of whole lines of about CHUNK_BYTES.
+
+    Where the file breaks off, the unfinished line is not parsed: it is lost,
+    with the rest of the file (`GuardedReader.end` reports it).
+    """
     line = 1  # number of the first line of the next block
     carry = b""  # the unfinished last line of the previous read
     while True:
@@ -273,7 +370,7 @@ def _line_batches(f: IO[bytes], fmt: ox.RdfFormat, keys: KeyFunction, stats: Rea
                 carry += block
                 continue
             data, carry = carry + block[:cut], block[cut:]
-        elif carry:  # a last line without its newline
+        elif carry and f.broken is None:  # a last line without its newline
             data, carry = carry, b""
         else:
             return
@@ -281,9 +378,13 @@ def _line_batches(f: IO[bytes], fmt: ox.RdfFormat, keys: KeyFunction, stats: Rea
         line += data.count(b"\n")
 
 
-def _stream_batches(f: IO[bytes], fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats
+def _stream_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats
                     ) -> Iterator[list[tuple[str, ...]] | BadLine]:
-    """Stream a file through pyoxigraph, which resumes after each error."""
+    """Stream a file through pyoxigraph, which resumes after each error.
+
+    Once the file has broken off, the parser's errors are those of the cut
+    statement: they are not reported, the break is (`GuardedReader.end`).
+    """
     quads = ox.parse(f, fmt)
     while True:
         batch: list[ox.Quad] = []
@@ -294,27 +395,130 @@ def _stream_batches(f: IO[bytes], fmt: ox.RdfFormat, keys: KeyFunction, stats: R
                 if len(batch) == _STREAM_BATCH:
                     break
         except SyntaxError as error:
-            bad = BadLine(error.lineno, _describe(error))
+            if f.broken is None:
+                bad = BadLine(error.lineno, _describe(error))
         if batch:
             yield keys(batch)
         if bad:
             yield bad
-        elif len(batch) < _STREAM_BATCH:  # the parser is exhausted
+        elif len(batch) < _STREAM_BATCH and f.broken is None or not batch:
+            break  # the parser is exhausted
+    stats.bytes_read += f.bytes_read
+
+
+# ------------------------------------------------------------------- Turtle
+
+#: Turtle's tokens, as far as finding where statements end needs: strings
+#: (long ones first; a short one stops at its line's end when unterminated),
+#: IRIs, comments, a dot before a space (a statement's end: a dot inside a
+#: number or a name is followed by more of it), and runs of anything else.
+_TURTLE_TOKEN = re.compile(rb"""
+    \"\"\"(?:[^"\\]|\\.|"(?!""))*(?:\"\"\")?
+  | '\'\'(?:[^'\\]|\\.|'(?!''))*(?:\'\'\')?
+  | "(?:[^"\\\n]|\\.)*"?
+  | '(?:[^'\\\n]|\\.)*'?
+  | <[^<>"\s]*>
+  | \#[^\n]*
+  | \.(?=\s|\#|$)
+  | [^\s"'<\#.]+
+  | \S
+""", re.VERBOSE | re.DOTALL)
+
+
+class _Statement(NamedTuple):
+    line: int
+    text: bytes
+    directive: bool
+
+
+def _turtle_statements(data: bytes) -> Iterator[_Statement]:
+    """Cut Turtle text into statements (and directives) by its tokens.
+
+    A statement ends at a dot followed by a space, a SPARQL-style ``PREFIX``
+    or ``BASE`` after its IRI, and an unterminated short string at the end of
+    its line, so that a broken statement takes no good one with it.
+    """
+    start = None
+    first = b""
+    line = 1
+    pos = 0
+    for token in _TURTLE_TOKEN.finditer(data):
+        text = token.group()
+        if text.startswith(b"#"):
+            continue
+        if start is None:
+            start, first = token.start(), text.lower()
+            line += data.count(b"\n", pos, start)
+            pos = start
+        quote = text[:1]
+        ends = (text == b"." and token.group() == b"."
+                or first in (b"prefix", b"base") and text.startswith(b"<")
+                or quote in (b'"', b"'") and text[:3] != quote * 3
+                and (len(text) == 1 or not text.endswith(quote) or text.endswith(b"\\" + quote)))
+        if ends:
+            yield _Statement(line, data[start:token.end()], first in (b"@prefix", b"@base", b"prefix", b"base"))
+            start = None
+    if start is not None:
+        yield _Statement(line, data[start:], False)
+
+
+def _turtle_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats
+                    ) -> Iterator[list[tuple[str, ...]] | BadLine]:
+    """Parse a Turtle file, read whole, in one call; only if that fails, by statement.
+
+    pyoxigraph's own recovery after an error may drop the next statement or
+    everything after an unterminated string; parsed alone, with the
+    directives before it, a statement is bad only for its own fault.
+    """
+    data = f.read()
+    stats.bytes_read += len(data)
+    rows, error = _try_parse(data, fmt, keys)
+    if error is None:
+        yield rows
+        return
+    header = b""  # the directives so far, on one line: the first of each parse
+    last_bad = None
+    for statement in _turtle_statements(data):
+        rows, error = _parse_recovering(header + b"\n" + statement.text, fmt, keys)
+        if rows:
+            yield rows
+        if error is not None:
+            bad = BadLine(statement.line + max((error.lineno or 2) - 2, 0), _describe(error))
+            if bad.line != last_bad:  # one line, one loss, however many pieces it broke into
+                yield bad
+            last_bad = bad.line
+        elif statement.directive:
+            header += b" " + b" ".join(statement.text.split())
+
+
+def _parse_recovering(data: bytes, fmt: ox.RdfFormat, keys: KeyFunction, max_errors: int = 100
+                      ) -> tuple[list[tuple[str, ...]], SyntaxError | None]:
+    """All the rows pyoxigraph makes of `data` going on after errors, and its first error.
+
+    Used on one statement at a time, where its recovery cannot reach into the
+    next statement: a statement missing its final dot still gives its triples.
+    """
+    quads = ox.parse(data, fmt)
+    got: list[ox.Quad] = []
+    first = None
+    for _ in range(max_errors):
+        try:
+            got.extend(quads)
             break
-    try:
-        stats.bytes_read += f.tell()
-    except (OSError, ValueError):  # a pipe cannot tell
-        pass
+        except SyntaxError as error:
+            first = first or error
+    return keys(got), first
 
 
 # ------------------------------------------------------------------ grouping
 
 
-def _rows(batches: Iterable[list[tuple[str, ...]] | BadLine],
-          on_bad: Callable[[BadLine], None], stats: ReadStats) -> Iterator[tuple[str, ...]]:
-    """The key rows of `batches`, one by one; bad lines go to `on_bad`."""
+def _rows(batches: Iterable[list[tuple[str, ...]] | BadLine | Break],
+          on_bad: Callable[[BadLine | Break], None], stats: ReadStats
+          ) -> Iterator[tuple[str, ...]]:
+    """The key rows of `batches`, one by one; bad lines and breaks go to `on_bad`."""
     for batch in batches:
-        if isinstance(batch, BadLine):
+        if isinstance(batch, (BadLine, Break)):
             on_bad(batch)
         else:
             stats.triples += len(batch)
@@ -369,7 +573,12 @@ def _read(sources: list[tuple[str, ox.RdfFormat, str | None]], by_graph: bool,
     for source, fmt, compression in sources:
         label = "<stdin>" if source == STDIN else source
 
-        def on_bad(bad: BadLine, label: str = label) -> None:
+        def on_bad(bad: BadLine | Break, label: str = label) -> None:
+            if isinstance(bad, Break):
+                if not skip_invalid:
+                    raise bad.error()
+                stats.breaks.append(bad)
+                return
             error = PublicationError(bad.message, source=label, line=bad.line)
             if not skip_invalid:
                 raise error
@@ -377,14 +586,15 @@ def _read(sources: list[tuple[str, ox.RdfFormat, str | None]], by_graph: bool,
             if len(stats.errors) < MAX_KEPT_ERRORS:
                 stats.errors.append(error)
 
-        with open_binary(source, compression) as f:
+        with open_binary(source, compression) as raw:
             stats.files += 1
-            batches = (_line_batches if fmt in _LINE_FORMATS else _stream_batches)(
-                f, fmt, keys, stats)
-            try:
-                yield from _group(_rows(batches, on_bad, stats), by_graph, stats)
-            except (EOFError, OSError) as e:  # a truncated or corrupt archive, a failing disk
-                raise PublicationError(f"cannot read: {e}", source=label) from e
+            f = GuardedReader(raw)
+            batches = (_line_batches if fmt in _LINE_FORMATS
+                       else _turtle_batches if fmt == ox.RdfFormat.TURTLE
+                       else _stream_batches)(f, fmt, keys, stats)
+            # The break, if any, comes after the last batch read before it, and
+            # before the publication it cut short is handed on.
+            yield from _group(_rows(chain(batches, f.end(label)), on_bad, stats), by_graph, stats)
 
 
 def parse_ntriples_lines(lines: Iterable[str], source: str = "<lines>"
