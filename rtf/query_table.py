@@ -168,6 +168,15 @@ def needed_outside(query: Query, branch: Branch) -> set[str]:
     return out
 
 
+_SMALL_TUPLES: dict[tuple, tuple] = {}
+
+
+def _shared(t: tuple) -> tuple:
+    """One copy of each small tuple (``(0,)``, ``("s",)``...) for all branches: 100K
+    queries repeat a handful of them."""
+    return _SMALL_TUPLES.setdefault(t, t)
+
+
 def needed_columns(names: list[tuple[str, ...]], outside: set[str]):
     """For each tuple, the positions of its variables that the join needs."""
     count: dict[str, int] = {}
@@ -177,9 +186,9 @@ def needed_columns(names: list[tuple[str, ...]], outside: set[str]):
     keep, keep_names = [], []
     for ns in names:
         idx = tuple(i for i, n in enumerate(ns) if count[n] > 1 or n in outside)
-        keep.append(idx)
-        keep_names.append(tuple(ns[i] for i in idx))
-    return tuple(keep), tuple(keep_names)
+        keep.append(_shared(idx))
+        keep_names.append(_shared(tuple(ns[i] for i in idx)))
+    return _shared(tuple(keep)), _shared(tuple(keep_names))
 
 
 def star_plan(rb: RegisteredBranch) -> StarPlan | None:
