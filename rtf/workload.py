@@ -27,9 +27,9 @@ most specific class (the one fewest publications have) plus 1-3 tuples
 on other, distinct properties; an IRI object is a constant half of the
 time; each literal-valued tuple carries, with probability FT_pr, 1-3
 conjunctive words of *its own* text that occur in at most
-`COMMON_WORD_SHARE` (1 %) of the publications (the text's rarest word if
-it has none). A query with a full-text constraint thus matches its source
-publication and a few similar ones; one without matches the members of a
+`COMMON_WORD_SHARE` (1 %) of the publications (else the rarest word not
+yet in the constraint; no word twice). A query with a full-text
+constraint thus matches its source publication and a few similar ones; one without matches the members of a
 class that have its properties. On the DBpedia sample about 2 % of the
 queries match a publication at FT_pr = 50 % (docs/benchmarks.md).
 
@@ -220,6 +220,8 @@ class _Builder:
 
     def fulltext(self, local: list[str]) -> str:
         n = self.rng.randint(1, self.mix.max_terms)
+        if self.mix.informative_words > 0 and local:  # informative words do not repeat
+            n = min(n, len(set(local)))
         used: set[str] = set()
         parts = [self.term(local, used) for _ in range(n)]
         expr = parts[0]
