@@ -10,11 +10,13 @@ the engines (`rtf.engine.ALGORITHMS`)::
     rtf bench                                     # a few minutes on 2 cores
     rtf bench --db 20000,40000,60000,80000,100000 --pubs 100 \\
               --json out.json --plots out/        # the paper's DB sizes, ~17 min
+    rtf bench --mix selective ...                 # ~2 % of the queries match, not ~11 %
 
 How it measures, and why:
 
 - One workload for all engines. The queries are generated once
-  (`rtf.workload.generate_queries`, deterministic by ``--seed``) and parsed
+  (`rtf.workload.generate_queries`, deterministic by ``--seed``; ``--mix``
+  picks the paper's mix or the selective one) and parsed
   once (`rtf.parser.parse_query`); every engine registers the same parsed
   `Query` objects, so parsing is charged to no engine.
 - One fresh process per algorithm (``fork`` on POSIX): an engine never
@@ -27,7 +29,8 @@ How it measures, and why:
   time to register the queries added since the previous DB size.
 - Filtering: at each DB size every publication goes through
   ``Engine.match`` once, timed one by one (mean, p50, p99; throughput in
-  publications/s and KB/s of N-Triples, `Publication.size_bytes`). The
+  publications/s and KB/s of N-Triples, `Publication.size_bytes`; the
+  mean number of matches per publication, the workload's selectivity). The
   literal-text cache (`rtf.text.text_index`) is emptied before each pass,
   so every pass pays the tokenisation of its publications as a stream
   would.
