@@ -6,6 +6,7 @@ collects ``tests/`` only and disables pytest-benchmark by default)::
     pytest benchmarks/ --benchmark-enable                 # timings
     pytest benchmarks/ --benchmark-enable --benchmark-compare   # against a saved run
     RTF_BENCH_QUERIES=2000 pytest benchmarks/ --benchmark-enable   # a quicker round
+    RTF_BENCH_SELECTIVE_QUERIES=100000 pytest benchmarks/test_bench_selective.py --benchmark-enable
 
 Without the DBpedia sample (``$RTF_DATA_DIR/dbpedia``) every case is skipped.
 """
@@ -24,6 +25,10 @@ N_QUERIES = int(os.environ.get("RTF_BENCH_QUERIES", "10000"))
 N_PUBLICATIONS = int(os.environ.get("RTF_BENCH_PUBLICATIONS", "100"))
 FT_PR = 50
 SEED = 0
+#: The selective workload's sizes (test_bench_selective.py): RTF_BENCH_SELECTIVE_QUERIES
+#: and RTF_BENCH_SELECTIVE_PUBLICATIONS (the issue's target is 100,000 queries).
+N_SELECTIVE_QUERIES = int(os.environ.get("RTF_BENCH_SELECTIVE_QUERIES", "20000"))
+N_SELECTIVE_PUBLICATIONS = int(os.environ.get("RTF_BENCH_SELECTIVE_PUBLICATIONS", "300"))
 
 
 def _need_data():
@@ -59,3 +64,20 @@ def workload(query_records):
     """The same queries, parsed once: registration benchmarks do not time the parser."""
     from rtf.bench import parse_workload
     return parse_workload(query_records, FT_PR, N_QUERIES)
+
+
+@pytest.fixture(scope="session")
+def selective_workload(dbpedia_publications):
+    """N_SELECTIVE_QUERIES queries of the selective mix (``rtf bench --mix selective``), parsed."""
+    from rtf.bench import bench_mix, parse_workload
+    from rtf.workload import generate_queries
+    records = generate_queries(dbpedia_publications, N_SELECTIVE_QUERIES, seed=SEED,
+                               mix=bench_mix(FT_PR, "selective"))
+    return parse_workload(records, FT_PR, N_SELECTIVE_QUERIES)
+
+
+@pytest.fixture(scope="session")
+def selective_publications(dbpedia_publications):
+    """The publications the selective workload filters (a random slice of the sample)."""
+    from rtf.bench import sample_publications
+    return sample_publications(dbpedia_publications, N_SELECTIVE_PUBLICATIONS, SEED)

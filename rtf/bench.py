@@ -10,11 +10,13 @@ the engines (`rtf.engine.ALGORITHMS`)::
     rtf bench                                     # a few minutes on 2 cores
     rtf bench --db 20000,40000,60000,80000,100000 --pubs 100 \\
               --json out.json --plots out/        # the paper's DB sizes, ~17 min
+    rtf bench --mix selective ...                 # ~2 % of the queries match, not ~11 %
 
 How it measures, and why:
 
 - One workload for all engines. The queries are generated once
-  (`rtf.workload.generate_queries`, deterministic by ``--seed``) and parsed
+  (`rtf.workload.generate_queries`, deterministic by ``--seed``; ``--mix``
+  picks the paper's mix or the selective one) and parsed
   once (`rtf.parser.parse_query`); every engine registers the same parsed
   `Query` objects, so parsing is charged to no engine.
 - One fresh process per algorithm (``fork`` on POSIX): an engine never
@@ -27,7 +29,8 @@ How it measures, and why:
   time to register the queries added since the previous DB size.
 - Filtering: at each DB size every publication goes through
   ``Engine.match`` once, timed one by one (mean, p50, p99; throughput in
-  publications/s and KB/s of N-Triples, `Publication.size_bytes`). The
+  publications/s and KB/s of N-Triples, `Publication.size_bytes`; the
+  mean number of matches per publication, the workload's selectivity). The
   literal-text cache (`rtf.text.text_index`) is emptied before each pass,
   so every pass pays the tokenisation of its publications as a stream
   would.
@@ -68,6 +71,7 @@ from rtf.arguments import positive_int
 from rtf.cli import load_queries, peak_rss_mb, progress
 from rtf.errors import QueryError, RtfError
 from rtf.machine import machine_info
+from rtf.workload import MIXES
 
 #: Defaults sized so that ``rtf bench`` alone finishes in a few minutes on 2 cores.
 DEFAULT_DB = (2000, 4000, 6000, 8000, 10000)
@@ -121,6 +125,7 @@ class BenchParams:
     queries: str | None = None
     isolate: bool = True
     memory: bool = True
+    mix_name: str = "paper"  # a workload of rtf.workload.MIXES: paper or selective
 
     def step_size(self) -> int:
         return self.step or self.db[0]
@@ -170,16 +175,21 @@ def parse_workload(records: list[dict], ft_pr: int, n: int,
         batch = more(round_, n - len(wl.ids))
 
 
-def bench_mix(ft_pr: int):
-    """The paper's workload: at most 4 tuples, 1-3 conjunctive terms, distinct properties.
+def bench_mix(ft_pr: int, mix_name: str = "paper"):
+    """The workload `mix_name` at FT_pr = `ft_pr` %.
+
+    ``paper`` (the default): at most 4 tuples, 1-3 conjunctive terms,
+    distinct properties; about 11 % of the queries match a DBpedia
+    publication. ``selective``: the same shape with a class constraint and
+    informative words, about 2 % (`rtf.workload.Mix.selective`).
 
     Distinct predicates (rdf:type aside) keep out queries such as
     ``?s p ?o1 . ?s p ?o2 . ?s p ?o3`` whose solutions are the cube of a
     multi-valued property: on a football season with 90 ``dbp:stadium``
     values one of them alone costs seconds of join, in every engine alike.
     """
-    from rtf.workload import Mix
-    return Mix.paper(ft_pr / 100)
+    from rtf.workload import named_mix
+    return named_mix(mix_name, ft_pr / 100)
 
 
 def make_workload(params: BenchParams, vocab, taxonomy, ft_pr: int) -> Workload:
@@ -193,7 +203,7 @@ def make_workload(params: BenchParams, vocab, taxonomy, ft_pr: int) -> Workload:
             raise RtfError(f"{params.queries} holds {len(wl.ids)} usable queries; "
                            f"--db asks for {n}")
         return wl
-    mix = bench_mix(ft_pr)
+    mix = bench_mix(ft_pr, params.mix_name)
 
     def more(round_: int, k: int) -> list[dict]:
         return generate_queries(vocab, k, seed=params.seed + 1000 * round_, mix=mix,
@@ -329,7 +339,9 @@ def time_algorithm(algorithm: str, wl: Workload, pubs: list, db: Sequence[int], 
             "pubs_per_s": len(pubs) / total if total else float("inf"),
             "kb_per_s": sum(sizes) / 1024 / total if total else float("inf"),
             "gc_pct": round(100 * gc_clock.seconds / total, 1) if total else None,
-            "matches": sum(counts), "digest": combined_digest(digests),
+            "matches": sum(counts),
+            "matches_per_pub": sum(counts) / len(pubs) if pubs else float("nan"),
+            "digest": combined_digest(digests),
             "peak_rss_mb": round(peak_rss_mb(), 1),
             # kept out of the JSON: per-publication figures for the comparison and plots
             "_digests": digests, "_counts": counts, "_times": times,
@@ -543,8 +555,9 @@ def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) 
                       publications_per_algorithm={a: len(pubs[:params.pubs_for(a)])
                                                   for a in params.algorithms},
                       queries_rejected_by_parser=rejected, memory_method=MEMORY_METHOD,
-                      mix=None if params.queries else {k: v for k, v in asdict(bench_mix(0)).items()
-                                                        if k != "ft_pr"},
+                      mix=None if params.queries else {
+                          k: v for k, v in asdict(bench_mix(0, params.mix_name)).items()
+                          if k != "ft_pr"},
                       seconds=round(time.perf_counter() - t0, 1))
     return {"params": params_out, "machine": machine_info(), "runs": rows,
             "agreement": agreements, "mismatches": mismatches}
@@ -573,7 +586,7 @@ _COLUMNS = [("algorithm", "algorithm", "{}"), ("ft_pr", "FT%", "{}"), ("db", "DB
             ("filter_ms_p99", "p99", "{:.2f}"), ("pubs_per_s", "pubs/s", "{:,.1f}"),
             ("kb_per_s", "KB/s", "{:,.1f}"), ("gc_pct", "GC %", "{:.0f}"),
             ("index_mb", "index MB", "{:.1f}"), ("queries_mb", "queries MB", "{:.1f}"),
-            ("matches", "matches", "{:,}")]
+            ("matches", "matches", "{:,}"), ("matches_per_pub", "matches/pub", "{:,.1f}")]
 
 
 def format_table(runs: list[dict]) -> str:
@@ -591,11 +604,34 @@ def format_table(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def latency_summary(runs: list[dict]) -> list[str]:
+    """At the largest DB of each FT_pr: matches per publication, latencies, speed ratios."""
+    out = []
+    for ft_pr in sorted({r["ft_pr"] for r in runs}):
+        db = max(r["db"] for r in runs if r["ft_pr"] == ft_pr)
+        group = [r for r in runs if r["ft_pr"] == ft_pr and r["db"] == db]
+        per_pub = group[0]["matches_per_pub"]
+        out.append(f"at FT_pr={ft_pr}% DB={db:,}: {per_pub:,.1f} matches per publication "
+                   f"({100 * per_pub / db:.2f} % of the queries); per-publication latency p50 / p99, "
+                   f"publications/s: " + "; ".join(
+                       f"{r['algorithm']} {r['filter_ms_p50']:,.2f} / {r['filter_ms_p99']:,.2f} ms, "
+                       f"{r['pubs_per_s']:,.1f}" for r in group))
+        base = next((r for r in group if r["algorithm"] == "rtfs"), group[0])
+        others = [r for r in group if r is not base and base["filter_ms_mean"]]
+        if others:
+            out.append(f"  mean filter time relative to {base['algorithm']}: " + ", ".join(
+                f"{r['algorithm']} {r['filter_ms_mean'] / base['filter_ms_mean']:,.2f}x"
+                for r in others))
+    return out
+
+
 def format_report(doc: dict) -> str:
     p = doc["params"]
     out = [format_table(doc["runs"]), ""]
     seen = ", ".join(f"{a} {n:,}" for a, n in p["publications_per_algorithm"].items())
-    out.append(f"publications filtered per algorithm: {seen} (of {p['publications_read']:,} read); "
+    workload = f"queries from {p['queries']}" if p.get("queries") else f"the {p['mix_name']} mix"
+    out.append(f"workload: {workload}; publications filtered per algorithm: {seen} "
+               f"(of {p['publications_read']:,} read); "
                f"insert s: time to register the queries added since the previous DB size; "
                f"index MB: {p['memory_method']}")
     if doc["mismatches"]:
@@ -622,6 +658,7 @@ def format_report(doc: dict) -> str:
             out.append(f"matches agree: FT_pr={g['ft_pr']}% DB={g['db']:,}: "
                        f"{', '.join(g['algorithms'])} give {g['matches']:,} matches on the "
                        f"{g['publications']:,} common publications (digest {g['digest']})")
+    out += latency_summary(doc["runs"])
     ours = {r["algorithm"]: r for r in doc["runs"] if r["db"] == 100000 and r["ft_pr"] == 50}
     if ours:
         out.append("")
@@ -809,6 +846,8 @@ what it reports, per algorithm and DB size:
                     (in steps of --step; the paper inserts 20K per step)
   filter ms         Engine.match time per publication: mean, p50, p99
   pubs/s, KB/s      throughput (KB of N-Triples, Publication.size_bytes)
+  matches/pub       mean (publication, query) matches per publication: the workload's
+                    selectivity (the paper mix ~11 % of the queries, --mix selective ~2 %)
   GC %              share of the filter time spent in Python's cyclic garbage collector
   index MB          live bytes the engine holds after registering: its index and its
                     copy of the parsed queries (tracemalloc, in a separate untimed pass
@@ -827,6 +866,8 @@ publication at DB = 100K):
 the paper's whole configuration (I_pub = 5K publications at each of the 5 DB
 sizes) would take about 8 hours here; iBroker on the first 1,000 only, ~6 hours:
   {PAPER_COMMAND} --ibroker-pubs 1000
+the selective workload (few queries match each publication, so the index decides):
+  rtf bench --mix selective --db 20000,40000,60000,80000,100000 --pubs 300 --json sel.json
 the three FT_pr of Fig. 7:
   rtf bench --ft-pr 0,50,100 --algorithms rtfs,rtfm --pubs 200 --plots out/
 """
@@ -862,6 +903,11 @@ def add_command(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the queries and the sample (default 0)")
     p.add_argument("--taxonomy", metavar="ONTO",
                    help="ontology for a/rdfs:subClassOf* (default: none, as in the paper's queries)")
+    p.add_argument("--mix", choices=sorted(MIXES), default="paper", dest="mix_name",
+                   help="the generated workload: paper (the RTF paper's; about 11 %% of the queries "
+                        "match a DBpedia publication) or selective (about 2 %%: a class constraint "
+                        "and informative words, as real subscriptions; rtf.workload.Mix.selective) "
+                        "(default: paper)")
     p.add_argument("--queries", metavar="Q.jsonl",
                    help="use these queries (the first max DB of them) instead of generating")
     p.add_argument("--json", metavar="OUT.json", help="write the figures as JSON")
@@ -892,7 +938,7 @@ def params_from_args(args) -> BenchParams:
         ft_pr=args.ft_pr, algorithms=args.algorithms, pubs=args.pubs,
         ibroker_pubs=args.ibroker_pubs, naive_pubs=args.naive_pubs, seed=args.seed,
         step=args.step, taxonomy=args.taxonomy, queries=args.queries,
-        isolate=not args.in_process, memory=not args.no_memory)
+        isolate=not args.in_process, memory=not args.no_memory, mix_name=args.mix_name)
 
 
 def cmd_bench(args) -> int:

@@ -18,6 +18,21 @@ many values has the cube of those values as solutions. Generation is
 deterministic for a seed. The tests, ``rtf gen-queries`` and ``rtf bench``
 all use this one generator.
 
+That paper workload is unselective: on the DBpedia sample about 11 % of
+the queries match each publication, so per-match work hides the index.
+`Mix.selective` (``rtf gen-queries --selective``, ``rtf bench --mix
+selective``) models subscriptions as people write them: each query is
+modelled on a publication that has a class and asks ``?s a C`` for its
+most specific class (the one fewest publications have) plus 1-3 tuples
+on other, distinct properties; an IRI object is a constant half of the
+time; each literal-valued tuple carries, with probability FT_pr, 1-3
+conjunctive words of *its own* text that occur in at most
+`COMMON_WORD_SHARE` (1 %) of the publications (else the rarest word not
+yet in the constraint; no word twice). A query with a full-text
+constraint thus matches its source publication and a few similar ones; one without matches the members of a
+class that have its properties. On the DBpedia sample about 2 % of the
+queries match a publication at FT_pr = 50 % (docs/benchmarks.md).
+
 >>> from rtf.publication import Publication
 >>> pub = Publication("http://ex/a", [("<http://ex/a>", "<http://ex/p>", '"rio games"')])
 >>> qs = generate_queries([pub], 2, seed=1, mix=Mix(ft_pr=1.0))
@@ -29,8 +44,10 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
+from functools import cached_property
 
 from rtf.arguments import between, positive_int
 from rtf.publication import Publication
@@ -38,6 +55,10 @@ from rtf.terms import RDF_TYPE, XSD, is_iri, is_literal, lexical_form, literal_p
 from rtf.text import words
 
 _TYPE = f"<{RDF_TYPE}>"
+#: A word in more than this share of the publications is not informative (selective mix).
+COMMON_WORD_SHARE = 0.01
+#: The selective mix keeps an IRI object as a constant with this probability.
+SELECTIVE_CONSTANT = 0.5
 _NUMERIC = {XSD + t for t in ("integer", "decimal", "double", "float", "int", "long",
                               "nonNegativeInteger", "positiveInteger", "date", "dateTime", "gYear")}
 
@@ -65,12 +86,32 @@ class Mix:
     # the query projects all its variables; otherwise only the resource ?s, which is
     # what a subscriber to a stream of resources asks for
     project_all: float = 0.0
+    # the query is modelled on a typed publication and asks ?s a C for its rarest class
+    # (the most specific one), plus 0 to max_tuples-1 other tuples
+    rare_class: float = 0.0
+    # a term is an informative word of the tuple's own text: one in at most
+    # COMMON_WORD_SHARE of the publications (else the text's rarest word)
+    informative_words: float = 0.0
 
     @classmethod
     def paper(cls, ft_pr: float = 0.5) -> "Mix":
         """The RTF paper's workload (``rtf bench``, ``rtf gen-queries``): conjunctive terms
         only, distinct properties per query."""
         return cls(ft_pr=ft_pr, distinct_predicates=1.0)
+
+    @classmethod
+    def selective(cls, ft_pr: float = 0.5) -> "Mix":
+        """A selective paper-style workload (``--selective``), as real subscriptions are.
+
+        Star queries of 1-4 tuples with distinct properties, always with
+        ``?s a C`` on the modelled publication's most specific class, IRI
+        objects kept as constants half of the time, and 1-3 conjunctive
+        informative words of the tuple's own text: a query matches its
+        source publication and a few similar ones. On the DBpedia sample
+        about 1.5 % of the queries match a publication (docs/benchmarks.md).
+        """
+        return cls(ft_pr=ft_pr, distinct_predicates=1.0, rare_class=1.0, informative_words=1.0,
+                   constant=SELECTIVE_CONSTANT)
 
     @classmethod
     def all_operators(cls, ft_pr: float = 0.5) -> "Mix":
@@ -85,7 +126,12 @@ class Mix:
 
 
 class Vocabulary:
-    """What queries are built from: publications, text words as a multiset."""
+    """What queries are built from: publications, text words as a multiset.
+
+    The selective mix also needs, computed on first use: how many
+    publications each word and each class occurs in, and the publications
+    that have a class.
+    """
 
     def __init__(self, publications: Iterable[Publication], taxonomy=None):
         self.publications: list[Publication] = []
@@ -99,6 +145,39 @@ class Vocabulary:
         if not self.publications:
             raise ValueError("no publications to build queries from")
 
+    @cached_property
+    def word_publications(self) -> Counter:
+        """word -> number of publications whose text has it (document frequency)."""
+        df: Counter = Counter()
+        for pub in self.publications:
+            df.update({w for o in pub.literals() for w in words(lexical_form(o))})
+        return df
+
+    @cached_property
+    def common_word_limit(self) -> float:
+        """A word in more publications than this is too common to make a query selective."""
+        return COMMON_WORD_SHARE * len(self.publications)
+
+    @cached_property
+    def class_publications(self) -> Counter:
+        """class -> number of publications typed with it."""
+        return Counter(o for pub in self.publications for o in {t[2] for t in pub.triples if t[1] == _TYPE})
+
+    @cached_property
+    def typed_publications(self) -> list[Publication]:
+        """The publications whose main subject has a class, in input order."""
+        return [pub for pub in self.publications if _class_tuples(_own_triples(pub))]
+
+
+def _own_triples(pub: Publication) -> list[tuple[str, str, str]]:
+    """The triples about the publication's first subject (all of them if none)."""
+    subject = pub.triples[0][0]
+    return [t for t in pub.triples if t[0] == subject] or list(pub.triples)
+
+
+def _class_tuples(triples: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    return [t for t in triples if t[1] == _TYPE and is_iri(t[2])]
+
 
 def _esc(s: str) -> str:
     return s.replace("\\", "\\\\").replace('"', '\\"')
@@ -111,25 +190,40 @@ class _Builder:
     def chance(self, p: float) -> bool:
         return p > 0 and self.rng.random() < p
 
-    def word(self, local: list[str]) -> str:
+    def word(self, local: list[str], used: set[str]) -> str:
+        if local and self.chance(self.mix.informative_words):
+            return self.informative_word(local, used)
         if local and self.chance(self.mix.local_words):
             return self.rng.choice(local)
         if self.v.word_multiset:
             return self.rng.choice(self.v.word_multiset)
         return "rio"
 
-    def term(self, local: list[str]) -> str:
+    def informative_word(self, local: list[str], used: set[str]) -> str:
+        """A word of `local` found in few publications and not in `used` (the constraint's
+        other words), else the rarest word of `local`; it is added to `used`."""
+        df, limit = self.v.word_publications, self.v.common_word_limit
+        fresh = {w for w in local if w not in used} or set(local)
+        candidates = sorted(w for w in fresh if df[w] <= limit)  # sorted: sets vary by hash seed
+        chosen = self.rng.choice(candidates) if candidates else min(fresh, key=lambda w: (df[w], w))
+        used.add(chosen)
+        return chosen
+
+    def term(self, local: list[str], used: set[str]) -> str:
         if local and len(local) > 1 and self.chance(self.mix.phrase):
             i = self.rng.randrange(len(local) - 1)
             return f'"{local[i]} {local[i + 1]}"'
-        w = self.word(local)
+        w = self.word(local, used)
         if len(w) > 3 and self.chance(self.mix.prefix):
             return f'"{w[: self.rng.randint(2, len(w) - 1)]}*"'
         return f'"{w}"'
 
     def fulltext(self, local: list[str]) -> str:
         n = self.rng.randint(1, self.mix.max_terms)
-        parts = [self.term(local) for _ in range(n)]
+        if self.mix.informative_words > 0 and local:  # informative words do not repeat
+            n = min(n, len(set(local)))
+        used: set[str] = set()
+        parts = [self.term(local, used) for _ in range(n)]
         expr = parts[0]
         for i in range(1, n):
             p = parts[i]
@@ -147,21 +241,42 @@ class _Builder:
                 expr = f"{expr} ftand {p}"
         return expr
 
+    def pick(self, triples: list, k: int) -> list:
+        """`k` of `triples` at random (fewer if distinct properties run out)."""
+        if not self.chance(self.mix.distinct_predicates):
+            return self.rng.sample(triples, k)
+        chosen, seen = [], set()
+        for t in self.rng.sample(triples, len(triples)):
+            if len(chosen) == k:
+                break
+            if t[1] == _TYPE or t[1] not in seen:
+                seen.add(t[1])
+                chosen.append(t)
+        return chosen
+
+    def rarest_class(self, own: list) -> tuple[str, str, str] | None:
+        """The type tuple of `own` whose class has the fewest publications, if any."""
+        classes = _class_tuples(own)
+        counts = self.v.class_publications
+        return min(classes, key=lambda t: (counts[t[2]], t[2])) if classes else None
+
     def query(self) -> str:
-        pub = self.rng.choice(self.v.publications)
-        subject = pub.triples[0][0]
-        own = [t for t in pub.triples if t[0] == subject] or list(pub.triples)
+        models = self.v.publications
+        if self.mix.rare_class > 0 and self.v.typed_publications:
+            models = self.v.typed_publications
+        pub = self.rng.choice(models)
+        own = _own_triples(pub)
         k = self.rng.randint(1, min(self.mix.max_tuples, len(own)))
-        if self.chance(self.mix.distinct_predicates):
-            chosen, seen = [], set()
-            for t in self.rng.sample(own, len(own)):
-                if t[1] == _TYPE or t[1] not in seen:
-                    seen.add(t[1])
-                    chosen.append(t)
-                    if len(chosen) == k:
-                        break
+        typed = self.rarest_class(own) if self.chance(self.mix.rare_class) else None
+        if typed is not None:
+            # the class and 1 to max_tuples-1 other properties: ?s a C alone would ask
+            # for a whole class, a firehose rather than a subscription
+            others = [t for t in own if t[1] != _TYPE]
+            if others and self.mix.max_tuples > 1:
+                k = 1 + self.rng.randint(1, min(self.mix.max_tuples - 1, len(others)))
+            chosen = [typed] + self.pick(others, min(k - 1, len(others)))
         else:
-            chosen = self.rng.sample(own, k)
+            chosen = self.pick(own, k)
         lines, filters = [], []
         var = 0
         for s, p, o in chosen:
@@ -204,6 +319,15 @@ class _Builder:
         return f"SELECT {' '.join(projected)} WHERE {{ {body} }}"
 
 
+#: The named workloads of ``rtf bench --mix`` (each a function of FT_pr from 0 to 1).
+MIXES = {"paper": Mix.paper, "selective": Mix.selective}
+
+
+def named_mix(name: str, ft_pr: float) -> Mix:
+    """The workload `name` of `MIXES` at FT_pr = `ft_pr` (0 to 1)."""
+    return MIXES[name](ft_pr)
+
+
 def generate_queries(publications: Sequence[Publication] | Vocabulary, n: int, seed: int = 0,
                      mix: Mix | None = None, taxonomy=None, prefix: str = "g") -> list[dict]:
     """`n` query records {"id", "query", "subscriber"}, deterministic for `seed`."""
@@ -239,6 +363,9 @@ _MIX_HELP = {
     "local_words": "a term is drawn from the modelled publication's own text",
     "distinct_predicates": "a query's tuples have distinct properties (rdf:type aside)",
     "project_all": "a query projects all its variables (otherwise only ?s)",
+    "rare_class": "a query asks ?s a C for the most specific class of a typed publication",
+    "informative_words": "a term is a word of the tuple's own text found in at most "
+                         f"{COMMON_WORD_SHARE:.0%}% of the publications",  # %%: argparse formats help
 }
 assert set(_MIX_HELP) == set(Mix.field_names()) - {"ft_pr"}
 
@@ -257,15 +384,27 @@ def add_command(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example:\n  rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz "
                "-n 10000 --ft-pr 50 --seed 0 -o queries.jsonl\n"
-               "  rtf gen-queries --publications data.nt -n 100 --all-operators -o q.jsonl")
+               "  rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz "
+               "-n 100000 --selective -o selective.jsonl\n"
+               "  rtf gen-queries --publications data.nt -n 100 --all-operators -o q.jsonl\n\n"
+               "--selective: star queries with ?s a C on the publication's most specific class,\n"
+               "1-3 other distinct properties, IRI objects constant half of the time, and 1-3\n"
+               "conjunctive words of the tuple's own text found in at most "
+               f"{COMMON_WORD_SHARE:.0%} of the publications;\n"
+               "about 2 % of the queries match each DBpedia publication (the default mix: 11 %).")
     p.add_argument("--publications", nargs="+", required=True, metavar="F")
     p.add_argument("-n", "--count", type=positive_int, default=1000, help="number of queries (default 1000)")
     p.add_argument("--ft-pr", type=_percent, default=50,
                    help="percent of literal-valued tuples with ftcontains: FT_pr (default 50)")
     p.add_argument("--seed", type=int, default=0, help="the same seed gives the same queries (default 0)")
     p.add_argument("--taxonomy", metavar="ONTO", help="ontology for a/rdfs:subClassOf* tuples")
-    p.add_argument("--all-operators", action="store_true",
-                   help="mix in phrases, ftnear, ftor, ftnot, prefixes, wildcards, value filters, taxonomy")
+    kind = p.add_mutually_exclusive_group()
+    kind.add_argument("--all-operators", action="store_true",
+                      help="mix in phrases, ftnear, ftor, ftnot, prefixes, wildcards, value filters, "
+                           "taxonomy")
+    kind.add_argument("--selective", action="store_true",
+                      help="the selective workload (Mix.selective): few queries match each "
+                           "publication, as with real subscriptions; see below")
     mix = p.add_argument_group(
         "operator mix", "probabilities from 0 to 1 (counts for max-*) that override the defaults; "
                         "the defaults are the paper's workload (rtf bench's): conjunctive terms only, "
@@ -276,8 +415,12 @@ def add_command(sub) -> None:
         mix.add_argument(option, type=positive_int if name.startswith("max_") else _probability, default=None,
                          metavar="N" if name.startswith("max_") else "P", dest="mix_" + name,
                          help=f"{help_} (default {getattr(Mix.paper(), name)}"
-                              + (f", --all-operators {getattr(Mix.all_operators(), name)}"
-                                 if getattr(Mix.all_operators(), name) != getattr(Mix(), name) else "")
+                              # (--all-operators also asks distinct properties: see _cmd)
+                              + "".join(f", --{flag} {getattr(other, name)}"
+                                        for flag, other, base in (
+                                            ("all-operators", Mix.all_operators(), Mix()),
+                                            ("selective", Mix.selective(), Mix.paper()))
+                                        if getattr(other, name) != getattr(base, name))
                               + ")")
     p.add_argument("-o", "--output", required=True, help="JSON Lines file to write")
     p.set_defaults(func=_cmd)
@@ -288,7 +431,10 @@ def _cmd(args) -> int:
     from rtf.taxonomy import Taxonomy
 
     ft_pr = args.ft_pr / 100
-    mix = Mix.all_operators(ft_pr) if args.all_operators else Mix.paper(ft_pr)
+    if args.all_operators:
+        mix = Mix.all_operators(ft_pr)
+    else:
+        mix = named_mix("selective" if args.selective else "paper", ft_pr)
     mix.distinct_predicates = 1.0
     for name in Mix.field_names():
         value = getattr(args, "mix_" + name, None)

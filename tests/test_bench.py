@@ -10,6 +10,8 @@ import json
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rtf import bench
 from rtf.cli import main
@@ -19,7 +21,7 @@ RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 WORDS = ("olympic games rio football season club stadium city river film music "
          "opened final cup league team won lost year new old").split()
 RUN_FIELDS = {"algorithm", "db", "publications", "insert_s", "filter_ms_mean", "filter_ms_p50",
-              "filter_ms_p99", "pubs_per_s", "kb_per_s", "index_mb", "matches"}
+              "filter_ms_p99", "pubs_per_s", "kb_per_s", "index_mb", "matches", "matches_per_pub"}
 MACHINE_FIELDS = {"cpu", "cores", "memory_gb", "python", "os"}
 
 
@@ -151,12 +153,31 @@ def test_several_ft_pr_and_plots(world, tmp_path, capsys):
     (["--ft-pr", "150"], "0 to 100"),
     (["--algorithms", "rtfs,lucene"], "unknown algorithm lucene"),
     (["--pubs", "0"], "positive"),
+    (["--mix", "dense"], "invalid choice: 'dense'"),
 ])
 def test_bad_arguments_are_one_line_errors(world, capsys, argv, message):
     with pytest.raises(SystemExit) as e:
         main(["bench", "--publications", world, *argv])
     assert e.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_selective_bench_reports_selectivity_and_latency(world, tmp_path, capsys):
+    code, doc, stdout, _ = run_json(capsys, tmp_path, *bench_args(world, "--mix", "selective",
+                                                                 "--no-memory"))
+    assert code == 0
+    assert doc["params"]["mix_name"] == "selective" and doc["params"]["mix"]["rare_class"] == 1.0
+    _, paper, _, _ = run_json(capsys, tmp_path, *bench_args(world, "--no-memory"))
+    assert paper["params"]["mix_name"] == "paper" and paper["params"]["mix"]["rare_class"] == 0.0
+    for r in doc["runs"]:
+        assert r["matches_per_pub"] == pytest.approx(r["matches"] / r["publications"])
+    assert {r["digest"] for r in doc["runs"]}.isdisjoint(r["digest"] for r in paper["runs"])
+    assert "matches/pub" in stdout.splitlines()[0]
+    assert "workload: the selective mix" in stdout
+    summary = next(line for line in stdout.splitlines() if line.startswith("at FT_pr=50% DB=40:"))
+    assert "matches per publication" in summary and "p50 / p99" in summary
+    assert "rtfs" in summary and "ibroker" in summary
+    assert "mean filter time relative to rtfs: rtfm" in stdout
 
 
 def test_steps_end_at_every_db_size():
@@ -270,7 +291,7 @@ def test_generated_queries_all_parse_and_register_in_every_engine(world, source)
         taxonomy = Taxonomy.from_file(_examples() / "news_ontology.nt")
     records = []
     for k, mix in enumerate([Mix.paper(0.0), Mix.paper(0.5), Mix.paper(1.0),
-                             Mix.all_operators(0.5), Mix.all_operators(1.0)]):
+                             Mix.all_operators(0.5), Mix.all_operators(1.0), Mix.selective(0.5)]):
         records += generate_queries(pubs, 150, seed=k, mix=mix, taxonomy=taxonomy, prefix=f"m{k}_")
     parsed = [(r["id"], parse_query(r["query"]), r["subscriber"]) for r in records]
     answers = {}
@@ -291,3 +312,134 @@ def test_the_bench_workload_replaces_queries_the_parser_refuses(monkeypatch):
     more = lambda round_, k: [{"id": f"x{round_}_{i}", "query": "ASK { ?s ?p ?o }"} for i in range(k)]
     wl = bench.parse_workload(records, 50, 3, more)
     assert wl.ids == ["a", "c", "x1_0"] and wl.rejected == 1
+
+
+# ------------------------------------------------------------ the selective workload
+
+
+def _matches_per_publication(records, publications, algorithm="rtfs"):
+    """{query id: number of `publications` it matches}, through one engine."""
+    from collections import Counter
+
+    from rtf.engine import Engine
+    from rtf.parser import parse_query
+
+    engine = Engine(algorithm)
+    for r in records:
+        engine.register(parse_query(r["query"]), r["id"])
+    hits = Counter({r["id"]: 0 for r in records})
+    for pub in publications:
+        hits.update(m.query_id for m in engine.match(pub))
+    return hits
+
+
+def test_selective_mix_is_deterministic_by_seed(world_pubs):
+    from rtf.workload import Mix, generate_queries
+
+    first = generate_queries(world_pubs, 200, seed=5, mix=Mix.selective())
+    assert generate_queries(list(world_pubs), 200, seed=5, mix=Mix.selective()) == first
+    assert generate_queries(world_pubs, 200, seed=6, mix=Mix.selective()) != first
+
+
+def test_selective_mix_does_not_depend_on_the_hash_seed(world):
+    """Word and class choices go through sets and counters: their order must not leak in."""
+    import subprocess
+    import sys
+
+    code = ("import json, sys; from rtf.reader import read_publications; "
+            "from rtf.workload import Mix, generate_queries; "
+            f"print(json.dumps(generate_queries(list(read_publications([{world!r}])), 100, seed=3, "
+            "mix=Mix.selective())))")
+    outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout for seed in ("1", "2")}
+    assert len(outputs) == 1
+
+
+def test_selective_queries_are_typed_stars_of_informative_own_words(world_pubs):
+    """Every query asks ?s a C (one class) plus 1-3 distinct properties, in the paper's shape."""
+    from rtf.parser import parse_query
+    from rtf.workload import Mix, generate_queries
+
+    texts = {w for p in world_pubs for o in p.literals() for w in o.split('"')[1].casefold().split()}
+    for rec in generate_queries(world_pubs, 150, seed=2, mix=Mix.selective(1.0)):
+        q = parse_query(rec["query"])
+        assert 2 <= len(q.patterns) <= 4, rec["query"]
+        assert {str(p.subject) for p in q.patterns} == {"?s"}
+        assert rec["query"].count(" a <") == 1, rec["query"]
+        predicates = [str(p.predicate) for p in q.patterns if "#type" not in str(p.predicate)]
+        assert len(predicates) == len(set(predicates)) >= 1
+        for t in q.branches[0].tuples:
+            if t.fulltext is not None:
+                text = str(t.fulltext)
+                assert "ftor" not in text and "ftnot" not in text and "ftnear" not in text
+                terms = text.split('"')[1::2]
+                assert 1 <= len(terms) <= 3 and len(set(terms)) == len(terms), text
+                assert set(terms) <= texts
+
+
+def test_selective_words_skip_the_common_ones(tmp_path):
+    """'common' fills 95 % of the text and is in every publication: never an informative term."""
+    from rtf.reader import read_publications
+    from rtf.text import words
+    from rtf.workload import Mix, generate_queries
+
+    lines = [f'<{EX}r{i}> <{RDF_TYPE}> <{EX}C{i % 3}> .\n'
+             f'<{EX}r{i}> <{EX}text> "{" ".join(["common"] * 19 + [f"rare{i}"])}" .'
+             for i in range(200)]
+    path = tmp_path / "skewed.nt"
+    path.write_text("\n".join(lines) + "\n")
+    pubs = list(read_publications([str(path)]))
+    for rec in generate_queries(pubs, 100, seed=0, mix=Mix.selective(1.0)):
+        ft = rec["query"].split("ftcontains(?o2, ", 1)[1].rsplit(")", 1)[0]
+        terms = [w for w in words(ft) if w != "ftand"]
+        # the first term is the text's one informative word; once it is used, a second
+        # or third term falls back to the rarest word left, 'common'
+        assert terms[0].startswith("rare") and terms[1:] == ["common"] * (len(terms) - 1), ft
+    paper_terms = []
+    for rec in generate_queries(pubs, 100, seed=0, mix=Mix.paper(1.0)):
+        if "ftcontains" not in rec["query"]:  # the paper mix may ask only ?s a C
+            continue
+        ft = rec["query"].split("ftcontains(?o", 1)[1].split(", ", 1)[1].rsplit(")", 1)[0]
+        paper_terms += [w for w in words(ft) if w != "ftand"]
+    assert paper_terms.count("common") > 0.8 * len(paper_terms)
+
+
+@pytest.fixture(scope="module")
+def dbpedia_vocabulary(dbpedia_all):
+    from rtf.workload import Vocabulary
+    return Vocabulary(dbpedia_all)
+
+
+def test_engines_agree_on_the_selective_mix(world_pubs, dbpedia_slice):
+    from rtf.workload import Mix, generate_queries
+
+    for pubs, n, filtered in ((world_pubs, 120, world_pubs), (dbpedia_slice, 400, dbpedia_slice[::20])):
+        records = generate_queries(pubs, n, seed=4, mix=Mix.selective())
+        naive = _matches_per_publication(records, filtered, "naive")
+        assert _matches_per_publication(records, filtered, "rtfs") == naive
+        assert sum(naive.values()) > 0
+
+
+def test_every_selective_query_matches_its_source_publication(dbpedia_slice):
+    """Class, properties, constants and words all come from one publication: it matches."""
+    from rtf.workload import Mix, generate_queries
+
+    pubs = dbpedia_slice[::8]
+    hits = _matches_per_publication(generate_queries(pubs, 300, seed=1, mix=Mix.selective()), pubs)
+    assert min(hits.values()) >= 1, [q for q, n in hits.items() if n == 0][:5]
+
+
+@settings(max_examples=3, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_the_selective_mix_is_more_selective_than_the_paper_mix(dbpedia_vocabulary, seed):
+    """On a DBpedia sample the share of queries matching a publication drops from ~11 % (paper)
+    to ~2 % (selective, docs/benchmarks.md); with 300 queries x 60 publications, below 4 %."""
+    from rtf.bench import sample_publications
+    from rtf.workload import Mix, generate_queries
+
+    pubs = sample_publications(dbpedia_vocabulary.publications, 60, seed)
+    share = {}
+    for name, mix in (("paper", Mix.paper()), ("selective", Mix.selective())):
+        hits = _matches_per_publication(generate_queries(dbpedia_vocabulary, 300, seed, mix), pubs)
+        share[name] = sum(hits.values()) / len(pubs) / 300
+    assert share["selective"] < 0.04 and share["selective"] < share["paper"] / 2, share
