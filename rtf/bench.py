@@ -951,7 +951,8 @@ def cmd_bench(args) -> int:
     print(format_report(doc))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.json, "w", encoding="utf-8") as f:
+        from rtf.arguments import atomic_output
+        with atomic_output(args.json) as f:
             json.dump(public_json(doc), f, indent=1, default=str)
             f.write("\n")
         print(f"rtf bench: figures written to {args.json}", file=sys.stderr)

@@ -338,8 +338,10 @@ def generate_queries(publications: Sequence[Publication] | Vocabulary, n: int, s
 
 
 def write_jsonl(records: Iterable[dict], path) -> int:
+    from rtf.arguments import atomic_output
+
     n = 0
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_output(path) as f:  # a failed run leaves an existing file as it was
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
             n += 1
