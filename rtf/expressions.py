@@ -55,11 +55,13 @@ import re2
 from rtf.errors import QueryError
 from rtf.model import (And, Compare, Contains, EffectiveBoolean, FtContains, Lang, LangMatches,
                        Not, Or, Regex, operand_variables)
+from rtf.parser.diagnose import position
 from rtf.terms import IRI, RDF_LANGSTRING, XSD_STRING, BlankNode, Literal, Variable, literal_parts
 from rtf.text import text_index
 from rtf.values import ERROR, comparator, effective_boolean
 
-__all__ = ["ERROR", "evaluate", "passes", "compile_filter", "Solution"]
+__all__ = ["ERROR", "evaluate", "passes", "compile_filter", "check_regexes", "xpath_regex",
+           "InvalidRegexError", "RegexNotSupported", "Solution"]
 
 Solution = Mapping[str, str]
 #: A compiled expression or operand: solution -> True | False | ERROR (or a key).
@@ -395,6 +397,49 @@ class RegexNotSupported(Exception):
 
 class InvalidRegexError(QueryError):
     """A constant regex pattern or flags that cannot be run: rejected at registration."""
+
+
+def check_regexes(expr, text: str = "") -> None:
+    """Raise `InvalidRegexError` for a regex in `expr` whose constant pattern cannot run.
+
+    Registration calls it so that a query never sits in an index with a
+    filter that is an error on every solution by construction. `text`, the
+    query's text, locates the pattern (line and column) when it is found.
+    A pattern or flags bound from the data is checked when it arrives
+    (an error: false).
+    """
+    if isinstance(expr, (And, Or)):
+        for operand in expr.operands:
+            check_regexes(operand, text)
+    elif isinstance(expr, Not):
+        check_regexes(expr.operand, text)
+    elif isinstance(expr, Regex):
+        pattern, flags = _constant_string(expr.pattern), _constant_string(expr.flags or Literal(""))
+        if pattern is None or flags is None:
+            return
+        try:
+            xpath_regex(pattern, flags)
+        except RegexNotSupported as e:
+            line, column = _locate(text, pattern)
+            raise InvalidRegexError(f"regex pattern {pattern!r}: {e}", line, column,
+                                    text=pattern) from None
+
+
+def _constant_string(op) -> str | None:
+    """The lexical form of a constant simple literal, else None."""
+    if isinstance(op, Literal) and op.lang is None and op.datatype in (None, XSD_STRING):
+        return op.lexical
+    return None
+
+
+def _locate(text: str, needle: str) -> tuple[int | None, int | None]:
+    """Line and column (1-based) of `needle` in `text`, else of the first ``regex``."""
+    offset = text.find(needle) if needle else -1
+    if offset < 0:
+        offset = text.lower().find("regex")
+    if offset < 0:
+        return None, None
+    return position(text, offset)
 
 
 @lru_cache(maxsize=4096)

@@ -30,6 +30,10 @@ from rtf.text import text_index
 Triple = tuple[str, str, str]
 Solutions = dict[str, set[tuple[tuple[str, str], ...]]]
 
+#: A query's join holds at most this many rows per solution it may report
+#: (``limit * JOIN_ROWS_PER_SOLUTION``): the work bound of `QueryIndex.solutions`.
+JOIN_ROWS_PER_SOLUTION = 10
+
 
 class QueryIndex(ABC):
     """What an engine algorithm implements: registered queries -> solutions."""
@@ -45,12 +49,16 @@ class QueryIndex(ABC):
         """Forget a query."""
 
     @abstractmethod
-    def solutions(self, triples: list[Triple], virtual: list[Triple]) -> Solutions:
-        """Query id -> distinct projected solutions, for the queries that match.
+    def solutions(self, triples: list[Triple], virtual: list[Triple],
+                  limit: int | None = None) -> tuple[Solutions, set[str]]:
+        """(query id -> distinct projected solutions, ids of the truncated queries).
 
-        `triples` are the publication's triples, `virtual` the taxonomy's
-        ``(s, a/rdfs:subClassOf*, class)`` triples, which only patterns with
-        that path may match.
+        Only the queries that match are in the dict. `triples` are the
+        publication's triples, `virtual` the taxonomy's ``(s,
+        a/rdfs:subClassOf*, class)`` triples, which only patterns with that
+        path may match. With a `limit`, a query holds at most `limit`
+        solutions and its work is bounded accordingly; a query cut short
+        (more solutions than `limit`, or its join bound reached) is in the set.
         """
 
     def stats(self) -> dict:
@@ -121,7 +129,8 @@ class IndexedQueries(QueryIndex):
             self.index.remove(shape)
         del self.queries[query_id]
 
-    def solutions(self, triples: list[Triple], virtual: list[Triple]) -> Solutions:
+    def solutions(self, triples: list[Triple], virtual: list[Triple],
+                  limit: int | None = None) -> tuple[Solutions, set[str]]:
         rows: dict[TupleShape, set[tuple]] = {}
         checked: dict[tuple[int, str], bool] = {}
         for shape, triple in self.index.candidates(triples, virtual):
@@ -139,6 +148,8 @@ class IndexedQueries(QueryIndex):
             else:
                 bucket.add(row)
         out: Solutions = {}
+        truncated: set[str] = set()
+        join_limit = None if limit is None else limit * JOIN_ROWS_PER_SOLUTION
         reduced: dict[tuple, set[tuple]] = {}  # (shape, kept columns) -> rows, per publication
         for rb in self.table.complete_branches(rows):
             tables = []
@@ -150,24 +161,26 @@ class IndexedQueries(QueryIndex):
                 if table is None:
                     table = reduced[(shape, keep)] = {tuple(r[i] for i in keep) for r in rows[shape]}
                 tables.append((names, table))
-            cols, joined = join_rows(tables)
+            cols, joined, cut = join_rows(tables, join_limit)
+            if cut:
+                truncated.add(rb.query_id)
             if not joined:
                 continue
             residual = rb.branch.residual
             projection = self.queries[rb.query_id].projection
             where = [(v, cols.index(v)) for v in projection if v in cols]
             found = out.setdefault(rb.query_id, set())
-            if residual:
-                for row in joined:
-                    sol = dict(zip(cols, row))
-                    if all(passes(r, sol) for r in residual):
-                        found.add(tuple((v, row[i]) for v, i in where))
-            else:
-                for row in joined:
-                    found.add(tuple((v, row[i]) for v, i in where))
+            for row in joined:
+                if residual and not all(passes(r, dict(zip(cols, row))) for r in residual):
+                    continue
+                found.add(tuple((v, row[i]) for v, i in where))
+                if limit is not None and len(found) > limit:
+                    found.pop()  # one too many: the query has more than `limit`
+                    truncated.add(rb.query_id)
+                    break
             if not found:
                 del out[rb.query_id]
-        return out
+        return out, truncated
 
     def stats(self) -> dict:
         s = {"queries": len(self.queries), "tuples": len(self.table.tuples),

@@ -63,7 +63,7 @@ def test_a_lone_surrogate_constant_is_an_error_not_a_crash(algorithm):
     engine = Engine(algorithm)
     engine.register(PROBE, "probe")
     engine.register(select_s(Compare("=", Variable("t"), Literal("\ud800"))), "poison")
-    matches = engine.match(pub('"ok"', '"\\uD800x"'))
+    matches = engine.match(pub('"ok"', '"x"'))
     assert [m.query_id for m in matches] == ["probe"]
 
 
