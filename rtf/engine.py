@@ -28,6 +28,7 @@ from rtf.model import Query
 from rtf.parser import parse_query
 from rtf.publication import Publication, as_publication
 from rtf.taxonomy import Taxonomy
+from rtf.terms import IRI, Literal
 
 ALGORITHMS = ("naive", "rtfm", "rtfs", "ibroker")
 
@@ -168,6 +169,10 @@ class Engine:
         """Parse, check and index a query; only `QueryError` escapes for its problems."""
         try:
             parsed = parse_query(query) if isinstance(query, str) else query
+            for pattern in parsed.patterns:
+                for term in pattern.terms:
+                    if isinstance(term, (IRI, Literal)):
+                        _ = term.key  # every index needs it; a term without one cannot match
             for f in parsed.filters:
                 check_regexes(f, parsed.text)
                 compile_filter(f)  # built now, so that matching never builds it
@@ -176,7 +181,7 @@ class Engine:
             raise
         except RecursionError:
             raise QueryTooComplexError("the query is nested too deeply to evaluate") from None
-        except Exception as e:  # an index that cannot take the query: say why, as a query error
+        except Exception as e:  # a term or index that cannot take the query: say why, as a query error
             raise QueryError(f"cannot register the query: {type(e).__name__}: {e}") from e
         return parsed
 

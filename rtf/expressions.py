@@ -9,7 +9,10 @@ evaluates to True, False or `ERROR` (`rtf.values`):
   mix with an error is an error, and ``!ERROR`` is ERROR;
 - an unbound variable is an error wherever it is used;
 - a FILTER keeps a solution only when its expression is True
-  (`passes`): an error filters the solution out like false.
+  (`passes`): an error filters the solution out like false;
+- evaluation is total: any exception while evaluating an atom (a constant
+  that is not a valid term, a number too large, a stack too deep) is
+  `ERROR` for that atom, never an exception to the caller.
 
 Atoms:
 
@@ -20,8 +23,8 @@ Atoms:
 ``ftcontains(x, FT)``    the literal's lexical form against FT (`rtf.text`);
                          false on IRIs and blank nodes (spec section 3)
 ``regex(x, p[, f])``     XPath ``fn:matches``: x a string literal, p and f
-                         simple literals, flags ``i s m x``; the pattern is
-                         translated to Python's `re` (see `_xpath_regex`)
+                         simple literals, flags ``s m i x q``; run on RE2 in
+                         time linear in the text (dialect: `xpath_regex`)
 ``contains(a, b)``       a and b argument-compatible string literals
                          (SPARQL 1.1 §17.4.3.1.1)
 ``langMatches(t, r)``    RFC 4647 basic filtering, case-insensitive;
@@ -32,7 +35,9 @@ bare ``?x``, ``true``    effective boolean value (§17.2.2)
 Filters run for every candidate solution, so an expression is compiled
 once into nested closures (`compile_filter`, cached): constants are turned
 into keys, regular expressions compiled, operators looked up, and parts
-without variables folded, before the first solution arrives.
+without variables folded, before the first solution arrives. A constant
+regex that cannot run is refused when the query is registered
+(`check_regexes`, `InvalidRegexError`).
 
 >>> from rtf.model import Compare, Or, Not, Variable, Literal
 >>> XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"

@@ -77,6 +77,15 @@ def test_a_lone_surrogate_query_text_registers_or_is_rejected_cleanly(algorithm)
     assert [m.query_id for m in engine.match(pub('"ok"'))] == ["probe"]
 
 
+def test_a_pattern_constant_without_a_key_is_refused_by_every_engine(algorithm):
+    engine = Engine(algorithm)
+    patterns = (TriplePattern(Variable("s"), IRI(EX + "p"), Literal("\ud800")),)
+    query = Query("SELECT", ("s",), False, patterns, (), decompose(patterns, ()))
+    with pytest.raises(QueryError, match="surrogate|literal|str"):
+        engine.register(query, "bad")
+    assert len(engine) == 0
+
+
 def test_an_error_inside_or_keeps_three_valued_logic(algorithm):
     # "\ud800" = ?t is an error; error || true is true, so the solution is kept.
     from rtf.model import EffectiveBoolean, Or
@@ -272,3 +281,96 @@ def test_good_publications_still_come_in_every_form(algorithm):
     assert probe_answer(engine, [(S, P, '"ok"')]) == [("probe", [{"s": S}])]
     assert probe_answer(engine, [[S, P, '"ok"']]) == [("probe", [{"s": S}])]
     assert probe_answer(engine, []) == []
+
+
+# ------------------------------------------------------------------ fuzzing
+
+INT, DEC, DBL = f"<{XSD}integer>", f"<{XSD}decimal>", f"<{XSD}double>"
+hostile_literals = st.one_of(
+    st.sampled_from([
+        f'"{"9" * 400}"^^{INT}', f'"-{"9" * 400}"^^{INT}', f'"1e999999"^^{DBL}', f'"NaN"^^{DBL}',
+        f'"0.{"1" * 300}"^^{DEC}', f'"abc"^^{INT}', f'"1.5"^^{INT}', f'"300"^^<{XSD}byte>',
+        f'"2020-13-45"^^<{XSD}date>', f'"-999999999999-01-01T00:00:00Z"^^<{XSD}dateTime>',
+        f'"2016-08-05T24:00:01"^^<{XSD}dateTime>', f'"x"^^<{XSD}boolean>', '"x"^^<http://e/unknown>',
+        '"chat"@x-' + "-".join(["abcdefgh"] * 20), '"Rio"@EN-us', '"Rio"@zh-hant-tw', '""', '""@en',
+        '"' + "a" * 3000 + '!"', '"' + "olympic games rio " * 300 + '"', '"line\\nline\\r\\t"',
+        '"\\u00e9t\\u00e9 \\u0663"', '"a$b_c"', '"ok then"',
+    ]),
+    st.text(st.characters(codec="utf-8", exclude_characters='"\\\n\r'), max_size=40)
+      .map(lambda s: f'"{s}"'),
+)
+objects = st.one_of(hostile_literals, st.sampled_from([S, f"<{EX}b>", "_:b0"]))
+
+
+@st.composite
+def hostile_publications(draw) -> Publication:
+    triples = [(draw(st.sampled_from([S, f"<{EX}b>", "_:s"])), draw(st.sampled_from([P, f"<{EX}q>"])),
+                draw(objects)) for _ in range(draw(st.integers(1, 12)))]
+    if draw(st.booleans()):  # many triples
+        triples += [(f"<{EX}s{i}>", P, f'"{i} ok"') for i in range(draw(st.integers(50, 400)))]
+    return Publication("h", triples)
+
+
+def sparql_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+regex_pieces = st.sampled_from(["a", "(a+)+", "(a|a)*", "(.*)*", "^", "$", ".", "[a-z]", "[^\\s]",
+                                "\\d", "\\w", "\\p{L}", "(?:", ")", "(", "[", "]", "{2,3}", "*?",
+                                "+", "?", "|", "\\", "\\1", "x{1000}", "é", "[a-\\w]", " "])
+constants = st.sampled_from([
+    "1", "-0.0", "1e308", "99999999999999999999999999999", '"a"', '"a"@en', '"x"^^xsd:integer',
+    '"2016-01-01"^^xsd:date', "true", f"<{EX}b>", '"\\uD800"', '""',
+])
+
+
+@st.composite
+def hostile_filters(draw) -> str:
+    kind = draw(st.integers(0, 6))
+    if kind == 0:
+        op = draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="]))
+        return f"?t {op} {draw(constants)}"
+    if kind == 1:
+        pattern = "".join(draw(st.lists(regex_pieces, max_size=8)))
+        flags = "".join(draw(st.lists(st.sampled_from("smixqg"), max_size=3)))
+        extra = f", {sparql_string(flags)}" if draw(st.booleans()) else ""
+        return f"regex(?t, {sparql_string(pattern)}{extra})"
+    if kind == 2:
+        return "lang(?t) = " + sparql_string(draw(st.sampled_from(["en", "", "EN-US"])))
+    if kind == 3:
+        return f"langMatches(lang(?t), {sparql_string(draw(st.sampled_from(['*', 'en', 'x'])))})"
+    if kind == 4:
+        return f"contains(?t, {sparql_string(draw(st.text(max_size=5)))})"
+    if kind == 5:
+        ft = draw(st.sampled_from(['"rio"', '"olymp*"', '"games" ftnear(0, 2) "rio"']))
+        return f"ftcontains(?t, {ft})"
+    left, right = draw(hostile_filters()), draw(hostile_filters())
+    return f"({left} {draw(st.sampled_from(['&&', '||']))} !({right}))"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(filters=st.lists(hostile_filters(), min_size=1, max_size=4),
+       publications=st.lists(hostile_publications(), min_size=1, max_size=2))
+def test_hostile_queries_and_publications_never_break_match(filters, publications):
+    prefix = f"PREFIX xsd: <{XSD}> "
+    for algorithm in ALGORITHMS:
+        engine = Engine(algorithm, max_solutions=200)
+        engine.register(PROBE, "probe")
+        before = [probe_answer(engine, p) for p in publications]
+        fuzzed = []
+        for i, f in enumerate(filters):
+            try:
+                engine.register(f"{prefix}SELECT * {{ ?s ?p ?t FILTER({f}) }}", f"f{i}")
+            except QueryError:
+                continue
+            fuzzed.append(f"f{i}")
+        for p in publications:
+            start = time.perf_counter()
+            matches = engine.match(p)  # never raises
+            assert time.perf_counter() - start < 10, (algorithm, filters)
+            assert all(len(m.solutions) <= 200 for m in matches)
+        assert [probe_answer(engine, p) for p in publications] == before, algorithm
+        for qid in fuzzed:
+            engine.unregister(qid)
+        assert [probe_answer(engine, p) for p in publications] == before, algorithm
+        assert len(engine) == 1
