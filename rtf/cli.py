@@ -164,7 +164,7 @@ def register_all(engine, records, source: str) -> None:
         except QueryError as e:
             where = f"{source}:{rec['line']}"
             raise QueryFileError(f"{where}: query {rec['id']!r}: {e}") from None
-        except ValueError as e:
+        except (ValueError, TypeError) as e:  # a duplicate id, a subscriber that is not a string
             raise QueryFileError(f"{source}:{rec['line']}: {e}") from None
 
 

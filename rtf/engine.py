@@ -20,13 +20,19 @@ import gc
 from dataclasses import dataclass
 from os import PathLike
 
+from rtf.errors import QueryError, QueryTooComplexError
+from rtf.expressions import check_regexes, compile_filter
 from rtf.filter import QueryIndex
 from rtf.model import Query
 from rtf.parser import parse_query
 from rtf.publication import Publication, as_publication
 from rtf.taxonomy import Taxonomy
+from rtf.terms import IRI, Literal
 
 ALGORITHMS = ("naive", "rtfm", "rtfs", "ibroker")
+
+#: Default cap on the distinct solutions one query reports for one publication.
+MAX_SOLUTIONS = 10_000
 
 
 def freeze_long_lived() -> None:
@@ -59,13 +65,18 @@ def make_index(algorithm: str) -> QueryIndex:
 class Match:
     """A query that a publication satisfies, and with which bindings.
 
-    `solutions` is the set of distinct projected solutions, each a sorted
-    tuple of (variable, N-Triples term) pairs; `bindings` shows them as
-    dicts in a stable order. An ASK query has no bindings. `truncated` says
-    that the query had more solutions than the engine's cap and `solutions`
-    holds only that many. A value: compared and hashed by its fields. (A
-    plain slotted class rather than a frozen dataclass: a publication can
-    make thousands of matches, and this one is built 5x faster.)
+    `solutions` is the set of distinct projected solutions, each a tuple
+    of (variable, N-Triples term) pairs in projection order; `bindings`
+    shows them as dicts in a stable order. An ASK query has no bindings.
+
+    `truncated` is True when the engine stopped before it had every
+    solution: the query had more than the engine's `max_solutions`, or its
+    join reached its work bound. `solutions` then holds at most
+    `max_solutions` of them (all genuine; which ones is unspecified).
+
+    A value, compared and hashed by its fields. (A plain slotted class, not
+    a frozen dataclass: a publication can make thousands of matches, and
+    this one is built 5x faster.)
     """
 
     __slots__ = ("query_id", "subscriber", "solutions", "is_ask", "truncated")
@@ -117,10 +128,24 @@ class Engine:
     `taxonomy` is a `Taxonomy` or the path of an ontology file; it answers
     ``a/rdfs:subClassOf*``. Without one, only the zero-length path holds
     (``?x a/rdfs:subClassOf* C`` is ``?x a C``).
+
+    `max_solutions` (a positive int, default `MAX_SOLUTIONS`) caps the
+    distinct solutions one query reports for one publication, and with them
+    the work of its join; a capped `Match` says ``truncated=True``.
+
+    Query ids are str, and only str: `register`, `unregister` and ``in``
+    raise TypeError for anything else, so that an id means the same thing
+    everywhere.
     """
 
-    def __init__(self, algorithm: str = "naive", taxonomy: Taxonomy | str | PathLike | None = None):
+    def __init__(self, algorithm: str = "naive", taxonomy: Taxonomy | str | PathLike | None = None,
+                 max_solutions: int = MAX_SOLUTIONS):
+        if isinstance(max_solutions, bool) or not isinstance(max_solutions, int):
+            raise TypeError(f"max_solutions must be a positive int, not {type(max_solutions).__name__}")
+        if max_solutions < 1:
+            raise ValueError(f"max_solutions must be a positive int, not {max_solutions}")
         self.algorithm = algorithm
+        self.max_solutions = max_solutions
         self._index = make_index(algorithm)
         if taxonomy is None:
             taxonomy = Taxonomy.empty()
@@ -129,28 +154,61 @@ class Engine:
         self.taxonomy = taxonomy
         self._queries: dict[str, RegisteredQuery] = {}
         self._next_id = 1
+        self._truncated = 0
 
     def register(self, query: str | Query, query_id: str | None = None,
                  subscriber: str | None = None) -> str:
         """Register a continuous query and return its id.
 
-        Atomic: a query that does not parse, or whose id is taken, leaves the
-        engine exactly as it was (the error says why, with line and column).
+        `query` is query text or a parsed `Query`; `query_id` a non-empty str
+        (default: the next free ``q<n>``); `subscriber` a str or None.
+
+        Atomic: on any error the engine is left exactly as it was. A wrong
+        argument type is a TypeError, an empty id or an id already taken a
+        ValueError, and every problem in the query itself a `QueryError`
+        with line and column where known: text that does not parse, a
+        construct outside the spec, a constant regex pattern that cannot run
+        (`rtf.expressions.InvalidRegexError`), a query nested too deeply.
         """
-        parsed = parse_query(query) if isinstance(query, str) else query
+        if not isinstance(query, (str, Query)):
+            raise TypeError(f"query must be a str or an rtf.model.Query, not {type(query).__name__}")
+        if query_id is not None:
+            _check_id(query_id)
+        if subscriber is not None and not isinstance(subscriber, str):
+            raise TypeError(f"subscriber must be a str or None, not {type(subscriber).__name__}")
         if query_id is None:
             while f"q{self._next_id}" in self._queries:
                 self._next_id += 1
             query_id = f"q{self._next_id}"
-        query_id = str(query_id)
         if query_id in self._queries:
             raise ValueError(f"a query with id {query_id!r} is already registered")
-        self._index.add(query_id, parsed)
+        parsed = self._index_query(query, query_id)
         self._queries[query_id] = RegisteredQuery(query_id, parsed, subscriber, parsed.is_ask)
         return query_id
 
+    def _index_query(self, query: str | Query, query_id: str) -> Query:
+        """Parse, check and index a query; only `QueryError` escapes for its problems."""
+        try:
+            parsed = parse_query(query) if isinstance(query, str) else query
+            for pattern in parsed.patterns:
+                for term in pattern.terms:
+                    if isinstance(term, (IRI, Literal)):
+                        _ = term.key  # every index needs it; a term without one cannot match
+            for f in parsed.filters:
+                check_regexes(f, parsed.text)
+                compile_filter(f)  # built now, so that matching never builds it
+            self._index.add(query_id, parsed)
+        except QueryError:
+            raise
+        except RecursionError:
+            raise QueryTooComplexError("the query is nested too deeply to evaluate") from None
+        except Exception as e:  # a term or index that cannot take the query: say why, as a query error
+            raise QueryError(f"cannot register the query: {type(e).__name__}: {e}") from e
+        return parsed
+
     def unregister(self, query_id: str) -> None:
-        """Remove a query; it never matches again. KeyError if it is unknown."""
+        """Remove a query; it never matches again. KeyError if it is unknown, TypeError if not a str."""
+        _check_id(query_id)
         if query_id not in self._queries:
             raise KeyError(f"no registered query with id {query_id!r}")
         self._index.remove(query_id)
@@ -161,30 +219,54 @@ class Engine:
 
         `publication` is a `Publication`, an rdflib Graph, or an iterable of
         (subject, predicate, object) N-Triples keys or pyoxigraph triples.
+        Anything else -- or a triple that is not three well-formed terms --
+        is a TypeError or ValueError raised before any index sees it.
+
+        Never raises because of one query: a filter that fails on a solution
+        is false for it. Each query reports at most `max_solutions`
+        solutions (then ``truncated=True``).
         """
         pub = as_publication(publication)
         triples = list(pub.triples)
         virtual = self.taxonomy.expand(triples)
-        found, truncated = self._index.solutions(triples, virtual, 10_000)
+        found, truncated = self._index.solutions(triples, virtual, self.max_solutions)
         queries = self._queries
         out = []
-        for qid in sorted(found):
+        if truncated:
+            self._truncated += len(truncated)
+            for qid in sorted(found):
+                rq = queries[qid]
+                out.append(Match(qid, rq.subscriber, frozenset(found[qid]), rq.is_ask,
+                                 qid in truncated))
+            return out
+        for qid in sorted(found):  # the hot loop: thousands of matches per publication
             rq = queries[qid]
-            out.append(Match(qid, rq.subscriber, frozenset(found[qid]), rq.is_ask,
-                             qid in truncated))
+            out.append(Match(qid, rq.subscriber, frozenset(found[qid]), rq.is_ask))
         return out
 
     def __len__(self) -> int:
         return len(self._queries)
 
     def __contains__(self, query_id: str) -> bool:
+        """Whether a query of that id is registered (TypeError if `query_id` is not a str)."""
+        _check_id(query_id)
         return query_id in self._queries
 
     def queries(self) -> list[RegisteredQuery]:
         return list(self._queries.values())
 
     def stats(self) -> dict:
-        """Sizes of the index: queries, tuples, trie nodes, word nodes, bytes (estimate)."""
-        s = {"algorithm": self.algorithm, "queries": len(self)}
+        """Sizes of the index -- queries, tuples, trie nodes, word nodes, bytes
+        (estimate) -- and counters: ``truncated_matches`` (matches cut at
+        `max_solutions`) and, for the naive engine, ``evaluation_errors``."""
+        s = {"algorithm": self.algorithm, "queries": len(self),
+             "max_solutions": self.max_solutions, "truncated_matches": self._truncated}
         s.update(self._index.stats())
         return s
+
+
+def _check_id(query_id) -> None:
+    if not isinstance(query_id, str):
+        raise TypeError(f"a query id must be a str, not {type(query_id).__name__}")
+    if not query_id:
+        raise ValueError("a query id must not be empty")

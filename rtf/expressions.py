@@ -9,7 +9,10 @@ evaluates to True, False or `ERROR` (`rtf.values`):
   mix with an error is an error, and ``!ERROR`` is ERROR;
 - an unbound variable is an error wherever it is used;
 - a FILTER keeps a solution only when its expression is True
-  (`passes`): an error filters the solution out like false.
+  (`passes`): an error filters the solution out like false;
+- evaluation is total: any exception while evaluating an atom (a constant
+  that is not a valid term, a number too large, a stack too deep) is
+  `ERROR` for that atom, never an exception to the caller.
 
 Atoms:
 
@@ -20,8 +23,8 @@ Atoms:
 ``ftcontains(x, FT)``    the literal's lexical form against FT (`rtf.text`);
                          false on IRIs and blank nodes (spec section 3)
 ``regex(x, p[, f])``     XPath ``fn:matches``: x a string literal, p and f
-                         simple literals, flags ``i s m x``; the pattern is
-                         translated to Python's `re` (see `_xpath_regex`)
+                         simple literals, flags ``s m i x q``; run on RE2 in
+                         time linear in the text (dialect: `xpath_regex`)
 ``contains(a, b)``       a and b argument-compatible string literals
                          (SPARQL 1.1 §17.4.3.1.1)
 ``langMatches(t, r)``    RFC 4647 basic filtering, case-insensitive;
@@ -32,7 +35,9 @@ bare ``?x``, ``true``    effective boolean value (§17.2.2)
 Filters run for every candidate solution, so an expression is compiled
 once into nested closures (`compile_filter`, cached): constants are turned
 into keys, regular expressions compiled, operators looked up, and parts
-without variables folded, before the first solution arrives.
+without variables folded, before the first solution arrives. A constant
+regex that cannot run is refused when the query is registered
+(`check_regexes`, `InvalidRegexError`).
 
 >>> from rtf.model import Compare, Or, Not, Variable, Literal
 >>> XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"
@@ -50,13 +55,18 @@ import re
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
+import re2
+
+from rtf.errors import QueryError
 from rtf.model import (And, Compare, Contains, EffectiveBoolean, FtContains, Lang, LangMatches,
                        Not, Or, Regex, operand_variables)
+from rtf.parser.diagnose import position
 from rtf.terms import IRI, RDF_LANGSTRING, XSD_STRING, BlankNode, Literal, Variable, literal_parts
 from rtf.text import text_index
 from rtf.values import ERROR, comparator, effective_boolean
 
-__all__ = ["ERROR", "evaluate", "passes", "compile_filter", "Solution"]
+__all__ = ["ERROR", "evaluate", "passes", "compile_filter", "check_regexes", "xpath_regex",
+           "InvalidRegexError", "RegexNotSupported", "Solution"]
 
 Solution = Mapping[str, str]
 #: A compiled expression or operand: solution -> True | False | ERROR (or a key).
@@ -64,13 +74,24 @@ Compiled = Callable[[Solution], object]
 
 
 def evaluate(expr, solution: Solution):
-    """Value of a filter expression on one solution: True, False or `ERROR`."""
-    return _compiled(expr)(solution)
+    """Value of a filter expression on one solution: True, False or `ERROR`.
+
+    Total: whatever goes wrong while evaluating (a term that cannot be
+    read, a number too large, an expression nested too deeply for the
+    stack) is SPARQL's error value, never an exception.
+    """
+    try:
+        return _compiled(expr)(solution)
+    except Exception:
+        return ERROR
 
 
 def passes(expr, solution: Solution) -> bool:
     """True when the filter keeps the solution (an error counts as false)."""
-    return _compiled(expr)(solution) is True
+    try:
+        return _compiled(expr)(solution) is True
+    except Exception:
+        return False
 
 
 # Callers evaluate the same expression objects over and over; looking them up
@@ -93,21 +114,61 @@ def _compiled(expr) -> Compiled:
 
 @lru_cache(maxsize=8192)
 def compile_filter(expr) -> Compiled:
-    """`expr` as a function of a solution; hold on to it to skip the cache lookup.
+    """`expr` as a total function of a solution; hold on to it to skip the cache lookup.
 
     Model expressions are immutable and hashable, so the cache is keyed by
-    the expression itself.
+    the expression itself. The function never raises: an exception while
+    evaluating an atom is `ERROR` for that atom (`&&`, `||` and `!` then
+    combine it by three-valued logic), and an expression that cannot even
+    be built (a constant that is not a valid RDF term) is always `ERROR`.
     """
+    compiled = _build(expr)
+    if isinstance(expr, (And, Or, Not)):
+        return compiled  # connectives catch their operands' exceptions themselves
+    return _total(compiled)
+
+
+def _total(compiled: Compiled) -> Compiled:
+    def total(solution):
+        try:
+            return compiled(solution)
+        except Exception:
+            return ERROR
+    return total
+
+
+class _NotAnExpression(TypeError):
+    """A model object where an expression or operand belongs (a bug in the caller)."""
+
+
+def _always_error(solution):
+    return ERROR
+
+
+def _build(expr) -> Compiled:
+    """`expr` as a function of a solution that may raise (callers catch)."""
+    build = _BUILDERS.get(type(expr))
+    if build is None:
+        raise _NotAnExpression(f"not a filter expression: {expr!r}")
     try:
-        build = _BUILDERS[type(expr)]
-    except KeyError:
-        raise TypeError(f"not a filter expression: {expr!r}") from None
-    compiled = build(expr)
-    if not operand_variables(expr):
+        compiled = build(expr)
+        if operand_variables(expr):
+            return compiled
         # No variables: the value is the same for every solution.
         value = compiled({})
-        return lambda solution: value
-    return compiled
+    except _NotAnExpression:
+        raise  # a malformed model is a bug, not a SPARQL error
+    except Exception:
+        return _always_error
+    return lambda solution: value
+
+
+def _part(compiled: Compiled, solution):
+    """An operand of a connective: its value, `ERROR` if it raised."""
+    try:
+        return compiled(solution)
+    except Exception:
+        return ERROR
 
 
 # ------------------------------------------------------------------ operands
@@ -135,7 +196,7 @@ def _operand(op) -> Compiled:
             # Canonical tags are lower-case letters, digits and '-': nothing to escape.
             return '"' + (literal_parts(key).lang or "") + '"'
         return lang
-    raise TypeError(f"not an operand: {op!r}")
+    raise _NotAnExpression(f"not an operand: {op!r}")
 
 
 def _string_parts(key):
@@ -192,12 +253,14 @@ def _regex(expr: Regex) -> Compiled:
         if parts is None:
             return ERROR
         rx = pattern(solution)
-        return ERROR if rx is ERROR else rx.search(parts.lexical) is not None
+        # RE2 matches UTF-8 bytes; searching bytes skips the wrapper's
+        # translation of match offsets back to str positions.
+        return ERROR if rx is ERROR else rx.search(parts.lexical.encode("utf-8")) is not None
     return regex
 
 
 def _regex_pattern(expr: Regex) -> Compiled:
-    """The compiled Python pattern of a regex call (or `ERROR`) as a function of a solution."""
+    """The compiled RE2 pattern of a regex call (or `ERROR`) as a function of a solution."""
     pattern = _operand(expr.pattern)
     flags = _operand(expr.flags) if expr.flags is not None else (lambda solution: '""')
 
@@ -258,12 +321,15 @@ def _effective_boolean(expr: EffectiveBoolean) -> Compiled:
 
 
 def _and(expr: And) -> Compiled:
-    parts = tuple(compile_filter(e) for e in expr.operands)
+    parts = tuple(_build(e) for e in expr.operands)
 
     def conjunction(solution):
         result = True
         for part in parts:
-            r = part(solution)
+            try:
+                r = part(solution)
+            except Exception:
+                r = ERROR
             if r is False:
                 return False  # false && ERROR is false
             if r is ERROR:
@@ -273,12 +339,15 @@ def _and(expr: And) -> Compiled:
 
 
 def _or(expr: Or) -> Compiled:
-    parts = tuple(compile_filter(e) for e in expr.operands)
+    parts = tuple(_build(e) for e in expr.operands)
 
     def disjunction(solution):
         result = False
         for part in parts:
-            r = part(solution)
+            try:
+                r = part(solution)
+            except Exception:
+                r = ERROR
             if r is True:
                 return True  # true || ERROR is true
             if r is ERROR:
@@ -288,10 +357,10 @@ def _or(expr: Or) -> Compiled:
 
 
 def _not(expr: Not) -> Compiled:
-    part = compile_filter(expr.operand)
+    part = _build(expr.operand)
 
     def negation(solution):
-        r = part(solution)
+        r = _part(part, solution)
         return r if r is ERROR else not r
     return negation
 
@@ -303,76 +372,227 @@ _BUILDERS = {
 }
 
 # ------------------------------------------------------- XPath regular expressions
+#
+# SPARQL's regex is XPath's fn:matches. Patterns run on RE2 (google-re2),
+# whose matching time is linear in the text (no backtracking), so no
+# pattern can make a match slow. The translation below keeps XPath's
+# meaning and refuses what RE2 cannot run or XPath does not define.
 
-_FLAGS = {"i": re.IGNORECASE, "s": re.DOTALL, "m": re.MULTILINE, "x": 0}
-# XPath's \s is exactly these four characters; Python's also takes Unicode spaces.
-_XPATH_SPACE = " \\t\\n\\r"
+_XPATH_FLAGS = frozenset("smixq")
+#: Compiled-program memory per pattern (RE2's default); a pattern over it is refused.
+REGEX_MAX_MEMORY = 8 << 20
+# XPath's \s is exactly these four characters (RE2's also takes form feed).
+_SPACE_CHARS = r" \t\n\r"
+_SPACE = f"[{_SPACE_CHARS}]"
+_NOT_SPACE = f"[^{_SPACE_CHARS}]"
+# Everything but the four spaces, as ranges usable inside a class.
+_NOT_SPACE_RANGES = r"\x{0}-\x{8}\x{B}\x{C}\x{E}-\x{1F}\x{21}-\x{10FFFF}"
+# XPath's \w: every character except punctuation, separators and "other" (\p{P}\p{Z}\p{C}).
+_NOT_WORD_RANGES = r"\p{P}\p{Z}\p{C}"
+_WORD = f"[^{_NOT_WORD_RANGES}]"
+# Escapes that stand for the character itself (XPath SingleCharEsc, without \n \r \t).
+_SELF_ESCAPES = frozenset("\\|.-^?*+{}()[]$")
+_CONTROL_ESCAPES = {"n": r"\n", "r": r"\r", "t": r"\t"}
+_CATEGORY = re.compile(r"\{([A-Z][a-z]?)\}")
 
 
-class _Unsupported(Exception):
-    """An XPath pattern this translation cannot express in Python's `re`."""
+class RegexNotSupported(Exception):
+    """An XPath pattern or flags that this engine cannot run; the message says why."""
+
+
+class InvalidRegexError(QueryError):
+    """A constant regex pattern or flags that cannot be run: rejected at registration."""
+
+
+def check_regexes(expr, text: str = "") -> None:
+    """Raise `InvalidRegexError` for a regex in `expr` whose constant pattern cannot run.
+
+    Registration calls it so that a query never sits in an index with a
+    filter that is an error on every solution by construction. `text`, the
+    query's text, locates the pattern (line and column) when it is found.
+    A pattern or flags bound from the data is checked when it arrives
+    (an error: false).
+    """
+    if isinstance(expr, (And, Or)):
+        for operand in expr.operands:
+            check_regexes(operand, text)
+    elif isinstance(expr, Not):
+        check_regexes(expr.operand, text)
+    elif isinstance(expr, Regex):
+        pattern, flags = _constant_string(expr.pattern), _constant_string(expr.flags or Literal(""))
+        if pattern is None or flags is None:
+            return
+        try:
+            xpath_regex(pattern, flags)
+        except RegexNotSupported as e:
+            line, column = _locate(text, pattern)
+            raise InvalidRegexError(f"regex pattern {pattern!r}: {e}", line, column,
+                                    text=pattern) from None
+
+
+def _constant_string(op) -> str | None:
+    """The lexical form of a constant simple literal, else None."""
+    if isinstance(op, Literal) and op.lang is None and op.datatype in (None, XSD_STRING):
+        return op.lexical
+    return None
+
+
+def _locate(text: str, needle: str) -> tuple[int | None, int | None]:
+    """Line and column (1-based) of `needle` in `text`, else of the first ``regex``."""
+    offset = text.find(needle) if needle else -1
+    if offset < 0:
+        offset = text.lower().find("regex")
+    if offset < 0:
+        return None, None
+    return position(text, offset)
 
 
 @lru_cache(maxsize=4096)
 def _xpath_regex(pattern: str, flags: str):
-    """A compiled Python pattern for an XPath pattern and flags, or `ERROR`.
-
-    An unknown flag or an invalid pattern is an error (``FORX0001``,
-    ``FORX0002``), as are XPath features Python's `re` lacks: character
-    class subtraction ``[a-z-[aeiou]]``, ``\\p{..}``, ``\\i``, ``\\c``.
-    Known gaps: ``\\w`` keeps Python's meaning (letters, digits and ``_``;
-    XPath's also takes symbols such as ``$``), as does ``\\S`` inside a
-    character class; Python-only syntax such as ``(?=...)`` is accepted.
-    """
-    bits = 0
-    for flag in flags:
-        if flag not in _FLAGS:
-            return ERROR
-        bits |= _FLAGS[flag]
+    """A compiled RE2 pattern for an XPath pattern and flags, or `ERROR`."""
     try:
-        return re.compile(_translate(pattern, "m" in flags, "x" in flags), bits)
-    except (re.error, _Unsupported):
+        return xpath_regex(pattern, flags)
+    except RegexNotSupported:
         return ERROR
 
 
-def _translate(pattern: str, multiline: bool, extended: bool) -> str:
-    """Rewrite the places where XPath and Python regular expressions differ.
+def xpath_regex(pattern: str, flags: str = ""):
+    """Compile an XPath ``fn:matches`` pattern with its flags for RE2.
 
-    - ``$`` outside multi-line mode ends the whole string (Python's ``$``
-      also matches before a final newline): ``\\Z``.
-    - ``\\s``/``\\S`` are four characters in XPath.
-    - With ``x``, whitespace outside character classes is removed (Python's
-      VERBOSE would also read ``#`` as a comment).
+    Raises `RegexNotSupported` saying why when the pattern or flags are
+    invalid XPath (``FORX0001``, ``FORX0002``) or use what RE2 cannot run:
+
+    - back-references ``\\1``..``\\9`` (RE2 guarantees linear time by not
+      having them), character class subtraction ``[a-z-[aeiou]]``, the
+      block escapes ``\\p{IsBasicLatin}`` and ``\\p{Cn}``, ``\\i``/``\\c``
+      (XML name characters), ``\\w`` or ``\\S`` inside a negated class;
+    - a repetition count over 1000 or a compiled program over
+      `REGEX_MAX_MEMORY` bytes;
+    - syntax that is neither XPath nor plain: ``(?=..)``, ``(?i)``, ``\\b``,
+      ``\\A``, ``\\z``, ``[[:alpha:]]``... (only ``(?:..)`` is accepted).
+
+    Flags: ``i`` case-insensitive (Unicode simple case folding), ``s``
+    ``.`` matches a newline, ``m`` ``^``/``$`` at line starts and ends,
+    ``x`` whitespace outside character classes ignored, ``q`` the pattern is
+    a plain string (only ``i`` still applies). ``\\d`` is ``\\p{Nd}``,
+    ``\\w`` XPath's ``[^\\p{P}\\p{Z}\\p{C}]``, ``\\s`` space, tab, CR, LF;
+    ``$`` outside ``m`` mode is the very end of the text.
     """
-    out = []
-    in_class = False
+    unknown = set(flags) - _XPATH_FLAGS
+    if unknown:
+        raise RegexNotSupported(f"unknown regex flag {sorted(unknown)[0]!r} (XPath has s, m, i, x, q)")
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = REGEX_MAX_MEMORY
+    options.case_sensitive = "i" not in flags
+    if "q" in flags:
+        options.literal = True
+        body = pattern
+    else:
+        options.dot_nl = "s" in flags
+        body = ("(?m)" if "m" in flags else "") + _translate(pattern, "x" in flags)
+    try:
+        return re2.compile(body, options)
+    except re2.error as e:
+        reason = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise RegexNotSupported(f"invalid regular expression: {reason}") from None
+
+
+def _translate(pattern: str, extended: bool) -> str:
+    """XPath pattern syntax rewritten as RE2 syntax (see `xpath_regex`)."""
+    out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
         if c == "\\":
-            escape = pattern[i:i + 2]  # a trailing lone '\' stays invalid for re
-            if escape == "\\s":
-                escape = _XPATH_SPACE if in_class else f"[{_XPATH_SPACE}]"
-            elif escape == "\\S" and not in_class:
-                escape = f"[^{_XPATH_SPACE}]"
-            out.append(escape)
-            i += 2
+            text, i = _escape(pattern, i, in_class=False)
+            out.append(text)
             continue
-        if in_class:
-            if c == "[":  # unescaped '[' in a class: subtraction, or invalid XPath
-                raise _Unsupported(pattern)
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            # XPath has no empty class, but Python would read "[]" or "[^]" as
-            # the start of a class containing ']' and the two would disagree.
-            if pattern.startswith("]", i + 1) or pattern.startswith("^]", i + 1):
-                raise _Unsupported(pattern)
-        elif extended and c in " \t\n\r":
+        if c == "[":
+            text, i = _char_class(pattern, i)
+            out.append(text)
+            continue
+        if c == "(" and pattern.startswith("?", i + 1) and not pattern.startswith("?:", i + 1):
+            raise RegexNotSupported("only (?:...) groups are XPath; no look-around or inline flags")
+        if extended and c in " \t\n\r":
             i += 1
             continue
-        elif c == "$" and not multiline:
-            c = "\\Z"
         out.append(c)
         i += 1
     return "".join(out)
+
+
+def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, int]:
+    """The RE2 text of the escape at ``pattern[i]`` (a backslash), and the next index."""
+    if i + 1 >= len(pattern):
+        raise RegexNotSupported("a pattern cannot end with a lone backslash")
+    e = pattern[i + 1]
+    if e in _SELF_ESCAPES:
+        return "\\" + e, i + 2
+    if e in _CONTROL_ESCAPES:
+        return _CONTROL_ESCAPES[e], i + 2
+    if e == "s":
+        return (_SPACE_CHARS if in_class else _SPACE), i + 2
+    if e == "S":
+        return (_NOT_SPACE_RANGES if in_class else _NOT_SPACE), i + 2
+    if e == "d":
+        return r"\p{Nd}", i + 2
+    if e == "D":
+        return r"\P{Nd}", i + 2
+    if e == "w":
+        return _WORD, i + 2  # inside a class: `_char_class` takes it apart
+    if e == "W":
+        return (_NOT_WORD_RANGES if in_class else f"[{_NOT_WORD_RANGES}]"), i + 2
+    if e in "pP":
+        m = _CATEGORY.match(pattern, i + 2)
+        if m is None:
+            raise RegexNotSupported(r"only general categories such as \p{Lu} are supported, "
+                                    r"not Unicode blocks (\p{IsBasicLatin})")
+        return f"\\{e}{{{m.group(1)}}}", m.end()
+    if e.isdigit():
+        raise RegexNotSupported(f"back-references (\\{e}) are not supported")
+    if e in "iIcC":
+        raise RegexNotSupported(f"\\{e} (XML name characters) is not supported")
+    raise RegexNotSupported(f"\\{e} is not an XPath escape")
+
+
+def _char_class(pattern: str, i: int) -> tuple[str, int]:
+    """The RE2 text of the character class starting at ``pattern[i]`` ('['), and the next index.
+
+    XPath's ``\\w`` and in-class ``\\S`` are complements that RE2 cannot put
+    in a class next to other items, so a class holding ``\\w`` becomes an
+    alternation: ``[a\\w]`` is ``(?:[a]|[^\\p{P}\\p{Z}\\p{C}])``.
+    """
+    j = i + 1
+    negated = pattern.startswith("^", j)
+    if negated:
+        j += 1
+    if pattern.startswith("]", j):
+        raise RegexNotSupported("XPath has no empty character class ([] or [^])")
+    items: list[str] = []
+    words = False
+    n = len(pattern)
+    while j < n and pattern[j] != "]":
+        c = pattern[j]
+        if c == "[":
+            raise RegexNotSupported("character class subtraction ([a-z-[aeiou]]) is not supported")
+        if c == "\\":
+            if pattern.startswith("w", j + 1):
+                words = True
+                j += 2
+                continue
+            if negated and pattern.startswith("S", j + 1):
+                raise RegexNotSupported(r"\S inside a negated class is not supported")
+            text, j = _escape(pattern, j, in_class=True)
+            items.append(text)
+            continue
+        items.append(c)
+        j += 1
+    if j >= n:
+        raise RegexNotSupported("unterminated character class")
+    body = "".join(items)
+    if not words:
+        return "[" + ("^" if negated else "") + body + "]", j + 1
+    if negated:
+        raise RegexNotSupported(r"\w inside a negated class is not supported")
+    return ("(?:[" + body + "]|" + _WORD + ")" if body else _WORD), j + 1

@@ -18,18 +18,20 @@ them:
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
 from rtf.model import Query
 from rtf.query_table import QueryTable, RegisteredBranch, TupleShape
-from rtf.solutions import UNIT, PublicationSolver
+from rtf.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
 from rtf.terms import is_literal, lexical_form
 from rtf.text import text_index
 
 Triple = tuple[str, str, str]
 Solutions = dict[str, set | frozenset]
 Hits = dict[TupleShape, list[Triple]]
+
 
 
 class QueryIndex(ABC):
@@ -47,13 +49,15 @@ class QueryIndex(ABC):
 
     @abstractmethod
     def solutions(self, triples: list[Triple], virtual: list[Triple],
-                  limit: int) -> tuple[Solutions, set[str]]:
-        """Query id -> distinct projected solutions, for the queries that match,
-        and the ids of the queries that had more than `limit` solutions (cut).
+                  limit: int | None = None) -> tuple[Solutions, set[str]]:
+        """(query id -> distinct projected solutions, ids of the truncated queries).
 
-        `triples` are the publication's triples, `virtual` the taxonomy's
-        ``(s, a/rdfs:subClassOf*, class)`` triples, which only patterns with
-        that path may match.
+        Only the queries that match are in the dict. `triples` are the
+        publication's triples, `virtual` the taxonomy's ``(s,
+        a/rdfs:subClassOf*, class)`` triples, which only patterns with that
+        path may match. With a `limit`, a query holds at most `limit`
+        solutions and its work is bounded accordingly; a query cut short
+        (more solutions than `limit`, or its join bound reached) is in the set.
         """
 
     def stats(self) -> dict:
@@ -174,7 +178,9 @@ class IndexedQueries(QueryIndex):
         return hits
 
     def solutions(self, triples: list[Triple], virtual: list[Triple],
-                  limit: int) -> tuple[Solutions, set[str]]:
+                  limit: int | None = None) -> tuple[Solutions, set[str]]:
+        if limit is None:
+            limit = sys.maxsize
         hits = self.satisfied(triples, virtual)
         if not hits:
             return {}, set()

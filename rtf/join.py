@@ -11,6 +11,7 @@ that it never builds a cross product it does not need.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 
 BindingTable = tuple[tuple[str, ...], Sequence[tuple[str, ...]]]  # (variable names, rows)
@@ -24,17 +25,25 @@ def _normalise(names: tuple[str, ...], rows) -> tuple[tuple[str, ...], list[tupl
     return tuple(names[i] for i in keep), [tuple(r[i] for i in keep) for r in rows]
 
 
-def join_rows(tables: Iterable[BindingTable]) -> tuple[list[str], list[list[str]]]:
-    """The natural join of `tables` as (column names, rows)."""
+def join_rows(tables: Iterable[BindingTable], limit: int | None = None
+              ) -> tuple[list[str], list[list[str]], bool]:
+    """The natural join of `tables` as (column names, rows, truncated).
+
+    With a `limit`, no step of the join holds more than `limit` rows: a
+    step that would make more keeps the first `limit`, the join goes on with
+    those, and says ``truncated=True`` (the rows it returns are genuine rows
+    of the join, possibly not all of them).
+    """
     pending = [_normalise(n, r) for n, r in tables]
     if not pending:
-        return [], [[]]
+        return [], [[]], False
     if any(not rows for _, rows in pending):
-        return [], []
+        return [], [], False
     pending.sort(key=lambda t: len(t[1]))
     names, rows = pending.pop(0)
     cols = list(names)
     current = [list(r) for r in set(rows)]
+    truncated = False
     while pending:
         bound = set(cols)
         # Next: a table sharing variables with the joined part, smallest first.
@@ -48,17 +57,18 @@ def join_rows(tables: Iterable[BindingTable]) -> tuple[list[str], list[list[str]
             buckets: dict[tuple, list[tuple]] = {}
             for r in set(trows):
                 buckets.setdefault(tuple(r[i] for i in right_pos), []).append(r)
-            joined = []
-            for row in current:
-                for r in buckets.get(tuple(row[i] for i in left_pos), ()):
-                    joined.append(row + [r[i] for i in new])
+            pairs = ((row, r) for row in current for r in buckets.get(tuple(row[i] for i in left_pos), ()))
         else:
-            joined = [row + [r[i] for i in new] for row in current for r in set(trows)]
+            distinct = set(trows)
+            pairs = ((row, r) for row in current for r in distinct)
+        joined = [row + [r[i] for i in new] for row, r in itertools.islice(pairs, limit)]
         cols += [tnames[i] for i in new]
         current = joined
         if not current:
-            return cols, []
-    return cols, current
+            return cols, [], truncated
+        if limit is not None and len(joined) == limit and next(pairs, None) is not None:
+            truncated = True  # go on joining the rows kept, so that every row has every column
+    return cols, current, truncated
 
 
 def project(solution: dict[str, str], projection: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

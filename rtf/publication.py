@@ -7,12 +7,77 @@ canonicaliser, so its answers do not depend on where it came from.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from functools import lru_cache
 
-from rtf.terms import display_iri, is_literal, lexical_form, oxigraph_key, rdflib_key
+from rtf.terms import (display_iri, is_literal, lexical_form, literal_parts, oxigraph_key,
+                       rdflib_key)
 from rtf.text import TextIndex, text_index
 
 Triple = tuple[str, str, str]
+
+# What may follow a literal's closing quote: nothing, a language tag, or a datatype IRI.
+_LITERAL_SUFFIX = re.compile(r"(?:@[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|\^\^<[^<>\s]*>)?")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_POSITIONS = ("subject", "predicate", "object")
+
+
+@lru_cache(maxsize=65536)
+def term_problem(key: str, position: int) -> str | None:
+    """Why `key` cannot be the term at `position` (0, 1, 2) of a triple, or None if it can.
+
+    Terms are N-Triples keys (`rtf.terms`): the subject an IRI ``<...>`` or
+    a blank node ``_:x``, the predicate an IRI, the object any of these or a
+    literal ``"..."``, ``"..."@tag``, ``"..."^^<datatype>``; no lone
+    surrogates (they are not Unicode characters).
+    """
+    if _SURROGATE.search(key):
+        return "contains a lone surrogate, which is not a Unicode character"
+    c = key[:1]
+    if c == "<":
+        ok = len(key) >= 2 and key[-1] == ">"
+        return None if ok else "is not an IRI <...>"
+    if position == 1:
+        return "is not an IRI <...> (a predicate must be one)"
+    if c == "_":
+        return None if key.startswith("_:") and len(key) > 2 else "is not a blank node _:x"
+    if position == 0:
+        return "is not an IRI <...> or a blank node _:x (a subject must be one)"
+    if c != '"':
+        return "is not an N-Triples term: <iri>, _:blank or \"literal\""
+    end = key.rfind('"')
+    if end == 0 or not _LITERAL_SUFFIX.fullmatch(key, end + 1):
+        return "is not a well-formed literal"
+    try:
+        lexical = literal_parts(key).lexical
+    except (ValueError, KeyError, IndexError, OverflowError):
+        return "is a literal with an invalid escape"
+    if _SURROGATE.search(lexical):
+        return "contains a lone surrogate, which is not a Unicode character"
+    return None
+
+
+def checked_triple(triple, index: int) -> Triple:
+    """`triple` as a (subject, predicate, object) tuple of valid terms, else a clear error.
+
+    TypeError for what is not three strings, ValueError for a string that
+    is not a term in its position; both name the triple's index.
+    """
+    if isinstance(triple, (str, bytes)) or not isinstance(triple, (tuple, list)):
+        raise TypeError(f"publication triple #{index} must be a (subject, predicate, object) "
+                        f"tuple of N-Triples terms, not {type(triple).__name__}")
+    if len(triple) != 3:
+        raise TypeError(f"publication triple #{index} has {len(triple)} terms, not 3: {triple!r:.200}")
+    for position, term in enumerate(triple):
+        if not isinstance(term, str):
+            raise TypeError(f"publication triple #{index}: the {_POSITIONS[position]} must be a str "
+                            f"(an N-Triples term), not {type(term).__name__}")
+        problem = term_problem(term, position)
+        if problem is not None:
+            raise ValueError(f"publication triple #{index}: the {_POSITIONS[position]} "
+                             f"{term!r:.200} {problem}")
+    return triple if type(triple) is tuple else tuple(triple)
 
 
 class Publication:
@@ -26,9 +91,12 @@ class Publication:
     __slots__ = ("id", "triples")
 
     def __init__(self, id: str, triples: Iterable[Triple]):
+        """Raises TypeError or ValueError (naming the triple) unless every
+        triple is three N-Triples terms (see `checked_triple`)."""
         self.id = id
         # A set semantics: a publication holds each triple once.
-        self.triples: tuple[Triple, ...] = tuple(dict.fromkeys(triples))
+        self.triples: tuple[Triple, ...] = tuple(dict.fromkeys(
+            checked_triple(t, i) for i, t in enumerate(triples)))
 
     def __repr__(self) -> str:
         return f"Publication({self.id!r}, {len(self.triples)} triples)"
@@ -68,7 +136,11 @@ class Publication:
 
 
 def as_publication(value) -> Publication:
-    """Accept a Publication, an rdflib Graph, or an iterable of key triples."""
+    """Accept a Publication, an rdflib Graph, or an iterable of key triples or pyoxigraph triples.
+
+    Anything else is a TypeError, and a malformed triple a TypeError or
+    ValueError naming it (`checked_triple`).
+    """
     if isinstance(value, Publication):
         return value
     try:
@@ -77,7 +149,13 @@ def as_publication(value) -> Publication:
         Graph = ()
     if Graph and isinstance(value, Graph):
         return Publication.from_rdflib(value)
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError("a publication must be a Publication, an rdflib Graph or an iterable "
+                        f"of (subject, predicate, object) triples, not {type(value).__name__}")
     triples = list(value)
-    if triples and not isinstance(triples[0][0], str):
+    if triples and hasattr(triples[0], "subject"):
         return Publication.from_oxigraph(triples)
-    return Publication(display_iri(triples[0][0]) if triples else "", triples)
+    pub = Publication("", triples)
+    if pub.triples:
+        pub.id = display_iri(pub.triples[0][0])
+    return pub

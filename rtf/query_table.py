@@ -21,6 +21,7 @@ shapes a publication satisfies, never the number of queries stored.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -227,7 +228,8 @@ class QueryTable:
     #: slot -> number of distinct shapes the branch needs (-1: free slot)
     need: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int64))
     tuple_count: int = 0
-    _free: list[int] = field(default_factory=list)
+    #: freed slots, reused first (an array: no int object per free slot stays alive)
+    _free: array = field(default_factory=lambda: array("l"))
     _next_shape: int = 0
     _next_private: int = 0
 

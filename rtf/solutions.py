@@ -24,6 +24,10 @@ from operator import itemgetter
 
 from rtf.expressions import passes
 from rtf.join import join_rows
+
+#: A branch's join holds at most this many rows per solution it may report
+#: (``limit * JOIN_ROWS_PER_SOLUTION``): the work bound of a publication.
+JOIN_ROWS_PER_SOLUTION = 10
 from rtf.query_table import RegisteredBranch, TupleShape
 
 Triple = tuple[str, str, str]
@@ -111,13 +115,12 @@ class PublicationSolver:
     def _join(self, rb: RegisteredBranch, limit: int) -> tuple[set, bool]:
         tables = [(names, self.table(shape, keep))
                   for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)]
-        cols, joined = join_rows(tables)
+        cols, joined, truncated = join_rows(tables, limit * JOIN_ROWS_PER_SOLUTION)
         found: set[Solution] = set()
         if not joined:
-            return found, False
+            return found, truncated
         where = [(v, cols.index(v)) for v in rb.projection if v in cols]
         residual = rb.branch.residual
-        truncated = False
         for row in joined:
             if residual:
                 sol = dict(zip(cols, row))
@@ -125,6 +128,7 @@ class PublicationSolver:
                     continue
             found.add(tuple([(v, row[i]) for v, i in where]))
             if len(found) > limit:
+                found.pop()
                 truncated = True
                 break
         return found, truncated

@@ -197,7 +197,27 @@ REGEX_CASES = [
     ('"abc"', "b", "g", ERROR, "g is not an XPath flag (FORX0001)"),
     ('"abc"', "(", None, ERROR, "an invalid pattern (FORX0002)"),
     ('"abc"', "[]a]", None, ERROR, "XPath has no empty class; Python would read ] as a member"),
-    ('"abc"', "[a-z-[b]]", None, ERROR, "class subtraction: valid XPath that Python's re cannot express"),
+    ('"abc"', "[a-z-[b]]", None, ERROR, "class subtraction: valid XPath that RE2 cannot express"),
+    # The RE2 dialect (rtf.expressions.xpath_regex): XPath meanings, linear time.
+    ('"a.c"', "a.c", "q", True, "q: the pattern is a plain string"),
+    ('"abc"', "a.c", "q", False, "q: '.' is only a dot"),
+    ('"A.C"', "a.c", "qi", True, "q keeps i"),
+    ('"a\u0663"', r"a\d", None, True, r"\d is any decimal digit (Arabic-Indic three)"),
+    ('"x\u00e9"', r"^x\w$", None, True, r"XPath's \w takes letters beyond ASCII"),
+    ('"x_"', r"^x\w$", None, False, r"but not '_' (punctuation: XPath's \w is [^\p{P}\p{Z}\p{C}])"),
+    ('"x$"', r"^x\w$", None, True, r"and it takes symbols such as '$'"),
+    ('"x$"', r"^x[a\w]$", None, True, r"\w inside a class too"),
+    ('"x\f"', r"^x[\S]$", None, True, r"form feed is not XPath space, even inside a class"),
+    ('"\u00c9t\u00e9"', r"^\p{Lu}\p{Ll}+$", None, True, "general categories"),
+    ('"\u00c9T\u00c9"', "^\u00e9t\u00e9$", "i", True, "i folds beyond ASCII"),
+    ('"aa"', r"(a)\1", None, ERROR, "back-references: RE2 cannot run them"),
+    ('"aa"', "(?=a)", None, ERROR, "look-ahead is not XPath"),
+    ('"aa"', "(?i)A", None, ERROR, "nor are inline flags"),
+    ('"a b"', r"a\bb", None, ERROR, r"nor \b"),
+    ('"a"', r"\p{IsBasicLatin}", None, ERROR, "Unicode blocks are not supported"),
+    ('"aa"', "a{1001}", None, ERROR, "a repetition over 1000"),
+    ('"ab"', "(?:a)b", None, True, "(?:...) is XPath 3"),
+    ('"' + "a" * 40 + '!"', "^(a+)+$", None, False, "nested quantifiers in linear time"),
 ]
 
 
