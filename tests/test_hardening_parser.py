@@ -4,6 +4,7 @@ registers and matches without an exception; whatever cannot be handled is a
 
 from __future__ import annotations
 
+import re
 import time
 import tracemalloc
 
@@ -113,6 +114,39 @@ def test_raw_lone_surrogates_are_syntax_errors_at_the_character(query, fragment)
 def test_escapes_in_strings_still_decode():
     [p] = parse_query('ASK { ?s ?p "\\u00e9\\U0001F600\\t" }').patterns
     assert p.object == Literal("\u00e9\U0001F600\t")
+
+
+_REFERENCE_ECHARS = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'",
+                     "\\": "\\"}
+
+
+def reference_unescape(body: str) -> str:
+    """SPARQL string escapes decoded one by one, left to right."""
+    def one(m):
+        e = m.group(1)
+        return chr(int(e[1:], 16)) if len(e) > 1 else _REFERENCE_ECHARS[e]
+    return re.sub(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", one, body)
+
+
+@given(st.lists(st.one_of(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters='"\\\n\r')),
+    st.one_of(st.integers(0, 0xD7FF), st.integers(0xE000, 0x10FFFF)).flatmap(
+        lambda c: st.sampled_from([f"\\U{c:08X}", f"\\u{c & 0xFFFF:04x}" if not
+                                   0xD800 <= c & 0xFFFF <= 0xDFFF else "\\t"])),
+    st.sampled_from(["\\t", "\\b", "\\n", "\\r", "\\f", '\\"', "\\'", "\\\\", "\\\\u0041",
+                     "\\\\\\u0041", "\u00e9", "\u20ac", "\U0001F600", "\\\\x41"])),
+    max_size=8).map("".join))
+@settings(max_examples=200, deadline=None)
+def test_string_escapes_decode_as_sparql_reads_them(body):
+    [p] = parse_query(f'ASK {{ ?s ?p "{body}" }}').patterns
+    assert p.object.lexical == reference_unescape(body)
+
+
+def test_unknown_string_escapes_are_syntax_errors_at_the_escape():
+    for escape in ("\\x41", "\\q", "\\u12", "\\U1234567"):
+        query = f'ASK {{ ?s ?p "ab{escape}" }}'
+        e = assert_error_at(query, escape[:2])
+        assert "invalid escape" in e.message
 
 
 # ------------------------------------------------------------ 2. nesting depth
@@ -372,6 +406,89 @@ def mutated_queries(draw) -> str:
     return query
 
 
+VALID_ESCAPE = st.one_of(st.integers(0, 0xD7FF), st.integers(0xE000, 0x10FFFF)).map(
+    lambda c: f"\\U{c:08X}")
+STRING_PIECE = st.one_of(st.text(alphabet=st.characters(blacklist_categories=("Cs",),
+                                                        blacklist_characters='"\\\n\r'),
+                                   max_size=6),
+                         VALID_ESCAPE, st.sampled_from(["\\t", "\\n", '\\"', "\\\\"]))
+WILD_PIECE = st.one_of(ESCAPE, st.sampled_from(["\\q", "\\u12", "\\"]))
+VALID_SUFFIX = st.sampled_from(["", "@en", "@EN-gb", "@x-foo", "@zh-Hant-TW", "^^xsd:string",
+                                f"^^<{XSD}integer>", f"^^<{EX}dt>"])
+WILD_SUFFIX = st.one_of(LANGTAG, DATATYPE.map(lambda d: "^^" + d))
+
+
+def sometimes(draw, valid, wild):
+    """Mostly a valid part; one time in five a wild one, so that both paths are fuzzed."""
+    return draw(wild) if draw(st.integers(0, 4)) == 0 else draw(valid)
+
+
+@st.composite
+def literals(draw) -> str:
+    """A string literal with random content, escapes, language tag or datatype."""
+    body = "".join(draw(st.lists(st.builds(lambda: None).flatmap(
+        lambda _: st.one_of(STRING_PIECE, STRING_PIECE, STRING_PIECE, WILD_PIECE)), max_size=4)))
+    return f'"{body}"' + sometimes(draw, VALID_SUFFIX, WILD_SUFFIX)
+
+
+@st.composite
+def expressions(draw, depth: int) -> str:
+    """A filter expression nested `depth` deep (and a little wide)."""
+    expr = draw(st.sampled_from(["?o", f"?o = {draw(literals())}", "lang(?o) = 'en'",
+                                 "?n > -1", "?n != +1.5e0", "regex(?o, '^g', 'i')"]))
+    for _ in range(depth):
+        kind = draw(st.sampled_from(["!", "&&", "||", "()"]))
+        if kind == "!":
+            expr = f"!({expr})"
+        elif kind == "()":
+            expr = f"({expr})"
+        else:
+            expr = f"({expr} {kind} {draw(st.sampled_from(['?o', '?n < 3', 'true']))})"
+    return expr
+
+
+@st.composite
+def ft_expressions(draw, depth: int) -> str:
+    """A full-text expression nested `depth` deep."""
+    expr = draw(st.sampled_from(['"rio"', '"gam*"', '"in rio"', '"r\\u0069o"']))
+    for _ in range(depth):
+        kind = draw(st.sampled_from(["ftnot", "ftand", "ftor", "()"]))
+        if kind == "ftnot":
+            expr = f"ftnot {expr}"
+        elif kind == "()":
+            expr = f"({expr})"
+        else:
+            other = draw(st.sampled_from(['"games"', '"x"', '"ga*" ftnear(0, 3) "rio"']))
+            expr = f"({expr} {kind} {other})"
+    return expr
+
+
+@st.composite
+def structured_queries(draw) -> str:
+    """Queries built from valid parts, with now and then a wild literal, tag,
+    datatype, escape, IRI or BASE, nested up to, around or far past the limit."""
+    depth = sometimes(draw, st.one_of(st.integers(0, 6),
+                                      st.integers(MAX_NESTING_DEPTH - 6, MAX_NESTING_DEPTH + 2)),
+                      st.integers(0, 3000))
+    base = sometimes(draw, st.sampled_from(["", f"BASE <{EX}> "]),
+                     st.sampled_from(["BASE <http://[::1> ", "BASE <urn:x> ", "BASE <rel/> "]))
+    iri = sometimes(draw, st.sampled_from([f"<{EX}p>", f"<{EX}\\u0070>", "ex:p", "?p", "*",
+                                           "a/rdfs:subClassOf*", f"<{EX}\\U0001F600>"]),
+                    st.one_of(st.sampled_from(["<p>", "<#p>", "<>", f"<{EX}\\u003E>"]),
+                              ESCAPE.map(lambda e: f"<{EX}{e}>")))
+    filters = draw(st.sampled_from(["expr", "ft", "both"]))
+    parts = []
+    if filters in ("expr", "both"):
+        parts.append(f"FILTER({draw(expressions(depth))})")
+    if filters in ("ft", "both"):
+        parts.append(f"FILTER ftcontains(?o, {draw(ft_expressions(depth))})")
+    return (f"{base}PREFIX ex: <{EX}> SELECT ?s {{ ?s {iri} ?o ; <{EX}q> ?n ; "
+            f"<{EX}r> {draw(literals())} {' '.join(parts)} }}")
+
+
+FUZZED = st.one_of(mutated_queries(), structured_queries())
+
+
 def assert_all_engines_handle(parsed: Query) -> None:
     """Registers `parsed` beside the probe in every engine; matching neither raises
     nor changes the probe's answer."""
@@ -387,7 +504,7 @@ def assert_all_engines_handle(parsed: Query) -> None:
         assert [m.query_id for m in before] == ["probe"]
 
 
-@given(mutated_queries())
+@given(FUZZED)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_fuzz_parse_returns_a_query_or_raises_a_query_error(query):
     start = time.perf_counter()
@@ -401,7 +518,7 @@ def test_fuzz_parse_returns_a_query_or_raises_a_query_error(query):
     assert time.perf_counter() - start < 5
 
 
-@given(mutated_queries())
+@given(FUZZED)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_fuzz_every_parsed_query_registers_and_matches_in_every_engine(query):
     try:
