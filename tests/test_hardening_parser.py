@@ -264,6 +264,24 @@ def test_a_long_literal_within_the_limit_costs_a_small_multiple_of_its_size(quot
     assert peak < 12 * len(query), f"peak {peak} bytes for a {len(query)}-byte query"
 
 
+def test_a_query_over_the_token_limit_stops_at_the_first_token_past_it():
+    from rtf.parser import MAX_QUERY_TOKENS
+    objects = ["1"] * (MAX_QUERY_TOKENS // 2 + 5)
+    query = "ASK {\n?s ?p " + ",".join(objects) + " }"
+    e = error_of(query)
+    assert isinstance(e, QueryTooLargeError) and str(MAX_QUERY_TOKENS) in e.message
+    # Tokens 1-4 are ASK { ?s ?p; token 5 + 2j is the j-th "1", at column 7 + 2j of line 2.
+    j = (MAX_QUERY_TOKENS + 1 - 5) // 2
+    assert (e.line, e.column) == (2, 7 + 2 * j)
+
+
+def test_a_query_at_the_token_limit_parses():
+    from rtf.parser import MAX_QUERY_TOKENS
+    objects = ["1"] * ((MAX_QUERY_TOKENS - 5) // 2)  # ASK { ?s ?p ... }: 5 tokens more
+    query = "ASK { ?s ?p " + ",".join(objects) + " }"
+    assert len(parse_query(query).patterns) == len(objects)
+
+
 # ---------------------------------------------------------------- 5. parse cache
 
 def test_parse_cache_is_bounded_by_bytes_and_entries():

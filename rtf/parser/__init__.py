@@ -26,10 +26,11 @@ from rtf.parser.build import BUILTIN_PREFIXES, QueryBuilder
 from rtf.parser.cache import ParseCache
 from rtf.parser.diagnose import diagnose
 from rtf.parser.grammar import grammar_text, lark_parser
-from rtf.parser.limits import MAX_NESTING_DEPTH, MAX_QUERY_BYTES, check_nesting, check_text
+from rtf.parser.limits import (MAX_NESTING_DEPTH, MAX_QUERY_BYTES, MAX_QUERY_TOKENS,
+                               check_nesting, check_text, too_many_tokens)
 
 __all__ = ["parse_query", "grammar_text", "BUILTIN_PREFIXES", "MAX_QUERY_BYTES",
-           "MAX_NESTING_DEPTH", "MAX_CACHED_QUERY_BYTES", "PARSE_CACHE"]
+           "MAX_QUERY_TOKENS", "MAX_NESTING_DEPTH", "MAX_CACHED_QUERY_BYTES", "PARSE_CACHE"]
 
 #: Largest query text (UTF-8 bytes) the parse cache keeps; larger ones are parsed each time.
 MAX_CACHED_QUERY_BYTES = 64 << 10
@@ -58,9 +59,17 @@ def parse_query(text: str) -> Query:
 
 def _parse(text: str) -> Query:
     parser = lark_parser()
+    # Token by token, so that a query over MAX_QUERY_TOKENS stops there, before
+    # Lark has built a tree of it (about 1 KB per token).
+    interactive = parser.parse_interactive(text)
     try:
-        tree = parser.parse(text)
+        for count, token in enumerate(interactive.iter_parse(), 1):
+            if count > MAX_QUERY_TOKENS:
+                raise too_many_tokens(token)
+        tree = interactive.resume_parse()
     except UnexpectedInput as e:
+        if getattr(e, "interactive_parser", None) is None:  # as Lark's parse() would set it
+            e.interactive_parser = interactive
         raise diagnose(text, e, parser) from None
     check_nesting(tree)
     try:

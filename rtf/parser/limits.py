@@ -3,6 +3,9 @@
 * `MAX_QUERY_BYTES`: the query text, in UTF-8, is checked before Lark sees it.
   Parsing costs memory in proportion to the text, so a bound on the text is
   a bound on the cost of registering one query.
+* `MAX_QUERY_TOKENS`: Lark's tree and the query model take about 1 KB per
+  token, so a query dense in tokens (``FILTER(?o && ?o && ...)``) is bounded
+  by its tokens too: 1 MiB of them would take over 600 MB.
 * `MAX_NESTING_DEPTH`: how deep operators, function calls, ``[ ]`` and path
   groups nest. Lark parses iteratively, but building the query model, the
   disjunctive normal form, ``describe()`` and both evaluators recurse once
@@ -19,6 +22,9 @@ from rtf.parser.diagnose import position
 
 #: Longest query text accepted, in bytes of UTF-8 (1 MiB).
 MAX_QUERY_BYTES = 1 << 20
+
+#: Most tokens (words, names, literals, punctuation; not spaces or comments) in a query.
+MAX_QUERY_TOKENS = 50_000
 
 #: Deepest nesting accepted: each ``!``, ``&&``/``||`` group, comparison, function
 #: call (``ftcontains``, ``regex``, ``lang`` ...), ``ftnot``, ``ftand``/``ftor``
@@ -59,6 +65,13 @@ def check_text(text: str) -> int:
 def _too_large(size: str) -> QueryTooLargeError:
     return QueryTooLargeError(f"the query is {size} bytes, the limit is {MAX_QUERY_BYTES} bytes "
                               "(rtf.parser.MAX_QUERY_BYTES)", 1, 1)
+
+
+def too_many_tokens(token) -> QueryTooLargeError:
+    """The error for a query whose token `token` is one past `MAX_QUERY_TOKENS`."""
+    return QueryTooLargeError(f"the query has more than {MAX_QUERY_TOKENS} tokens; the limit is "
+                              f"{MAX_QUERY_TOKENS} (rtf.parser.MAX_QUERY_TOKENS)",
+                              token.line, token.column)
 
 
 def check_nesting(tree: Tree) -> None:
