@@ -42,7 +42,12 @@ class UnsupportedQueryError(QueryError):
 
 
 class QueryTooComplexError(QueryError):
-    """The filter's disjunctive normal form has more branches than the cap."""
+    """The filter's disjunctive normal form has more branches than the cap, or the
+    query nests deeper than `rtf.parser.MAX_NESTING_DEPTH`."""
+
+
+class QueryTooLargeError(QueryError):
+    """The query text is longer than `rtf.parser.MAX_QUERY_BYTES` (UTF-8)."""
 
 
 class PublicationError(RtfError, ValueError):

@@ -18,44 +18,65 @@ rtf.errors.UnsupportedQueryError: line 1, column 21: unsupported construct: OPTI
 
 from __future__ import annotations
 
-from functools import lru_cache
+from lark.exceptions import UnexpectedInput
 
-from lark.exceptions import UnexpectedInput, VisitError
-
-from rtf.errors import QueryError, QuerySyntaxError
+from rtf.errors import QueryTooComplexError
 from rtf.model import Query
 from rtf.parser.build import BUILTIN_PREFIXES, QueryBuilder
+from rtf.parser.cache import ParseCache
 from rtf.parser.diagnose import diagnose
 from rtf.parser.grammar import grammar_text, lark_parser
+from rtf.parser.limits import (MAX_NESTING_DEPTH, MAX_QUERY_BYTES, MAX_QUERY_TOKENS,
+                               check_nesting, check_text, too_many_tokens)
 
-__all__ = ["parse_query", "grammar_text", "BUILTIN_PREFIXES"]
+__all__ = ["parse_query", "grammar_text", "BUILTIN_PREFIXES", "MAX_QUERY_BYTES",
+           "MAX_QUERY_TOKENS", "MAX_NESTING_DEPTH", "MAX_CACHED_QUERY_BYTES", "PARSE_CACHE"]
+
+#: Largest query text (UTF-8 bytes) the parse cache keeps; larger ones are parsed each time.
+MAX_CACHED_QUERY_BYTES = 64 << 10
+
+#: Parsed queries by text: at most 4,096 of them and 8 MiB of text in all.
+PARSE_CACHE = ParseCache(max_bytes=8 << 20, max_entries=4096,
+                         max_entry_bytes=MAX_CACHED_QUERY_BYTES)
 
 
 def parse_query(text: str) -> Query:
     """Parse a continuous query (spec sections 1 and 2) into the query model.
 
-    Results are cached by text: registering the same query twice parses it
-    once, and `Query` is immutable.
+    Results are cached by text (see `PARSE_CACHE`): registering the same
+    query twice parses it once, and `Query` is immutable. A text over
+    `MAX_QUERY_BYTES` raises `QueryTooLargeError` before it is parsed.
     """
     if not isinstance(text, str):
         raise TypeError(f"a query is a string, not {type(text).__name__}")
-    return _parse(text)
+    query = PARSE_CACHE.get(text)
+    if query is None:
+        size = check_text(text)
+        query = _parse(text)
+        PARSE_CACHE.put(text, query, size)
+    return query
 
 
-@lru_cache(maxsize=4096)
 def _parse(text: str) -> Query:
     parser = lark_parser()
+    # Token by token, so that a query over MAX_QUERY_TOKENS stops there, before
+    # Lark has built a tree of it (about 1 KB per token).
+    interactive = parser.parse_interactive(text)
     try:
-        tree = parser.parse(text)
+        for count, token in enumerate(interactive.iter_parse(), 1):
+            if count > MAX_QUERY_TOKENS:
+                raise too_many_tokens(token)
+        tree = interactive.resume_parse()
     except UnexpectedInput as e:
+        if getattr(e, "interactive_parser", None) is None:  # as Lark's parse() would set it
+            e.interactive_parser = interactive
         raise diagnose(text, e, parser) from None
-    except RecursionError:
-        raise QuerySyntaxError("the query is nested too deeply", 1, 1) from None
+    check_nesting(tree)
     try:
         return QueryBuilder(text).build(tree)
-    except QueryError:
-        raise
-    except VisitError as e:  # pragma: no cover - the builder does not use visitors
-        raise e.orig_exc from None
-    except RecursionError:
-        raise QuerySyntaxError("the query is nested too deeply", 1, 1) from None
+    except RecursionError:  # pragma: no cover - check_nesting keeps every recursion shallow
+        raise QueryTooComplexError("the query is nested too deeply", 1, 1) from None
+
+
+# The benchmarks clear the cache by this name, as when `_parse` was an lru_cache.
+_parse.cache_clear = PARSE_CACHE.clear

@@ -6,6 +6,11 @@ spec does not accept is rejected here, with the position of the offending
 part: property paths other than ``a/rdfs:subClassOf*``, literal subjects,
 undefined prefixes, bad full-text strings, ``ftnear`` bounds and operands,
 a group without triple patterns.
+
+Every constant is checked here with the rule the engines apply when they
+build its key (pyoxigraph's, see `rtf.terms`): an IRI must be absolute and
+valid (RFC 3987) once ``BASE`` and prefixes are applied, a language tag
+well-formed (BCP 47). So a query that parses registers in every engine.
 """
 
 from __future__ import annotations
@@ -13,14 +18,16 @@ from __future__ import annotations
 import re
 from urllib.parse import urljoin
 
+import pyoxigraph as ox
 from lark import Token, Tree
 
 from rtf.decompose import decompose
 from rtf.errors import QueryError, QuerySyntaxError, UnsupportedQueryError
 from rtf.model import (And, Compare, Contains, EffectiveBoolean, FTAnd, FTNear, FTNot, FTOr,
                        FTTerm, FtContains, Lang, LangMatches, Not, Or, Query, Regex, TriplePattern)
-from rtf.terms import (IRI, RDF_TYPE, RDFS_SUBCLASSOF, TYPE_PATH, WILDCARD, XSD, BlankNode,
-                       Literal, Variable)
+from rtf.parser.lexical import iri_text, string_value
+from rtf.terms import (IRI, RDF_LANGSTRING, RDF_TYPE, RDFS_SUBCLASSOF, TYPE_PATH, WILDCARD, XSD,
+                       BlankNode, Literal, Variable)
 from rtf.text import FullTextError, parse_ft_string
 
 #: Prefixes known without a PREFIX declaration (as DBpedia's endpoint does);
@@ -32,8 +39,7 @@ BUILTIN_PREFIXES = {
     "owl": "http://www.w3.org/2002/07/owl#",
 }
 
-_ECHAR = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[tbnrf\"'\\])")
-_ECHARS = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _LOCAL_ESC = re.compile(r"\\([_~.\-!$&'()*+,;=/?#@%])")
 
 
@@ -56,21 +62,6 @@ def _unsupported(construct: str, node, detail: str = "") -> UnsupportedQueryErro
     return UnsupportedQueryError(construct, line, col, detail)
 
 
-def unescape_string(token: str) -> str:
-    """The value of a SPARQL string token (quotes removed, escapes decoded)."""
-    quote = 3 if token[:3] in ('"""', "'''") else 1
-    body = token[quote:-quote]
-    if "\\" not in body:
-        return body
-
-    def repl(m):
-        e = m.group(1)
-        if e[0] in "uU":
-            return chr(int(e[1:], 16))
-        return _ECHARS[e]
-    return _ECHAR.sub(repl, body)
-
-
 class QueryBuilder:
     """Builds one `Query` from one parse tree."""
 
@@ -81,17 +72,18 @@ class QueryBuilder:
         self.patterns: list[TriplePattern] = []
         self.filters: list = []
         self.anon = 0
-        self.pattern_vars: list[str] = []
+        self.pattern_vars: dict[str, None] = {}  # ordered set: names in order of appearance
+        self.valid_iris: set[str] = set()  # IRIs already checked: each is checked once
 
     # ------------------------------------------------------------ entry
     def build(self, tree: Tree) -> Query:
         prologue, query = tree.children
         for decl in prologue.children:
             if decl.data == "base_decl":
-                self.base = self.resolve(decl.children[0][1:-1])
+                self.base = self.resolve(decl.children[0])
             else:
                 ns, iri = decl.children
-                self.prefixes[str(ns)[:-1]] = self.resolve(iri[1:-1])
+                self.prefixes[str(ns)[:-1]] = self.resolve(iri)
         if query.data == "ask_query":
             form, distinct, projection_node = "ASK", False, None
             where = query.children[0]
@@ -131,24 +123,44 @@ class QueryBuilder:
         return Query(form, projection, distinct, patterns, filters, branches, self.text)
 
     # ------------------------------------------------------------ terms
-    def resolve(self, iri: str) -> str:
-        iri = _ECHAR.sub(lambda m: chr(int(m.group(1)[1:], 16)) if m.group(1)[0] in "uU"
-                         else m.group(0), iri)
-        if self.base is not None and not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", iri):
+    def resolve(self, tok: Token) -> str:
+        """The absolute IRI an IRIREF token stands for (resolved against ``BASE``)."""
+        iri = iri_text(tok)
+        if _SCHEME.match(iri):
+            return self.checked_iri(iri, tok)
+        if self.base is None:
+            raise _syntax(f"relative IRI <{iri}> and no BASE to resolve it against", tok)
+        try:
             joined = urljoin(self.base, iri)
-            # urljoin drops an empty fragment ("ns#"), which namespaces end with.
-            return joined + "#" if iri.endswith("#") and not joined.endswith("#") else joined
+        except ValueError as e:  # urljoin parses the base again; it may still refuse it
+            raise _syntax(f"IRI <{iri}> cannot be resolved against BASE <{self.base}>: {e}",
+                          tok) from None
+        # urljoin drops an empty fragment ("ns#"), which namespaces end with.
+        if iri.endswith("#") and not joined.endswith("#"):
+            joined += "#"
+        if not _SCHEME.match(joined):  # urljoin leaves it relative for a base like urn:x
+            raise _syntax(f"IRI <{iri}> cannot be resolved against BASE <{self.base}>", tok)
+        return self.checked_iri(joined, tok)
+
+    def checked_iri(self, iri: str, node) -> str:
+        """`iri`, if it is an absolute IRI the engines' canonicaliser accepts."""
+        if iri not in self.valid_iris:
+            try:
+                ox.NamedNode(iri)
+            except ValueError as e:
+                raise _syntax(f"invalid IRI <{iri}>: {e}", node) from None
+            self.valid_iris.add(iri)
         return iri
 
     def iri(self, node: Tree) -> IRI:
         tok = node.children[0]
         if tok.type == "IRIREF":
-            return IRI(self.resolve(tok[1:-1]))
+            return IRI(self.resolve(tok))
         prefix, _, local = str(tok).partition(":")
         if prefix not in self.prefixes:
             raise _syntax(f"undefined prefix {prefix + ':'!r}; declare it with "
                           f"PREFIX {prefix}: <...>", tok)
-        return IRI(self.prefixes[prefix] + _LOCAL_ESC.sub(r"\1", local))
+        return IRI(self.checked_iri(self.prefixes[prefix] + _LOCAL_ESC.sub(r"\1", local), tok))
 
     def variable(self, node: Tree) -> Variable:
         return Variable(str(node.children[0])[1:])
@@ -166,13 +178,23 @@ class QueryBuilder:
             return Literal(tok, XSD + dt)
         if kind == "boolean_literal":
             return Literal(str(node.children[0]).lower(), XSD + "boolean")
-        value = unescape_string(str(node.children[0]))
+        value = string_value(node.children[0])
         if len(node.children) == 1:
             return Literal(value)
         extra = node.children[1]
         if isinstance(extra, Token):  # LANGTAG
-            return Literal(value, lang=str(extra)[1:].lower())
-        return Literal(value, datatype=self.iri(extra).value)
+            literal = Literal(value, lang=str(extra)[1:].lower())
+        else:
+            literal = Literal(value, datatype=self.iri(extra).value)
+            if literal.datatype == RDF_LANGSTRING:
+                raise _syntax("an rdf:langString literal needs a language tag "
+                              '("x"@en), not a datatype', node)
+        try:
+            literal.key  # what every engine computes; it must not fail there
+        except ValueError as e:
+            what = f"language tag {str(extra)!r}" if literal.lang else "literal"
+            raise _syntax(f"invalid {what}: {e}", node) from None
+        return literal
 
     def term(self, node):
         """A subject or object: variable, constant, blank node or wildcard."""
@@ -181,8 +203,7 @@ class QueryBuilder:
         kind = node.data
         if kind == "var":
             v = self.variable(node)
-            if v.name not in self.pattern_vars:
-                self.pattern_vars.append(v.name)
+            self.pattern_vars.setdefault(v.name)
             return v
         if kind == "iri":
             return self.iri(node)
@@ -311,7 +332,7 @@ class QueryBuilder:
         if kind == "ft_string":
             tok = node.children[0]
             try:
-                return parse_ft_string(unescape_string(str(tok)))
+                return parse_ft_string(string_value(tok))
             except FullTextError as e:
                 raise _syntax(f"invalid full-text string: {e}", tok) from None
         operands = [c for c in node.children if isinstance(c, Tree)]

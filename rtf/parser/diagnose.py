@@ -42,14 +42,15 @@ CALLABLE = {"FILTER", "FTCONTAINS", "REGEX", "CONTAINS", "LANG", "LANGMATCHES", 
 
 # Lexical pieces of a query, in the order they must be tried: what is inside
 # strings, IRIs and comments is never a keyword; neither are variables,
-# prefixed names, language tags or blank node labels.
+# prefixed names, language tags or blank node labels. Strings and IRIs repeat
+# possessively (`*+`), as in the grammar, to scan long ones in constant memory.
 _SCAN = re.compile(r'''
     (?P<skip>
-        """(?:[^"\\]|\\.|"(?!""))*(?:"""|$)
-      | \'\'\'(?:[^'\\]|\\.|'(?!''))*(?:\'\'\'|$)
-      | "(?:[^"\\\n]|\\.)*"?
-      | '(?:[^'\\\n]|\\.)*'?
-      | <[^<>"{}|^`\\\x00-\x20]*>
+        """(?:[^"\\]|\\.|"(?!""))*+(?:"""|$)
+      | \'\'\'(?:[^'\\]|\\.|'(?!''))*+(?:\'\'\'|$)
+      | "(?:[^"\\\n]|\\.)*+"?
+      | '(?:[^'\\\n]|\\.)*+'?
+      | <(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*+>
       | \#[^\n]*
       | [?$][\w]+
       | @[A-Za-z][\w-]*
@@ -59,6 +60,9 @@ _SCAN = re.compile(r'''
   | (?P<word>[A-Za-z_]\w*)
   | (?P<other>.)
 ''', re.VERBOSE | re.DOTALL)
+_NEXT_WORD = re.compile(r"\s*(\w+)")
+_OPENING = re.compile(r"\s*\(")
+_SNIPPET = re.compile(r"\S{1,20}")
 
 
 def position(text: str, offset: int) -> tuple[int, int]:
@@ -83,21 +87,23 @@ def find_unsupported(text: str) -> UnsupportedQueryError | None:
         if kind != "word":
             continue
         word = m.group().upper()
-        line, col = position(text, m.start())
+        # Positions and look-aheads only where needed, never a slice of the
+        # rest of the text: per word, either made a long query quadratic.
         if word == "SELECT":
             selects += 1
             if selects == 2:
-                return UnsupportedQueryError("sub-query (nested SELECT)", line, col)
+                return UnsupportedQueryError("sub-query (nested SELECT)", *position(text, m.start()))
             continue
         if word == "NOT":
-            following = re.match(r"\s*(\w+)", text[m.end():])
+            following = _NEXT_WORD.match(text, m.end())
             nxt = following.group(1).upper() if following else ""
             if nxt in ("EXISTS", "IN"):
-                return UnsupportedQueryError(f"NOT {nxt}", line, col)
+                return UnsupportedQueryError(f"NOT {nxt}", *position(text, m.start()))
             continue
         if word in UNSUPPORTED_KEYWORDS:
-            return UnsupportedQueryError(UNSUPPORTED_KEYWORDS[word], line, col)
-        if word not in CALLABLE and re.match(r"\s*\(", text[m.end():]):
+            return UnsupportedQueryError(UNSUPPORTED_KEYWORDS[word], *position(text, m.start()))
+        if word not in CALLABLE and _OPENING.match(text, m.end()):
+            line, col = position(text, m.start())
             return UnsupportedQueryError(f"function {m.group()}", line, col,
                                          "the filter functions are ftcontains, regex, "
                                          "contains, lang and langMatches")
@@ -168,7 +174,7 @@ def diagnose(text: str, error: UnexpectedInput, parser) -> Exception:
                                 error.line, error.column, found, expected)
     if isinstance(error, UnexpectedCharacters):
         found = text[error.pos_in_stream:error.pos_in_stream + 1]
-        snippet = re.match(r"\S{1,20}", text[error.pos_in_stream:])
+        snippet = _SNIPPET.match(text, error.pos_in_stream)
         shown = snippet.group() if snippet else found
         expected = _expected(accepted, parser)
         msg = f"unexpected {shown!r}"
