@@ -153,3 +153,24 @@ def test_bad_option_values_are_one_line_usage_errors(capsys, argv, message):
         main(argv)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- output lines
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from rtf.cli import match_line  # noqa: E402
+from rtf.engine import Match  # noqa: E402
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(pub=_text, qid=_text, subscriber=st.none() | _text, is_ask=st.booleans(),
+       solutions=st.frozensets(  # a solution binds each variable once
+           st.dictionaries(_text, _text, max_size=3).map(lambda d: tuple(d.items())), max_size=4))
+def test_match_line_is_exactly_json_dumps(pub, qid, subscriber, is_ask, solutions):
+    m = Match(qid, subscriber, solutions, is_ask)
+    expected = json.dumps({"publication": pub, "query": qid, "subscriber": subscriber,
+                           "bindings": m.bindings}, ensure_ascii=False)
+    assert match_line(pub, m) == expected
