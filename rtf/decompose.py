@@ -33,7 +33,7 @@ from rtf.errors import QueryTooComplexError
 from rtf.model import (And, Branch, Compare, Contains, EffectiveBoolean, Expr, FTAnd, FTExpr,
                        FTNear, FTNot, FTOr, FTTerm, FtContains, LangMatches, Not, Or, Regex,
                        TriplePattern, TupleConjunct)
-from rtf.terms import is_variable
+from rtf.terms import is_variable, shared
 
 #: Largest number of conjunctive branches one query may decompose into.
 MAX_BRANCHES = 64
@@ -134,5 +134,6 @@ def _branch(patterns, literals) -> Branch:
     tuples = []
     for i, p in enumerate(patterns):
         ft = _ft_and(fulltext[i]) if i in fulltext else None
-        tuples.append(TupleConjunct(p.subject, p.predicate, p.object, ft))
-    return Branch(tuple(tuples), tuple(residual))
+        # Shared: thousands of queries ask for the same ``?s a dbo:Person``.
+        tuples.append(shared(TupleConjunct(p.subject, p.predicate, p.object, ft)))
+    return shared(Branch(tuple(tuples), tuple(residual)))

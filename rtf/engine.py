@@ -25,6 +25,7 @@ from rtf.expressions import check_regexes, compile_filter
 from rtf.filter import QueryIndex
 from rtf.model import Query
 from rtf.parser import parse_query
+from rtf.query_table import shrunk
 from rtf.publication import Publication, as_publication
 from rtf.taxonomy import Taxonomy
 from rtf.terms import IRI, Literal
@@ -213,6 +214,7 @@ class Engine:
             raise KeyError(f"no registered query with id {query_id!r}")
         self._index.remove(query_id)
         del self._queries[query_id]
+        self._queries = shrunk(self._queries)
 
     def match(self, publication) -> list[Match]:
         """The queries `publication` satisfies, by query id.

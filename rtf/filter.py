@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
 from rtf.model import Query
-from rtf.query_table import QueryTable, RegisteredBranch, TupleShape
+from rtf.query_table import QueryTable, RegisteredBranch, TupleShape, shrunk
 from rtf.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
 from rtf.terms import is_literal, lexical_form
 from rtf.text import text_index
@@ -151,6 +151,7 @@ class IndexedQueries(QueryIndex):
         for shape in self.table.remove(query_id):
             self.index.remove(shape)
         del self.queries[query_id]
+        self.queries = shrunk(self.queries)
 
     def satisfied(self, triples: list[Triple], virtual: list[Triple]) -> Hits:
         """Shape -> the triples that satisfy it, full text included."""

@@ -14,10 +14,11 @@ The indexed engines (RTFm, RTFs, iBroker) work on branches.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 from rtf.terms import (BlankNode, IRI, Literal, TypePath, Variable, Wildcard, WILDCARD,
-                       TYPE_PATH, is_variable)
+                       TYPE_PATH, is_variable, shared)
 
 # ------------------------------------------------------------ full-text model
 
@@ -32,12 +33,23 @@ class FTWord:
     def __str__(self) -> str:
         return self.text + ("*" if self.prefix else "")
 
+    def __reduce__(self):
+        return (ft_word, (self.text, self.prefix))
+
+
+def ft_word(text: str, prefix: bool = False) -> FTWord:
+    """The shared `FTWord` (see `rtf.terms.shared`)."""
+    return shared(FTWord(sys.intern(text), prefix))
+
 
 @dataclass(frozen=True, slots=True)
 class FTTerm:
     """A term (one word) or a phrase (several consecutive words)."""
 
     words: tuple[FTWord, ...]
+
+    def __reduce__(self):
+        return (ft_term, (self.words,))
 
     @property
     def is_phrase(self) -> bool:
@@ -84,6 +96,11 @@ class FTNear:
     def __str__(self) -> str:
         opt = "" if self.ordered else ", unordered"
         return f"({self.left} ftnear({self.min}, {self.max}{opt}) {self.right})"
+
+
+def ft_term(words: tuple[FTWord, ...]) -> FTTerm:
+    """The shared `FTTerm` of `words` (see `rtf.terms.shared`)."""
+    return shared(FTTerm(tuple(words)))
 
 
 FTExpr = FTTerm | FTAnd | FTOr | FTNot | FTNear
@@ -285,7 +302,7 @@ class Branch:
         return " AND ".join(parts)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Query:
     """A parsed continuous query.
 

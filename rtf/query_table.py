@@ -21,8 +21,10 @@ shapes a publication satisfies, never the number of queries stored.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -55,19 +57,60 @@ def shape_of(t: TupleConjunct) -> tuple[tuple[str, str, str, FTExpr | None], tup
         elif isinstance(term, Wildcard):
             contents.append(WILDCARD_CONTENT)
         else:  # IRI, Literal, TypePath
-            contents.append(term.key)
+            contents.append(sys.intern(term.key))  # one copy per IRI across all shapes
     return (contents[0], contents[1], contents[2], t.fulltext), tuple(names)
+
+
+class SlotList:
+    """The branch slots that use a shape: a growable int32 numpy array.
+
+    Four bytes a slot and no Python int objects (a shape such as
+    ``?x a dbo:Person`` is used by tens of thousands of branches); `array`
+    is a view that the query table concatenates without a Python loop.
+    Removal swaps the last slot into the hole (order does not matter).
+    """
+
+    __slots__ = ("_data", "_n")
+
+    def __init__(self):
+        self._data = np.empty(2, dtype=np.int32)
+        self._n = 0
+
+    def add(self, slot: int) -> None:
+        if self._n == len(self._data):
+            grown = np.empty(2 * self._n, dtype=np.int32)
+            grown[: self._n] = self._data
+            self._data = grown
+        self._data[self._n] = slot
+        self._n += 1
+
+    def discard(self, slot: int) -> None:
+        where = np.flatnonzero(self._data[: self._n] == slot)
+        if len(where):
+            self._n -= 1
+            self._data[where[0]] = self._data[self._n]
+            if 8 <= len(self._data) > 4 * self._n:  # give memory back after many removals
+                self._data = self._data[: 2 * self._n].copy()
+
+    @property
+    def array(self) -> np.ndarray:
+        return self._data[: self._n]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self):
+        return iter(self.array.tolist())
 
 
 class TupleShape:
     """One distinct (S, P, O, F) with variables renamed by position.
 
-    `slots` are the branches that use the shape; `slot_array` is the same as
-    a numpy array, rebuilt only after a change.
+    `slots` are the branches that use the shape (a `SlotList`).
     """
 
     __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "words", "prefixes",
-                 "needs_check", "slots", "_slot_array", "is_type_path", "row_positions")
+                 "needs_check", "slots", "is_type_path", "row_positions")
 
     def __init__(self, id: int, key):
         self.id = id
@@ -81,8 +124,7 @@ class TupleShape:
         else:
             self.words = self.prefixes = ()
             self.needs_check = False
-        self.slots: set[int] = set()
-        self._slot_array: np.ndarray | None = None
+        self.slots = SlotList()
         self.is_type_path = self.predicate == TypePath().key
         # Where a triple's binding row comes from: the first position of ?1, ?2, ...
         firsts = {}
@@ -99,13 +141,6 @@ class TupleShape:
     def has_words(self) -> bool:
         """The shape has required words or prefixes (an index keys it on them)."""
         return bool(self.words or self.prefixes)
-
-    @property
-    def slot_array(self) -> np.ndarray:
-        arr = self._slot_array
-        if arr is None:
-            arr = self._slot_array = np.fromiter(self.slots, dtype=np.int32, count=len(self.slots))
-        return arr
 
     def __repr__(self) -> str:
         ft = f", FT {self.fulltext}" if self.fulltext is not None else ""
@@ -144,18 +179,18 @@ class RegisteredBranch:
     alone: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class StarPlan:
+class StarPlan(NamedTuple):
     """A branch answered by intersecting one variable's values across its tuples.
 
     `var` is that variable (None when no tuple keeps a column: the branch
-    only asks whether it matches); `columns` are (shape, triple position)
-    pairs whose values are intersected; `projected` says whether `var` is in
-    the projection; `on_subject` that every column is the subject position.
+    only asks whether it matches); `projected` says whether `var` is in the
+    projection; `on_subject` that `var` is every keeping tuple's subject.
+    Plans are shared between branches (a handful of distinct ones exist):
+    the (shape, position) columns to intersect are read off the branch's
+    own `keep` when needed (`star_columns`).
     """
 
     var: str | None
-    columns: tuple[tuple[TupleShape, int], ...]
     projected: bool
     on_subject: bool
 
@@ -167,6 +202,21 @@ def needed_outside(query: Query, branch: Branch) -> set[str]:
     for r in branch.residual:
         out |= operand_variables(r)
     return out
+
+
+def shrunk(container):
+    """`container` (a dict or set), rebuilt if removals left it over 4x larger than needed.
+
+    Python's dicts and sets never give memory back when entries are deleted;
+    a continuous engine that registers and unregisters all day would keep
+    the high-water mark of every table. Rebuilding costs O(n) only after
+    3/4 of the entries have gone, so it is amortised over the removals.
+    """
+    size = sys.getsizeof(container)
+    # A freshly built set takes ~32 bytes an entry, a dict ~50: over 4x that is waste.
+    if size > 4096 and len(container) * (128 if isinstance(container, set) else 256) < size:
+        return type(container)(container)
+    return container
 
 
 _SMALL_TUPLES: dict[tuple, tuple] = {}
@@ -192,23 +242,34 @@ def needed_columns(names: list[tuple[str, ...]], outside: set[str]):
     return _shared(tuple(keep)), _shared(tuple(keep_names))
 
 
+_PLANS: dict[StarPlan, StarPlan] = {}
+
+
+def star_columns(rb: RegisteredBranch) -> list[tuple[TupleShape, int]]:
+    """The distinct (shape, triple position) pairs of a star branch's variable."""
+    columns = []
+    for shape, keep in zip(rb.shapes, rb.keep):
+        if keep:
+            column = (shape, shape.row_positions[keep[0]])
+            if column not in columns:
+                columns.append(column)
+    return columns
+
+
 def star_plan(rb: RegisteredBranch) -> StarPlan | None:
     """The branch's `StarPlan`, or None when it needs a real join."""
     if rb.branch.residual:
         return None
     var = None
-    columns = []
-    for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names):
+    for names in rb.keep_names:
         if not names:
             continue
         if len(set(names)) != 1 or (var is not None and names[0] != var):
             return None
         var = names[0]
-        column = (shape, shape.row_positions[keep[0]])
-        if column not in columns:
-            columns.append(column)
-    return StarPlan(var, tuple(columns), var in rb.projection,
-                    all(pos == 0 for _, pos in columns))
+    on_subject = all(shape.row_positions[keep[0]] == 0 for shape, keep in zip(rb.shapes, rb.keep) if keep)
+    plan = StarPlan(var, var in rb.projection, on_subject)
+    return _PLANS.setdefault(plan, plan)
 
 
 @dataclass
@@ -221,7 +282,7 @@ class QueryTable:
     """
 
     share_shapes: bool = True
-    queries: dict[str, list[RegisteredBranch]] = field(default_factory=dict)
+    queries: dict[str, tuple[RegisteredBranch, ...]] = field(default_factory=dict)
     shapes: dict[tuple, TupleShape] = field(default_factory=dict)
     #: slot -> branch (None for a free slot)
     branches: list[RegisteredBranch | None] = field(default_factory=list)
@@ -270,7 +331,6 @@ class QueryTable:
             distinct = set(shapes)
             for shape in distinct:
                 shape.slots.add(rb.slot)
-                shape._slot_array = None
             self.need[rb.slot] = len(distinct)
             self.branches[rb.slot] = rb
             self.tuple_count += len(shapes)
@@ -280,7 +340,7 @@ class QueryTable:
             branches.append(rb)
         for rb in branches:
             rb.alone = len(branches) == 1
-        self.queries[query_id] = branches
+        self.queries[query_id] = tuple(branches)
         return new_shapes, branches
 
     def _take_slot(self) -> int:
@@ -300,7 +360,6 @@ class QueryTable:
         for rb in self.queries.pop(query_id):
             for shape in set(rb.shapes):
                 shape.slots.discard(rb.slot)
-                shape._slot_array = None
                 if not shape.slots:
                     del self.shapes[shape.key]
                     emptied.append(shape)
@@ -308,11 +367,13 @@ class QueryTable:
             self.need[rb.slot] = -1
             self.branches[rb.slot] = None
             self._free.append(rb.slot)
+        self.shapes = shrunk(self.shapes)
+        self.queries = shrunk(self.queries)
         return emptied
 
     def complete_slots(self, satisfied) -> np.ndarray:
         """Slots of the branches all of whose shapes are among `satisfied`, ascending."""
-        arrays = [shape.slot_array for shape in satisfied]
+        arrays = [shape.slots.array for shape in satisfied]
         if not arrays:
             return _NO_SLOTS
         marks = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]

@@ -28,7 +28,7 @@ from rtf.join import join_rows
 #: A branch's join holds at most this many rows per solution it may report
 #: (``limit * JOIN_ROWS_PER_SOLUTION``): the work bound of a publication.
 JOIN_ROWS_PER_SOLUTION = 10
-from rtf.query_table import RegisteredBranch, TupleShape
+from rtf.query_table import RegisteredBranch, TupleShape, star_columns
 
 Triple = tuple[str, str, str]
 Solution = tuple[tuple[str, str], ...]
@@ -87,19 +87,19 @@ class PublicationSolver:
 
     def solve(self, rb: RegisteredBranch, limit: int) -> tuple[frozenset[Solution] | set, bool]:
         """The branch's distinct projected solutions, and whether `limit` cut them."""
-        star = rb.star
-        if star is not None:
-            return self._star(star), False
+        if rb.star is not None:
+            return self._star(rb), False
         return self._join(rb, limit)
 
-    def _star(self, star) -> frozenset[Solution]:
+    def _star(self, rb: RegisteredBranch) -> frozenset[Solution]:
+        star = rb.star
         if star.var is None:
             return UNIT
         if star.on_subject and self.subject is not None:
             # every satisfied tuple has the publication's one subject
             return self.subject_solutions(star.var) if star.projected else UNIT
         vals = None
-        for shape, position in star.columns:
+        for shape, position in star_columns(rb):
             v = self.values(shape, position)
             vals = v if vals is None else vals & v
             if not vals:

@@ -15,6 +15,8 @@ The query model's terms (`IRI`, `Literal`, `Variable`, `BlankNode`,
 
 from __future__ import annotations
 
+import sys
+
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -143,6 +145,37 @@ def display_iri(key: str) -> str:
 
 # ---------------------------------------------------------------- query terms
 
+#: Most values a `shared` table holds before it starts again.
+SHARED_MAX = 262144
+_SHARED: dict = {}
+
+
+def shared(value):
+    """One copy of an immutable query value (a term, a word) for all queries.
+
+    100K registered queries repeat a small vocabulary of IRIs, variables and
+    words; keeping one object of each saves about a third of the index's
+    memory. Unpickled queries (Spark, the bench) are shared the same way,
+    through ``__reduce__``. The table is a bounded cache: full, it starts
+    again, so that it never keeps more than `SHARED_MAX` values alive.
+    """
+    found = _SHARED.get(value)
+    if found is None:
+        if len(_SHARED) >= SHARED_MAX:
+            _SHARED.clear()
+        found = _SHARED[value] = value
+    return found
+
+
+def iri(value: str) -> "IRI":
+    """The shared `IRI` of `value`."""
+    return shared(IRI(sys.intern(value)))
+
+
+def variable(name: str) -> "Variable":
+    """The shared `Variable` named `name`."""
+    return shared(Variable(name))
+
 
 @dataclass(frozen=True, slots=True)
 class IRI:
@@ -156,6 +189,9 @@ class IRI:
 
     def __str__(self) -> str:
         return self.key
+
+    def __reduce__(self):
+        return (iri, (self.value,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +218,9 @@ class Variable:
 
     def __str__(self) -> str:
         return "?" + self.name
+
+    def __reduce__(self):
+        return (variable, (self.name,))
 
 
 @dataclass(frozen=True, slots=True)

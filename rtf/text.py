@@ -16,7 +16,7 @@ import re
 from bisect import bisect_left
 from functools import lru_cache
 
-from rtf.model import FTAnd, FTExpr, FTNear, FTNot, FTOr, FTTerm, FTWord
+from rtf.model import FTAnd, FTExpr, FTNear, FTNot, FTOr, FTTerm, FTWord, ft_term, ft_word
 
 _WORD = re.compile(r"[^\W_]+")
 # A run of word characters optionally followed by '*', or a lone '*'.
@@ -51,12 +51,12 @@ def parse_ft_string(value: str) -> FTTerm:
         if token.endswith("*") and end < len(value) and _WORD.match(value, end):
             raise FullTextError(f"'*' must end a word in {value!r}")
         if token.endswith("*"):
-            result.append(FTWord(token[:-1].casefold(), True))
+            result.append(ft_word(token[:-1].casefold(), True))
         else:
-            result.append(FTWord(token.casefold(), False))
+            result.append(ft_word(token.casefold(), False))
     if not result:
         raise FullTextError(f"no words in {value!r}")
-    return FTTerm(tuple(result))
+    return ft_term(tuple(result))
 
 
 class TextIndex:

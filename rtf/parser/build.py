@@ -26,6 +26,7 @@ from rtf.errors import QueryError, QuerySyntaxError, UnsupportedQueryError
 from rtf.model import (And, Compare, Contains, EffectiveBoolean, FTAnd, FTNear, FTNot, FTOr,
                        FTTerm, FtContains, Lang, LangMatches, Not, Or, Query, Regex, TriplePattern)
 from rtf.parser.lexical import iri_text, string_value
+from rtf.terms import iri as shared_iri, shared, variable as shared_variable
 from rtf.terms import (IRI, RDF_LANGSTRING, RDF_TYPE, RDFS_SUBCLASSOF, TYPE_PATH, WILDCARD, XSD,
                        BlankNode, Literal, Variable)
 from rtf.text import FullTextError, parse_ft_string
@@ -155,15 +156,15 @@ class QueryBuilder:
     def iri(self, node: Tree) -> IRI:
         tok = node.children[0]
         if tok.type == "IRIREF":
-            return IRI(self.resolve(tok))
+            return shared_iri(self.resolve(tok))
         prefix, _, local = str(tok).partition(":")
         if prefix not in self.prefixes:
             raise _syntax(f"undefined prefix {prefix + ':'!r}; declare it with "
                           f"PREFIX {prefix}: <...>", tok)
-        return IRI(self.checked_iri(self.prefixes[prefix] + _LOCAL_ESC.sub(r"\1", local), tok))
+        return shared_iri(self.checked_iri(self.prefixes[prefix] + _LOCAL_ESC.sub(r"\1", local), tok))
 
     def variable(self, node: Tree) -> Variable:
-        return Variable(str(node.children[0])[1:])
+        return shared_variable(str(node.children[0])[1:])
 
     def literal(self, node: Tree) -> Literal:
         kind = node.data
@@ -244,10 +245,10 @@ class QueryBuilder:
             for obj_node in objects.children:
                 if isinstance(obj_node, Tree) and obj_node.data == "blank_node_property_list":
                     b = self.fresh_blank()
-                    self.patterns.append(TriplePattern(subject, predicate, b))
+                    self.patterns.append(shared(TriplePattern(subject, predicate, b)))
                     self.property_list(b, obj_node.children[0])
                 else:
-                    self.patterns.append(TriplePattern(subject, predicate, self.term(obj_node)))
+                    self.patterns.append(shared(TriplePattern(subject, predicate, self.term(obj_node))))
 
     def verb(self, node):
         if isinstance(node, Token):
