@@ -22,6 +22,8 @@ import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
+import numpy as np
+
 from rtf.model import Query
 from rtf.query_table import QueryTable, RegisteredBranch, TupleShape, shrunk
 from rtf.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
@@ -187,38 +189,40 @@ class IndexedQueries(QueryIndex):
             return {}, set()
         subject = only_subject(triples)
         solver = PublicationSolver(hits, subject)
-        solve = solver.solve
-        # The common star query about the one subject is answered without looking:
-        # by the unit solution, or {var: subject}, shared by every such query.
-        by_var: dict[str, frozenset] = {"": UNIT}
-        branches = self.table.branches
+        table = self.table
+        slots = table.complete_slots(hits)
         out: Solutions = {}
+        if subject is not None and len(slots):
+            # Most complete branches are a query's only branch, a star about the one
+            # subject: their answer ({var: subject}, or the unit solution) is known
+            # without looking, and is given to all of them at once.
+            codes = table.slot_answer[slots]
+            known = codes >= 0
+            if known.any():
+                known_slots, known_codes = slots[known], codes[known]
+                for code in np.unique(known_codes).tolist():
+                    var = table.answer_vars[code]
+                    found = solver.subject_solutions(var) if var else UNIT
+                    qids = table.slot_query[known_slots[known_codes == code]].tolist()
+                    out.update(dict.fromkeys(qids, found))
+                slots = slots[~known]
+        branches = table.branches
+        solve = solver.solve
         truncated: set[str] = set()
-        for slot in self.table.complete_slots(hits).tolist():
+        for slot in slots.tolist():
             rb = branches[slot]
-            var = rb.on_subject
-            if var is not None and subject is not None:
-                found = by_var.get(var)
-                if found is None:
-                    found = by_var[var] = solver.subject_solutions(var)
-                if rb.alone:
-                    out[rb.query_id] = found
-                    continue
-                cut = False
-            else:
-                found, cut = solve(rb, limit)
-                if not found:
-                    continue
+            found, cut = solve(rb, limit)
+            if not found:
+                continue
             qid = rb.query_id
             before = out.get(qid)
             if before is not None:
-                found = out[qid] = before | found
-            else:
-                out[qid] = found
+                found = before | found
+            out[qid] = found if type(found) is frozenset else frozenset(found)
             if cut or len(found) > limit:
                 truncated.add(qid)
         for qid in truncated:
-            out[qid] = set(list(out[qid])[:limit])
+            out[qid] = frozenset(list(out[qid])[:limit])
         return out, truncated
 
     def stats(self) -> dict:

@@ -274,7 +274,7 @@ class NaiveQueries(QueryIndex):
                 self.evaluation_errors += 1
                 continue
             if sols:
-                out[qid] = sols
+                out[qid] = frozenset(sols)
                 if cut:
                     truncated.add(qid)
         return out, truncated

@@ -288,6 +288,13 @@ class QueryTable:
     branches: list[RegisteredBranch | None] = field(default_factory=list)
     #: slot -> number of distinct shapes the branch needs (-1: free slot)
     need: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int64))
+    #: slot -> its query's id (None for a free slot), for answering slots in bulk
+    slot_query: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
+    #: slot -> index in `answer_vars` of a branch whose answer on a one-subject
+    #: publication is known without looking (a query's only branch, a star on the
+    #: subject: {var: subject}, or the unit solution for ""); -1 for the others
+    slot_answer: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
+    answer_vars: list[str] = field(default_factory=list)
     tuple_count: int = 0
     #: freed slots, reused first (an array: no int object per free slot stays alive)
     _free: array = field(default_factory=lambda: array("l"))
@@ -333,6 +340,7 @@ class QueryTable:
                 shape.slots.add(rb.slot)
             self.need[rb.slot] = len(distinct)
             self.branches[rb.slot] = rb
+            self.slot_query[rb.slot] = query_id
             self.tuple_count += len(shapes)
             rb.star = star = star_plan(rb)
             if star is not None and (star.var is None or star.on_subject):
@@ -340,8 +348,15 @@ class QueryTable:
             branches.append(rb)
         for rb in branches:
             rb.alone = len(branches) == 1
+            if rb.alone and rb.on_subject is not None:
+                self.slot_answer[rb.slot] = self._answer_code(rb.on_subject)
         self.queries[query_id] = tuple(branches)
         return new_shapes, branches
+
+    def _answer_code(self, var: str) -> int:
+        if var not in self.answer_vars:
+            self.answer_vars.append(var)
+        return self.answer_vars.index(var)
 
     def _take_slot(self) -> int:
         if self._free:
@@ -349,9 +364,12 @@ class QueryTable:
         slot = len(self.branches)
         self.branches.append(None)
         if slot >= len(self.need):
-            grown = np.full(2 * len(self.need), -1, dtype=np.int64)
-            grown[: len(self.need)] = self.need
-            self.need = grown
+            n = len(self.need)
+            for name, empty in (("need", -1), ("slot_query", None), ("slot_answer", -1)):
+                old = getattr(self, name)
+                grown = np.full(2 * n, empty, dtype=old.dtype)
+                grown[:n] = old
+                setattr(self, name, grown)
         return slot
 
     def remove(self, query_id: str) -> list[TupleShape]:
@@ -366,6 +384,8 @@ class QueryTable:
             self.tuple_count -= len(rb.shapes)
             self.need[rb.slot] = -1
             self.branches[rb.slot] = None
+            self.slot_query[rb.slot] = None
+            self.slot_answer[rb.slot] = -1
             self._free.append(rb.slot)
         self.shapes = shrunk(self.shapes)
         self.queries = shrunk(self.queries)
