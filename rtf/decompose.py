@@ -1,16 +1,14 @@
 """Decomposition of a query into conjunctive branches of tuple conjuncts.
 
 The filters of a query become a disjunctive normal form: ``!`` is pushed
-down to the atoms (De Morgan), ``||`` and ``ftor`` are multiplied out. Every
+down to the atoms (De Morgan), ``||`` is multiplied out. ``ftcontains`` is
+one atom whatever its ``ftor`` s: a full-text expression stays whole on its
+tuple conjunct, so 1,000 alternatives are one constraint, not 1,000 branches. Every
 rewriting used is an identity of Kleene's three-valued logic, which is
 SPARQL's logic of ``&&``, ``||`` and ``!`` with *error* as the third value,
 so a branch is true exactly when the original filter is true:
 
-* ``!(A && B) == !A || !B`` and ``!(A || B) == !A && !B``, ``!!A == A``;
-* ``ftcontains(v, A ftor B) == ftcontains(v, A) || ftcontains(v, B)``: on a
-  literal both sides are the same two-valued test, on an IRI or blank node
-  both are false, on an unbound variable both are errors;
-* ``(A ftor B) ftand C == (A ftand C) ftor (B ftand C)`` inside one text.
+* ``!(A && B) == !A || !B`` and ``!(A || B) == !A && !B``, ``!!A == A``.
 
 An atom under ``!`` stays an atom (``!(?x < 3)`` is not rewritten to
 ``?x >= 3``, which differs on incomparable values).
@@ -21,7 +19,8 @@ constraint (the F of the RTF paper's Definition 1); several on one
 variable are joined by ``ftand``. Everything else stays a residual literal
 of the branch, checked after the join.
 
-The number of branches is capped at `MAX_BRANCHES`; a query whose normal
+The number of branches (structural disjunction only: ``||``, UNION and
+alternative predicates) is capped at `MAX_BRANCHES`; a query whose normal
 form is larger is rejected at registration, never truncated.
 """
 
@@ -31,37 +30,21 @@ from itertools import product
 
 from rtf.errors import QueryTooComplexError
 from rtf.model import (And, Branch, Compare, Contains, EffectiveBoolean, Expr, FTAnd, FTExpr,
-                       FTNear, FTNot, FTOr, FTTerm, FtContains, LangMatches, Not, Or, Regex,
+                       FtContains, In, LangMatches, Not, Or, Regex,
                        TriplePattern, TupleConjunct)
 from rtf.terms import is_variable, shared
 
 #: Largest number of conjunctive branches one query may decompose into.
 MAX_BRANCHES = 64
 
-_ATOMS = (Compare, FtContains, Regex, Contains, LangMatches, EffectiveBoolean)
+_ATOMS = (Compare, FtContains, Regex, Contains, LangMatches, EffectiveBoolean, In)
 
 
 def _too_many(n: int) -> QueryTooComplexError:
     return QueryTooComplexError(
-        f"the filters expand to {n} conjunctive branches, more than the cap of "
-        f"{MAX_BRANCHES}; split the query into several queries")
-
-
-def ft_branches(expr: FTExpr) -> list[FTExpr]:
-    """``ftor``-free conjunctions whose disjunction is `expr`."""
-    if isinstance(expr, (FTTerm, FTNear, FTNot)):
-        return [expr]
-    if isinstance(expr, FTOr):
-        out = [b for op in expr.operands for b in ft_branches(op)]
-    elif isinstance(expr, FTAnd):
-        parts = [ft_branches(op) for op in expr.operands]
-        _check_product(parts)
-        out = [_ft_and(combo) for combo in product(*parts)]
-    else:
-        raise TypeError(f"not a full-text expression: {expr!r}")
-    if len(out) > MAX_BRANCHES:
-        raise _too_many(len(out))
-    return out
+        f"the structural disjunctions (UNION, alternative predicates (p|q), || between "
+        f"filters) expand to {n} conjunctive branches, more than the cap of {MAX_BRANCHES} "
+        f"(ftor inside ftcontains does not count); split the query into several queries")
 
 
 def _ft_and(operands) -> FTExpr:
@@ -98,13 +81,10 @@ def dnf(expr: Expr, negated: bool = False) -> list[tuple[Expr, ...]]:
             out = [tuple(lit for conj in combo for lit in conj) for combo in product(*parts)]
         else:
             out = [conj for p in parts for conj in p]
-    elif isinstance(expr, FtContains):
-        alternatives = [FtContains(expr.var, ft) for ft in ft_branches(expr.ft)]
-        if negated:  # !(a || b) == !a && !b
-            out = [tuple(Not(a) for a in alternatives)]
-        else:
-            out = [(a,) for a in alternatives]
     elif isinstance(expr, _ATOMS):
+        # ``ftcontains`` is one atom whatever its ``ftor`` s: the whole
+        # full-text expression stays on one tuple conjunct (an index keys it
+        # under every alternative), so alternatives never multiply branches.
         out = [(Not(expr) if negated else expr,)]
     else:
         raise TypeError(f"not a filter expression: {expr!r}")

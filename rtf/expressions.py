@@ -58,12 +58,13 @@ from functools import lru_cache
 import re2
 
 from rtf.errors import QueryError
-from rtf.model import (And, Compare, Contains, EffectiveBoolean, FtContains, Lang, LangMatches,
-                       Not, Or, Regex, operand_variables)
+from rtf.model import (And, Arithmetic, Call, Compare, Contains, EffectiveBoolean, FtContains, In,
+                       Lang, LangMatches, Not, Or, Regex, operand_variables)
 from rtf.parser.diagnose import position
 from rtf.terms import IRI, RDF_LANGSTRING, XSD_STRING, BlankNode, Literal, Variable, literal_parts
 from rtf.text import text_index
-from rtf.values import ERROR, comparator, effective_boolean
+from rtf.values import (ERROR, FUNCTIONS, XSD_CASTS, arithmetic, boolean_key, comparator,
+                        effective_boolean)
 
 __all__ = ["ERROR", "evaluate", "passes", "compile_filter", "check_regexes", "xpath_regex",
            "InvalidRegexError", "RegexNotSupported", "Solution"]
@@ -196,7 +197,53 @@ def _operand(op) -> Compiled:
             # Canonical tags are lower-case letters, digits and '-': nothing to escape.
             return '"' + (literal_parts(key).lang or "") + '"'
         return lang
+    if isinstance(op, Call):
+        return _call(op)
+    if isinstance(op, Arithmetic):
+        return _arithmetic(op)
+    if type(op) in _BUILDERS:  # a condition used as a value: true/false as xsd:boolean
+        condition = _build(op)
+
+        def as_value(solution):
+            r = _part(condition, solution)
+            return r if r is ERROR else boolean_key(r)
+        return as_value
     raise _NotAnExpression(f"not an operand: {op!r}")
+
+
+def _call(op: Call) -> Compiled:
+    """A built-in function or cast: its arguments' keys in, a key (or `ERROR`) out."""
+    if op.name == "bound":
+        name = op.args[0].name
+        return lambda solution: boolean_key(name in solution)
+    function = FUNCTIONS.get(op.name) or XSD_CASTS.get(op.name)
+    if function is None:
+        raise _NotAnExpression(f"unknown function: {op.name!r}")
+    args = tuple(_operand(a) for a in op.args)
+    if len(args) == 1:
+        (arg,) = args
+
+        def call1(solution):
+            key = arg(solution)
+            return ERROR if key is ERROR else function(key)
+        return call1
+
+    def call(solution):
+        keys = [a(solution) for a in args]
+        return ERROR if ERROR in keys else function(*keys)
+    return call
+
+
+def _arithmetic(op: Arithmetic) -> Compiled:
+    left, right, symbol = _operand(op.left), _operand(op.right), op.op
+
+    def compute(solution):
+        a = left(solution)
+        if a is ERROR:
+            return ERROR
+        b = right(solution)
+        return ERROR if b is ERROR else arithmetic(symbol, a, b)
+    return compute
 
 
 def _string_parts(key):
@@ -308,6 +355,28 @@ def _lang_matches(expr: LangMatches) -> Compiled:
     return lang_matches
 
 
+def _in(expr: In) -> Compiled:
+    """``a IN (e1, ...)`` is ``a = e1 || ...``; ``NOT IN`` is ``a != e1 && ...`` (§17.4.1.9)."""
+    arg = _operand(expr.arg)
+    values = tuple(_operand(v) for v in expr.values)
+    equal, negated = comparator("="), expr.negated
+
+    def member(solution):
+        a = arg(solution)
+        if a is ERROR:
+            return ERROR
+        result = False
+        for value in values:
+            b = value(solution)
+            r = ERROR if b is ERROR else equal(a, b)
+            if r is True:
+                return not negated
+            if r is ERROR:
+                result = ERROR
+        return result if result is ERROR else negated
+    return member
+
+
 def _effective_boolean(expr: EffectiveBoolean) -> Compiled:
     arg = _operand(expr.arg)
 
@@ -367,7 +436,7 @@ def _not(expr: Not) -> Compiled:
 
 _BUILDERS = {
     Compare: _compare, FtContains: _ftcontains, Regex: _regex, Contains: _contains,
-    LangMatches: _lang_matches, EffectiveBoolean: _effective_boolean,
+    LangMatches: _lang_matches, EffectiveBoolean: _effective_boolean, In: _in,
     And: _and, Or: _or, Not: _not,
 }
 

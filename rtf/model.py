@@ -118,7 +118,40 @@ class Lang:
         return f"lang({self.arg})"
 
 
-Operand = Variable | BlankNode | IRI | Literal | Lang
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A built-in function or XSD cast applied to expressions (language version 2).
+
+    `name` is the function's lower-case name (``"str"``, ``"year"``, ...),
+    ``"-"``/``"+"`` for unary minus and plus, or a cast's datatype IRI
+    (``"http://www.w3.org/2001/XMLSchema#integer"``).
+    """
+
+    name: str
+    args: tuple
+
+    def __str__(self) -> str:
+        name = self.name
+        if name.startswith("http"):
+            name = "xsd:" + name.rpartition("#")[2]
+        if name in ("-", "+"):
+            return f"{name}{self.args[0]}"
+        return f"{name}({', '.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True, slots=True)
+class Arithmetic:
+    """``left op right`` with op one of ``+ - * /`` (SPARQL 1.1 numeric operators)."""
+
+    op: str
+    left: object
+    right: object
+
+    def __str__(self) -> str:
+        return f"({self.left} {self.op} {self.right})"
+
+
+Operand = Variable | BlankNode | IRI | Literal | Lang | Call | Arithmetic
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +217,19 @@ class EffectiveBoolean:
 
 
 @dataclass(frozen=True, slots=True)
+class In:
+    """``arg IN (values...)``, or ``NOT IN`` when `negated` (SPARQL 1.1 §17.4.1.9-10)."""
+
+    arg: Operand
+    values: tuple
+    negated: bool = False
+
+    def __str__(self) -> str:
+        word = "NOT IN" if self.negated else "IN"
+        return f"{self.arg} {word} ({', '.join(map(str, self.values))})"
+
+
+@dataclass(frozen=True, slots=True)
 class And:
     operands: tuple["Expr", ...]
 
@@ -207,7 +253,7 @@ class Not:
         return f"!{self.operand}"
 
 
-Atom = Compare | FtContains | Regex | Contains | LangMatches | EffectiveBoolean
+Atom = Compare | FtContains | Regex | Contains | LangMatches | EffectiveBoolean | In
 Expr = Atom | And | Or | Not
 
 
@@ -235,6 +281,12 @@ def operand_variables(op) -> set[str]:
         return operand_variables(op.tag) | operand_variables(op.range)
     if isinstance(op, EffectiveBoolean):
         return operand_variables(op.arg)
+    if isinstance(op, Call):
+        return set().union(*(operand_variables(a) for a in op.args))
+    if isinstance(op, Arithmetic):
+        return operand_variables(op.left) | operand_variables(op.right)
+    if isinstance(op, In):
+        return operand_variables(op.arg).union(*(operand_variables(v) for v in op.values))
     raise TypeError(f"not an operand or expression: {op!r}")
 
 
@@ -265,7 +317,7 @@ class TupleConjunct:
     """Definition 1 of the RTF paper: (S, P, O, {F}).
 
     `fulltext` is the conjunction of the positive ``ftcontains`` constraints
-    on the object variable, free of ``ftor`` (disjunctions became branches).
+    on the object variable, ``ftor`` s included (one constraint, not branches).
     """
 
     subject: PatternTerm
@@ -345,7 +397,7 @@ class Query:
 
 __all__ = [
     "FTWord", "FTTerm", "FTAnd", "FTOr", "FTNot", "FTNear", "FTExpr",
-    "Lang", "Compare", "FtContains", "Regex", "Contains", "LangMatches", "EffectiveBoolean",
+    "Lang", "Call", "Arithmetic", "In", "Compare", "FtContains", "Regex", "Contains", "LangMatches", "EffectiveBoolean",
     "And", "Or", "Not", "Atom", "Expr", "operand_variables",
     "TriplePattern", "TupleConjunct", "Branch", "Query",
     "IRI", "Literal", "Variable", "BlankNode", "Wildcard", "TypePath", "WILDCARD", "TYPE_PATH",

@@ -66,7 +66,7 @@ class TextIndex:
     answers prefix terms by a key range instead of a scan.
     """
 
-    __slots__ = ("positions", "length", "_sorted", "_cache")
+    __slots__ = ("positions", "length", "_sorted", "_cache", "_word_set")
 
     def __init__(self, tokens: list[str]):
         positions: dict[str, list[int]] = {}
@@ -76,6 +76,7 @@ class TextIndex:
         self.length = len(tokens)
         self._sorted: list[str] | None = None
         self._cache: dict = {}
+        self._word_set: frozenset[str] | None = None
 
     @classmethod
     def of(cls, text: str) -> "TextIndex":
@@ -86,6 +87,13 @@ class TextIndex:
         if self._sorted is None:
             self._sorted = sorted(self.positions)
         return self._sorted
+
+    @property
+    def word_set(self) -> frozenset[str]:
+        """The distinct words of the text."""
+        if self._word_set is None:
+            self._word_set = frozenset(self.positions)
+        return self._word_set
 
     def words_with_prefix(self, prefix: str) -> list[str]:
         """Words of the text that start with `prefix` (a sorted key range)."""
@@ -134,6 +142,10 @@ class TextIndex:
         if isinstance(expr, FTAnd):
             return all(self.matches(e) for e in expr.operands)
         if isinstance(expr, FTOr):
+            plain = plain_alternatives(expr)
+            if plain is not None:
+                # One set test: time grows with the text, not the alternatives.
+                return not plain.isdisjoint(self.word_set)
             return any(self.matches(e) for e in expr.operands)
         if isinstance(expr, FTNot):
             return not self.matches(expr.operand)
@@ -167,8 +179,40 @@ def text_index(text: str) -> TextIndex:
     return TextIndex.of(text)
 
 
+# By identity: hashing a 1,000-alternative expression on every call would cost
+# what the set test saves. Each entry holds its expression, so ids are not reused.
+_PLAIN: dict[int, tuple[FTOr, frozenset[str] | None]] = {}
+
+
+def plain_alternatives(expr: FTOr) -> frozenset[str] | None:
+    """The words of ``"w1" ftor "w2" ftor ...`` when every alternative is one
+    whole word (nested ``ftor`` s flattened), else None."""
+    hit = _PLAIN.get(id(expr))
+    if hit is not None and hit[0] is expr:
+        return hit[1]
+    if len(_PLAIN) >= 4096:
+        _PLAIN.clear()
+    result = _plain_alternatives(expr)
+    _PLAIN[id(expr)] = (expr, result)
+    return result
+
+
+def _plain_alternatives(expr: FTOr) -> frozenset[str] | None:
+    found: set[str] = set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, FTOr):
+            stack.extend(e.operands)
+        elif isinstance(e, FTTerm) and not e.is_phrase and not e.words[0].prefix:
+            found.add(e.words[0].text)
+        else:
+            return None
+    return frozenset(found)
+
+
 def required_words(expr: FTExpr) -> tuple[frozenset[str], frozenset[str]]:
-    """Words and prefixes that must occur for `expr` (free of ftor) to hold.
+    """Words and prefixes that must occur for `expr` to hold (an ``ftor`` requires none).
 
     Returns ``(words, prefixes)``; an index keys on them, and the full
     expression is checked afterwards when it says more than a conjunction of

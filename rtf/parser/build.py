@@ -23,12 +23,14 @@ from lark import Token, Tree
 
 from rtf.decompose import decompose
 from rtf.errors import QueryError, QuerySyntaxError, UnsupportedQueryError
-from rtf.model import (And, Compare, Contains, EffectiveBoolean, FTAnd, FTNear, FTNot, FTOr,
-                       FTTerm, FtContains, Lang, LangMatches, Not, Or, Query, Regex, TriplePattern)
+from rtf.model import (And, Arithmetic, Call, Compare, Contains, EffectiveBoolean, FTAnd, FTNear,
+                       FTNot, FTOr, FTTerm, FtContains, In, Lang, LangMatches, Not, Or, Query,
+                       Regex, TriplePattern)
+from rtf.values import FUNCTION_ARITY, XSD_CASTS
 from rtf.parser.lexical import iri_text, string_value
 from rtf.terms import iri as shared_iri, shared, variable as shared_variable
 from rtf.terms import (IRI, RDF_LANGSTRING, RDF_TYPE, RDFS_SUBCLASSOF, TYPE_PATH, WILDCARD, XSD,
-                       BlankNode, Literal, Variable)
+                       BlankNode, Literal, Variable, is_variable)
 from rtf.text import FullTextError, parse_ft_string
 
 #: Prefixes known without a PREFIX declaration (as DBpedia's endpoint does);
@@ -39,6 +41,9 @@ BUILTIN_PREFIXES = {
     "xsd": XSD,
     "owl": "http://www.w3.org/2002/07/owl#",
 }
+
+#: What version 1 called an operand: kept as such so that its model is unchanged.
+_SIMPLE_OPERAND = (Variable, BlankNode, IRI, Literal, Lang)
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _LOCAL_ESC = re.compile(r"\\([_~.\-!$&'()*+,;=/?#@%])")
@@ -293,7 +298,19 @@ class QueryBuilder:
                 and str(second.children[1]) == "*")
 
     # ---------------------------------------------------------- filters
+    #: Boolean-valued parse-tree rules; anything else used as a condition is
+    #: read by its effective boolean value.
+    _CONDITIONS = frozenset({"or_expr", "and_expr", "negation", "compare", "in_expr",
+                             "not_in_expr", "ftcontains_call", "regex_call", "langmatches_call"})
+
     def expression(self, node):
+        """A FILTER condition: a boolean expression of `rtf.model`."""
+        if isinstance(node, Token) or node.data not in self._CONDITIONS:
+            value = self.value(node)
+            if isinstance(value, Call) and value.name == "contains" and all(
+                    isinstance(a, _SIMPLE_OPERAND) for a in value.args):
+                return Contains(*value.args)
+            return EffectiveBoolean(value)
         kind = node.data
         if kind == "or_expr":
             return Or(tuple(self.expression(c) for c in node.children))
@@ -303,29 +320,78 @@ class QueryBuilder:
             return Not(self.expression(node.children[0]))
         if kind == "compare":
             left, op, right = node.children
-            return Compare(str(op), self.operand(left), self.operand(right))
-        if kind == "ebv":
-            return EffectiveBoolean(self.operand(node.children[0]))
+            return Compare(str(op), self.value(left), self.value(right))
+        if kind in ("in_expr", "not_in_expr"):
+            arg, values = node.children[0], node.children[-1]
+            return In(self.value(arg), tuple(self.value(v) for v in values.children),
+                      kind == "not_in_expr")
         if kind == "ftcontains_call":
-            return FtContains(self.operand(node.children[0]), self.ft(node.children[1]))
+            arg = self.value(node.children[0])
+            if not is_variable(arg):
+                raise _unsupported("ftcontains on an expression", node,
+                                   "the first argument of ftcontains must be a variable")
+            return FtContains(arg, self.ft(node.children[1]))
         if kind == "regex_call":
-            args = [self.operand(c) for c in node.children]
-            return Regex(*args)
-        if kind == "contains_call":
-            return Contains(*(self.operand(c) for c in node.children))
-        if kind == "langmatches_call":
-            return LangMatches(*(self.operand(c) for c in node.children))
-        raise _syntax(f"unexpected {kind} in FILTER", node)
+            return Regex(*(self.value(c) for c in node.children))
+        return LangMatches(*(self.value(c) for c in node.children))  # langmatches_call
 
-    def operand(self, node):
+    def value(self, node):
+        """An expression used for its value: a term, a function call, arithmetic."""
+        if isinstance(node, Token):
+            raise _syntax(f"unexpected {node!r} in an expression", node)
         kind = node.data
         if kind == "var":
             return self.variable(node)
         if kind == "iri":
             return self.iri(node)
-        if kind == "lang_call":
-            return Lang(self.operand(node.children[0]))
-        return self.literal(node)
+        if kind in ("rdf_literal", "numeric_literal", "boolean_literal"):
+            return self.literal(node)
+        if kind == "arithmetic":
+            left, op, right = node.children
+            return Arithmetic(str(op), self.value(left), self.value(right))
+        if kind == "signed_arithmetic":  # ``?x -1``: the sign is the operator
+            left, number = node.children
+            text = str(number)
+            return Arithmetic(text[0], self.value(left), self.literal(Tree(
+                "numeric_literal", [Token("NUMBER", text[1:])])))
+        if kind == "unary_arithmetic":
+            op, arg = node.children
+            return Call(str(op), (self.value(arg),))
+        if kind == "builtin_function":
+            return self.builtin(node)
+        if kind == "function_call":
+            return self.cast(node)
+        if kind in self._CONDITIONS:
+            return self.expression(node)  # a boolean used as a value: (?a < ?b) = true
+        raise _syntax(f"unexpected {kind} in FILTER", node)
+
+    def builtin(self, node):
+        name_tok, args_node = node.children
+        name = str(name_tok).lower()
+        if name == "isuri":
+            name = "isiri"
+        arity = FUNCTION_ARITY[name]
+        args = tuple(self.value(a) for a in args_node.children)
+        if len(args) != arity:
+            raise _syntax(f"{name_tok}() takes {arity} argument{'s' if arity != 1 else ''}, "
+                          f"not {len(args)}", name_tok)
+        if name == "bound" and not is_variable(args[0]):
+            raise _syntax("bound() takes a variable", name_tok)
+        if name == "lang" and isinstance(args[0], _SIMPLE_OPERAND):
+            return Lang(args[0])  # the version-1 operand, as the indexes know it
+        return Call(name, args)
+
+    def cast(self, node):
+        iri_node, args_node = node.children
+        target = self.iri(iri_node).value
+        if target not in XSD_CASTS:
+            raise _unsupported("function call", iri_node,
+                               f"<{target}>; the functions called by IRI are the XSD casts "
+                               f"(xsd:{', xsd:'.join(sorted(t.rpartition('#')[2] for t in XSD_CASTS))})")
+        args = tuple(self.value(a) for a in args_node.children)
+        if len(args) != 1:
+            raise _syntax(f"a cast takes one argument, not {len(args)}", iri_node)
+        return Call(target, args)
 
     # ------------------------------------------------------- full text
     def ft(self, node):
@@ -350,7 +416,7 @@ class QueryBuilder:
     def ft_near(self, node: Tree, operands) -> FTNear:
         tokens = [c for c in node.children if isinstance(c, Token)]
         keyword = tokens[0]
-        numbers = [t for t in tokens if t.type == "NUMBER"]
+        numbers = [t for t in tokens if t.type in ("NUMBER", "SIGNED_NUMBER")]
         bounds = []
         for t in numbers:
             if not re.fullmatch(r"\d+", str(t)):

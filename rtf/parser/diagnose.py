@@ -26,7 +26,7 @@ UNSUPPORTED_KEYWORDS = {
     "ORDER": "ORDER BY", "GROUP": "GROUP BY", "HAVING": "HAVING", "LIMIT": "LIMIT",
     "OFFSET": "OFFSET", "CONSTRUCT": "CONSTRUCT", "DESCRIBE": "DESCRIBE",
     "FROM": "FROM (dataset clause)", "NAMED": "FROM NAMED (dataset clause)",
-    "EXISTS": "EXISTS", "IN": "IN", "AS": "expression in SELECT (AS)",
+    "EXISTS": "EXISTS", "AS": "expression in SELECT (AS)",
     "COUNT": "aggregate COUNT", "SUM": "aggregate SUM", "MIN": "aggregate MIN",
     "MAX": "aggregate MAX", "AVG": "aggregate AVG", "SAMPLE": "aggregate SAMPLE",
     "GROUP_CONCAT": "aggregate GROUP_CONCAT",
@@ -38,7 +38,9 @@ UNSUPPORTED_KEYWORDS = {
 
 #: Words that may stand before "(" in the language.
 CALLABLE = {"FILTER", "FTCONTAINS", "REGEX", "CONTAINS", "LANG", "LANGMATCHES", "FTNEAR",
-            "FTNOT", "FTAND", "FTOR"}
+            "FTNOT", "FTAND", "FTOR", "IN", "STR", "DATATYPE", "BOUND", "ISIRI", "ISURI",
+            "ISLITERAL", "ISBLANK", "ISNUMERIC", "SAMETERM", "LCASE", "UCASE", "STRLEN",
+            "STRSTARTS", "STRENDS", "YEAR", "MONTH", "DAY", "ABS"}
 
 # Lexical pieces of a query, in the order they must be tried: what is inside
 # strings, IRIs and comments is never a keyword; neither are variables,
@@ -116,7 +118,8 @@ def find_unsupported(text: str) -> UnsupportedQueryError | None:
 # Readable names of the grammar's terminals, for "expected ..." messages.
 _TERMINAL_NAMES = {
     "VAR1": "a variable", "VAR2": "a variable", "IRIREF": "an IRI", "PNAME_LN": "a prefixed name",
-    "PNAME_NS": "a prefix", "STRING": "a string", "NUMBER": "a number", "LANGTAG": "a language tag",
+    "PNAME_NS": "a prefix", "STRING": "a string", "NUMBER": "a number", "SIGNED_NUMBER": "a number", "ADD_OP": "+ or -",
+    "BUILTIN_NAME": "a function (str, lang, year, ...)", "DIV_OP": "/", "IN": "IN", "NOT": "NOT IN", "LANGTAG": "a language tag",
     "BLANK_NODE_LABEL": "a blank node", "ANON": '"[]"', "COMP_OP": "a comparison (= != < <= > >=)",
     "PATH_MOD": "a path modifier", "STAR": '"*"', "A": '"a"', "TRUE": "true", "FALSE": "false",
     "DISTINCT": "DISTINCT", "REDUCED": "REDUCED", "FTOR": "ftor", "FTAND": "ftand",

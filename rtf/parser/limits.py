@@ -34,8 +34,9 @@ MAX_NESTING_DEPTH = 64
 # Parse-tree rules that are one level of nesting; the others (terms, the
 # plumbing of property lists) add nothing and never recurse on their own.
 _NESTING_RULES = frozenset({
-    "or_expr", "and_expr", "negation", "compare", "lang_call",
-    "ftcontains_call", "regex_call", "contains_call", "langmatches_call",
+    "or_expr", "and_expr", "negation", "compare", "in_expr", "not_in_expr",
+    "arithmetic", "signed_arithmetic", "unary_arithmetic", "builtin_function", "function_call",
+    "ftcontains_call", "regex_call", "langmatches_call",
     "ft_or", "ft_and", "ft_not", "ft_near",
     "blank_node_property_list",
     "path_alternative", "path_sequence", "path_inverse", "path_elt", "path_group",
