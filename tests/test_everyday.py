@@ -338,3 +338,53 @@ def test_the_match_help_example_runs(capsys):
     code, out, _ = run(capsys, "match", "--queries", EXAMPLES / "news_queries.jsonl",
                        "--publications", EXAMPLES / "news.nt", "--taxonomy", EXAMPLES / "news_ontology.nt")
     assert code == 0 and len(out.splitlines()) == 3
+
+
+# ------------------------------------------------------------- plots
+
+
+def _bench_doc(dbs, ft_prs=(0, 50), algorithms=("rtfs", "rtfm", "ibroker")):
+    runs = [{"ft_pr": ft, "algorithm": alg, "db": db, "filter_ms_mean": 1.0 + i + db / 1000,
+             "_times": [0.001] * 20, "pubs_per_s": 1000.0, "kb_per_s": 10.0, "publications": 20,
+             "index_mb": 5.0 + i, "queries_mb": 1.0, "insert_s": 0.1 * (i + 1)}
+            for ft in ft_prs for i, alg in enumerate(algorithms) for db in dbs]
+    return {"runs": runs, "params": {"algorithms": list(algorithms), "step": dbs[0]}}
+
+
+def _figures(monkeypatch, tmp_path, doc):
+    """The figures write_plots draws, kept open to be inspected."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rtf.bench import write_plots
+    plt.close("all")
+    monkeypatch.setattr(plt, "close", lambda fig=None: None)
+    written = write_plots(doc, tmp_path)
+    figures = [plt.figure(n) for n in plt.get_fignums()]
+    return written, figures
+
+
+def test_fig7_has_every_engine_and_legends_stay_off_the_data(monkeypatch, tmp_path):
+    written, figures = _figures(monkeypatch, tmp_path, _bench_doc([1000, 2000]))
+    assert [p.name for p in written] == ["fig5_filtering.png", "fig6_memory_insertion.png", "fig7_ft_pr.png"]
+    fig7 = figures[-1]
+    labels = fig7.axes[0].get_legend_handles_labels()[1]
+    assert {label.split()[0] for label in labels} == {"rtfs", "rtfm", "ibroker"}
+    for fig in figures:
+        fig.canvas.draw()
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is not None:  # the legend's box lies beside the axes', not over it
+                box, area = legend.get_window_extent(), ax.get_window_extent()
+                assert box.x0 >= area.x1 or box.y1 <= area.y0
+
+
+def test_a_single_db_size_is_drawn_as_bars(monkeypatch, tmp_path):
+    from matplotlib.patches import Rectangle
+    _, figures = _figures(monkeypatch, tmp_path, _bench_doc([1000]))
+    filter_axis = figures[0].axes[0]
+    bars = [p for p in filter_axis.patches if isinstance(p, Rectangle)]
+    assert len(bars) == 3 and not filter_axis.get_lines()
+    assert "DB = 1,000" in filter_axis.get_xlabel()
