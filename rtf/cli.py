@@ -75,6 +75,13 @@ live input:
   next subject starts, or the input ends. --follow FILE reads a growing file
   like `tail -f` (until Ctrl-C, or --follow-timeout seconds without new data).
 
+several cores:
+  --workers N forks N processes once the queries are registered (each has the
+  engine without reloading it) and sends them batches of publications; the
+  output is the one-process output, in the same order. Live feeds are best
+  served by one process (a batch waits for its publications). In --stats,
+  filter_s then sums the workers' times.
+
 query files with bad queries:
   --skip-invalid also skips a bad query or a duplicate id, reporting each on
   stderr as "rtf: skipped query: Q:LINE: query 'id': reason"; `rtf check -f Q`

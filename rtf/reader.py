@@ -314,16 +314,14 @@ class LiveStream:
         return part
 
     def read(self, size: int = -1) -> bytes:
-        if self._head:
-            head, self._head = self._head, b""
-            return head if size < 0 or len(head) <= size else self._give_back(head, size)
+        """What is available now, at most `size` bytes (all, to the end, if negative)."""
         if size < 0:
-            return b"".join(iter(lambda: self._next(CHUNK_BYTES), b""))
+            head, self._head = self._head, b""
+            return head + b"".join(iter(lambda: self._next(CHUNK_BYTES), b""))
+        if self._head:
+            head, self._head = self._head[:size], self._head[size:]
+            return head
         return self._next(size)
-
-    def _give_back(self, head: bytes, size: int) -> bytes:
-        self._head = head[size:]
-        return head[:size]
 
     read1 = read
 
