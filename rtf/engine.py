@@ -20,7 +20,6 @@ import gc
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from os import PathLike
-from types import MappingProxyType
 from typing import Literal as TypingLiteral
 
 from rtf.errors import QueryError, QueryTooComplexError
@@ -136,7 +135,29 @@ class Match:
         return iter((self.query_id, self.subscriber, self.bindings))
 
 
-_NO_METADATA: Mapping = MappingProxyType({})
+class Metadata(Mapping):
+    """A query's metadata: a read-only mapping that pickles (an engine is
+    shipped to Spark executors and --workers processes)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping | Iterable = ()):
+        self._data = dict(data)
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Metadata({self._data!r})"
+
+
+_NO_METADATA = Metadata()
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +172,7 @@ class RegisteredQuery:
     query: Query
     subscriber: str | None = None
     is_ask: bool = False  # the query's, kept here for the match loop
-    metadata: Mapping = field(default_factory=lambda: _NO_METADATA, compare=False)
+    metadata: Metadata = field(default_factory=lambda: _NO_METADATA, compare=False)
 
 
 class Engine:
@@ -224,7 +245,7 @@ class Engine:
         parsed = self._index_query(query, query_id)
         self._queries[query_id] = RegisteredQuery(
             query_id, parsed, subscriber, parsed.is_ask,
-            MappingProxyType(dict(metadata)) if metadata else _NO_METADATA)
+            Metadata(metadata) if metadata else _NO_METADATA)
         return query_id
 
     def _index_query(self, query: str | Query, query_id: str) -> Query:

@@ -388,3 +388,11 @@ def test_a_single_db_size_is_drawn_as_bars(monkeypatch, tmp_path):
     bars = [p for p in filter_axis.patches if isinstance(p, Rectangle)]
     assert len(bars) == 3 and not filter_axis.get_lines()
     assert "DB = 1,000" in filter_axis.get_xlabel()
+
+
+def test_an_engine_with_metadata_pickles():
+    import pickle
+    engine = Engine()
+    engine.register(QUERIES[0]["query"], "rio", metadata={"topic": "sport"})
+    copy = pickle.loads(pickle.dumps(engine))
+    assert dict(copy.get("rio").metadata) == {"topic": "sport"}
