@@ -5,7 +5,7 @@ satisfies and with which bindings::
 
     from rtf import Engine, Publication
 
-    engine = Engine(algorithm="rtfs")           # or "naive", "rtfm", "ibroker"
+    engine = Engine()                           # "rtfs"; or "naive", "rtfm", "ibroker"
     engine.register('''
         PREFIX dbo: <http://dbpedia.org/ontology/>
         SELECT ?a WHERE { ?a dbo:abstract ?t FILTER ftcontains(?t, "olympic" ftand "rio") }
@@ -24,7 +24,8 @@ __version__ = "0.1.0"
 # The public API, imported on first use (PEP 562) so that `import rtf.text`
 # in a Spark executor does not pay for the parser and every engine.
 _API = {
-    "ALGORITHMS": "rtf.engine", "Engine": "rtf.engine", "Match": "rtf.engine",
+    "ALGORITHMS": "rtf.engine", "Algorithm": "rtf.engine", "Engine": "rtf.engine",
+    "Match": "rtf.engine", "RegisteredQuery": "rtf.engine",
     "Publication": "rtf.publication", "Taxonomy": "rtf.taxonomy",
     "parse_query": "rtf.parser", "read_publications": "rtf.reader",
     "RtfError": "rtf.errors", "QueryError": "rtf.errors", "QuerySyntaxError": "rtf.errors",

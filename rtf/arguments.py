@@ -33,6 +33,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_float(text: str) -> float:
+    """A number above 0 (seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
 def between(low: float, high: float, what: str) -> Callable[[str], float]:
     """A type for a number from `low` to `high`, named `what` in its errors."""
     def number(text: str) -> float:
@@ -50,7 +61,7 @@ def between(low: float, high: float, what: str) -> Callable[[str], float]:
 # ------------------------------------------------------------------ output files
 
 #: The options that name files a command reads, and those it writes.
-INPUT_OPTIONS = ("publications", "queries", "taxonomy", "file")
+INPUT_OPTIONS = ("publications", "follow", "queries", "taxonomy", "file")
 OUTPUT_OPTIONS = ("output", "json")
 
 STDIO = "-"

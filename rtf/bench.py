@@ -703,14 +703,37 @@ def write_plots(doc: dict, directory: str | os.PathLike) -> list[Path]:
     db_max = max(r["db"] for r in runs)
     written = []
 
+    single_db = len({r["db"] for r in runs}) == 1
+    slots: dict = {}  # axis -> how many series it has, for bars side by side
+
+    def draw(ax, x, y, color=None, marker="o", label=None, linestyle="-", **kw):
+        """A series against DB: a line, or a bar when a single DB size was measured."""
+        if not single_db:
+            ax.plot(x, y, marker=marker, color=color, label=label, linestyle=linestyle, **kw)
+            return
+        k = slots[ax] = slots.get(ax, -1) + 1
+        if y and y[0] is not None:
+            ax.bar([k], y[:1], width=0.7, color=color, label=label,
+                   hatch=None if linestyle == "-" else "//",
+                   fill=linestyle == "-" or kw.get("markerfacecolor") != "none",
+                   edgecolor=color)
+
+    def outside_legend(ax):
+        # Beside the axes, never over the data.
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
+
     def style(ax, ylabel, log=False):
-        ax.set_xlabel("query database DB (thousands of queries)")
+        if single_db:
+            ax.set_xticks([])
+            ax.set_xlabel(f"query database DB = {db_max:,} queries")
+        else:
+            ax.set_xlabel("query database DB (thousands of queries)")
         ax.set_ylabel(ylabel)
         if log:
             ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
+            outside_legend(ax)
         else:
             ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes)
 
@@ -720,7 +743,7 @@ def write_plots(doc: dict, directory: str | os.PathLike) -> list[Path]:
 
     def save(fig, name):
         fig.tight_layout()
-        fig.savefig(directory / name, dpi=90)
+        fig.savefig(directory / name, dpi=90, bbox_inches="tight")  # keeps the outside legends
         plt.close(fig)
         written.append(directory / name)
 
@@ -731,7 +754,7 @@ def write_plots(doc: dict, directory: str | os.PathLike) -> list[Path]:
         x, y = _series(runs, main_ft, alg, "filter_ms_mean")
         allv += y
         c, m = _STYLE.get(alg, (None, "o"))
-        ax1.plot(x, y, marker=m, color=c, label=alg)
+        draw(ax1, x, y, color=c, marker=m, label=alg)
     ax1.set_title(f"(a) filter time per publication, FT_pr={main_ft}%", fontsize=10)
     style(ax1, "ms / publication (mean)", log=spread(allv))
     for alg in algs:
@@ -758,7 +781,8 @@ def write_plots(doc: dict, directory: str | os.PathLike) -> list[Path]:
     else:
         ax2.set_ylim(bottom=0)
     ax2.grid(True, which="both", alpha=0.3)
-    ax2.legend(fontsize=8)
+    if ax2.get_legend_handles_labels()[0]:
+        outside_legend(ax2)
     save(fig, "fig5_filtering.png")
 
     # Fig. 6: (a) index memory vs DB, (b) insertion time per step
@@ -767,13 +791,13 @@ def write_plots(doc: dict, directory: str | os.PathLike) -> list[Path]:
         c, m = _STYLE.get(alg, (None, "o"))
         x, y = _series(runs, main_ft, alg, "index_mb")
         if any(v is not None for v in y):
-            ax1.plot(x, y, marker=m, color=c, label=alg)
+            draw(ax1, x, y, marker=m, color=c, label=alg)
             _, q = _series(runs, main_ft, alg, "queries_mb")
             if all(v is not None for v in y + q):
-                ax1.plot(x, [a - b for a, b in zip(y, q)], marker=m, color=c, linestyle="--",
-                         markerfacecolor="none", label=f"{alg} without its copy of the queries")
+                draw(ax1, x, [a - b for a, b in zip(y, q)], marker=m, color=c, linestyle="--",
+                     markerfacecolor="none", label=f"{alg} without its copy of the queries")
         x, y = _series(runs, main_ft, alg, "insert_s")
-        ax2.plot(x, [1000 * v for v in y], marker=m, color=c, label=alg)
+        draw(ax2, x, [1000 * v for v in y], marker=m, color=c, label=alg)
     ax1.set_title(f"(a) index memory (tracemalloc), FT_pr={main_ft}%", fontsize=10)
     style(ax1, "MB")
     ax1.set_ylim(bottom=0)
@@ -782,19 +806,20 @@ def write_plots(doc: dict, directory: str | os.PathLike) -> list[Path]:
     ax2.set_ylim(bottom=0)
     save(fig, "fig6_memory_insertion.png")
 
-    # Fig. 7: the RTF variants when FT_pr varies (only with several FT_pr)
+    # Fig. 7: every measured engine when FT_pr varies (only with several FT_pr)
     if len(ft_prs) > 1:
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
         dashes = ["-", "--", ":", "-."]
-        for alg in [a for a in algs if a != "ibroker"] or algs:
+        for alg in algs:
             c, m = _STYLE.get(alg, (None, "o"))
             for k, ft in enumerate(ft_prs):
                 ls = dashes[k % len(dashes)]
                 x, y = _series(runs, ft, alg, "filter_ms_mean")
-                ax1.plot(x, y, marker=m, color=c, linestyle=ls, label=f"{alg} FT_pr={ft}%")
+                draw(ax1, x, y, marker=m, color=c, linestyle=ls, label=f"{alg} FT_pr={ft}%",
+                     alpha=1.0 - 0.5 * k / len(ft_prs))
                 x, y = _series(runs, ft, alg, "insert_s")
-                ax2.plot(x, [1000 * v for v in y], marker=m, color=c, linestyle=ls,
-                         label=f"{alg} FT_pr={ft}%")
+                draw(ax2, x, [1000 * v for v in y], marker=m, color=c, linestyle=ls,
+                     label=f"{alg} FT_pr={ft}%", alpha=1.0 - 0.5 * k / len(ft_prs))
         ax1.set_title("(a) filter time when FT_pr varies", fontsize=10)
         style(ax1, "ms / publication (mean)")
         ax2.set_title("(b) insertion time per step when FT_pr varies", fontsize=10)

@@ -29,7 +29,8 @@ import traceback
 import zlib
 from pathlib import Path
 
-from rtf.arguments import OutputIsInputError, atomic_output, refuse_outputs_among_inputs
+from rtf.arguments import (OutputIsInputError, atomic_output, positive_float, positive_int,
+                           refuse_outputs_among_inputs)
 from rtf.errors import QueryError, RtfError
 
 #: Exit statuses (documented in `rtf --help`).
@@ -67,10 +68,32 @@ bad input:
                           line where it starts
   a UTF-8 byte order mark at the start of a file is ignored
 
-example:
-  rtf match --queries examples/queries.jsonl \\
-            --publications ../shared/data/dbpedia/nordlys_dbpedia-2015-10_sample.nt.gz \\
-            --taxonomy ../shared/data/dbpedia/ontology/dbpedia_2015-10.nt.gz --stats
+live input:
+  --publications - reads stdin as it comes (N-Triples unless --format says
+  otherwise; gzip or bzip2 recognised by their first bytes) and writes, and
+  flushes, each publication's matches as soon as it is complete: when the
+  next subject starts, or the input ends. --follow FILE reads a growing file
+  like `tail -f` (until Ctrl-C, or --follow-timeout seconds without new data).
+
+several cores:
+  --workers N forks N processes once the queries are registered (each has the
+  engine without reloading it) and sends them batches of publications; the
+  output is the one-process output, in the same order. Live feeds are best
+  served by one process (a batch waits for its publications). In --stats,
+  filter_s then sums the workers' times.
+
+query files with bad queries:
+  --skip-invalid also skips a bad query or a duplicate id, reporting each on
+  stderr as "rtf: skipped query: Q:LINE: query 'id': reason"; `rtf check -f Q`
+  lists them all without matching anything.
+
+examples (from a checkout; the bundled example files):
+  rtf match --queries rtf/examples/news_queries.jsonl \\
+            --publications rtf/examples/news.nt \\
+            --taxonomy rtf/examples/news_ontology.nt --stats
+  tail -f feed.nt | rtf match --queries rtf/examples/news_queries.jsonl --publications - --explain
+  rtf match --queries rtf/examples/news_queries.jsonl --publications rtf/examples/news.nt \\
+            --output-format sparql-json --with-metadata --workers 2
 """
 
 
@@ -127,31 +150,50 @@ class QueryFileError(RtfError):
     pass
 
 
-def load_queries(path: str | Path) -> list[dict]:
-    """Query records {"id", "query", "subscriber"} from a JSON Lines or .rq file."""
+#: The fields of a JSON Lines query record that are not metadata.
+RECORD_FIELDS = ("id", "query", "subscriber")
+
+
+def load_queries(path: str | Path, problems: list[str] | None = None) -> list[dict]:
+    """Query records {"id", "query", "subscriber", "metadata", "line"} from a JSON Lines or .rq file.
+
+    The fields of a JSON line other than id, query and subscriber are its
+    metadata. A bad line raises `QueryFileError` naming the file and line;
+    with a `problems` list it is reported there instead, and skipped.
+    """
     path = Path(path)
     text = read_text(path, "queries file")
     if path.suffix == ".rq":
-        return [{"id": path.stem, "query": text, "subscriber": None, "line": 1}]
+        return [{"id": path.stem, "query": text, "subscriber": None, "metadata": {}, "line": 1}]
     records = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise QueryFileError(f"{path}:{n}: not a JSON object ({e.msg})") from None
-        except RecursionError:
-            raise QueryFileError(f"{path}:{n}: JSON nested too deeply") from None
-        if not isinstance(rec, dict) or not isinstance(rec.get("query"), str):
-            raise QueryFileError(f'{path}:{n}: expected {{"id": ..., "query": "..."}}')
-        for name in ("id", "query", "subscriber"):
-            if not _is_unicode(rec.get(name)):
-                raise QueryFileError(f'{path}:{n}: "{name}" is not valid Unicode '
-                                     "(a lone surrogate \\ud800-\\udfff)")
-        records.append({"id": str(rec["id"]) if rec.get("id") is not None else None,
-                        "query": rec["query"], "subscriber": rec.get("subscriber"), "line": n})
+            records.append(_query_record(line, f"{path}:{n}", n))
+        except QueryFileError as e:
+            if problems is None:
+                raise
+            problems.append(str(e))
     return records
+
+
+def _query_record(line: str, where: str, n: int) -> dict:
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise QueryFileError(f"{where}: not a JSON object ({e.msg})") from None
+    except RecursionError:
+        raise QueryFileError(f"{where}: JSON nested too deeply") from None
+    if not isinstance(rec, dict) or not isinstance(rec.get("query"), str):
+        raise QueryFileError(f'{where}: expected {{"id": ..., "query": "..."}}')
+    for name in RECORD_FIELDS:
+        if not _is_unicode(rec.get(name)):
+            raise QueryFileError(f'{where}: "{name}" is not valid Unicode '
+                                 "(a lone surrogate \\ud800-\\udfff)")
+    return {"id": str(rec["id"]) if rec.get("id") is not None else None,
+            "query": rec["query"], "subscriber": rec.get("subscriber"), "line": n,
+            "metadata": {k: v for k, v in rec.items() if k not in RECORD_FIELDS}}
 
 
 def _is_unicode(value) -> bool:
@@ -165,16 +207,30 @@ def _is_unicode(value) -> bool:
     return True
 
 
-def register_all(engine, records, source: str) -> None:
-    """Register every record, or none: the first bad query is an error naming it."""
+def register_all(engine, records, source: str, problems: list[str] | None = None) -> None:
+    """Register every record, or none: the first bad query is an error naming it.
+
+    With a `problems` list, a bad query or a duplicate id is reported there
+    (file, line, id and reason) and skipped; the others are registered.
+    """
     for rec in progress(records, "registering", unit="q"):
         try:
-            engine.register(rec["query"], rec["id"], rec["subscriber"])
+            engine.register(rec["query"], rec["id"], rec["subscriber"], rec.get("metadata"))
         except QueryError as e:
-            where = f"{source}:{rec['line']}"
-            raise QueryFileError(f"{where}: query {rec['id']!r}: {e}") from None
+            error = QueryFileError(f"{source}:{rec['line']}: query {rec['id']!r}: {e}")
         except (ValueError, TypeError) as e:  # a duplicate id, a subscriber that is not a string
-            raise QueryFileError(f"{source}:{rec['line']}: {e}") from None
+            error = QueryFileError(f"{source}:{rec['line']}: {e}")
+        else:
+            continue
+        if problems is None:
+            raise error from None
+        problems.append(str(error))
+
+
+def report_skipped_queries(problems: list[str]) -> None:
+    """Tell on stderr each query that --skip-invalid left out, and why."""
+    for problem in problems:
+        print(f"rtf: skipped query: {problem}", file=sys.stderr)
 
 
 def match_line(pub_id: str, m) -> str:
@@ -208,8 +264,12 @@ def _json_bindings(m) -> str:
 
 
 def cmd_check(args) -> int:
+    """Check one query (argument, .rq file or stdin), or every query of a JSON Lines file."""
+    from rtf.explain import never_match_reasons
     from rtf.parser import parse_query
 
+    if args.file and Path(args.file).suffix != ".rq":
+        return check_query_file(args.file)
     if args.file:
         text = read_text(args.file, "query file")
     elif args.query is not None:
@@ -227,52 +287,220 @@ def cmd_check(args) -> int:
                 print("  " + " " * max((e.column or 1) - 1, 0) + "^", file=sys.stderr)
         return 1
     print(q.describe())
+    for reason in never_match_reasons(q):
+        print(f"warning: {reason}", file=sys.stderr)
     return 0
 
 
+def check_query_file(path: str) -> int:
+    """Check every query of a JSON Lines file: each bad one (bad JSON, invalid
+    query, duplicate id) is reported with its line, id and reason on stderr,
+    each query that can never match gets a warning; exit 1 if any was bad."""
+    from rtf.engine import Engine
+    from rtf.explain import never_match_reasons
+
+    problems: list[str] = []
+    records = load_queries(path, problems)
+    engine = Engine("naive")  # the cheapest index; registering runs every check
+    register_all(engine, records, path, problems)
+    warnings = 0
+    for rec in records:
+        if rec["id"] is None or rec["id"] not in engine:
+            continue
+        for reason in never_match_reasons(engine.get(rec["id"]).query):
+            print(f"{path}:{rec['line']}: query {rec['id']!r}: warning: {reason}", file=sys.stderr)
+            warnings += 1
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    print(f"{path}: {len(engine)} valid queries, {len(problems)} invalid, {warnings} warning(s)")
+    return EXIT_INPUT if problems else 0
+
+
+# ------------------------------------------------------------------ output
+
+OUTPUT_FORMATS = ("jsonl", "sparql-json")
+
+
+def make_renderer(args, engine):
+    """The function that turns one publication's matches into output text.
+
+    The default (JSON Lines, no extras) is `match_line` alone; the extras
+    (--with-metadata, --explain, sparql-json) are other functions chosen
+    here once, so that they cost nothing when not asked for.
+    """
+    with_metadata = getattr(args, "with_metadata", False)
+    explain = getattr(args, "explain", False)
+    if getattr(args, "output_format", "jsonl") == "sparql-json":
+        def line(pub, m) -> str:
+            return sparql_json_line(pub.id, m, engine.get(m.query_id))
+    elif with_metadata or explain:
+        def line(pub, m) -> str:
+            return match_line(pub.id, m)
+    else:
+        return _render_plain
+
+    def render(pub, found) -> str:
+        out = []
+        for m in found:
+            text = line(pub, m)
+            if with_metadata or explain:
+                extra = {}
+                if with_metadata:
+                    extra["metadata"] = dict(engine.get(m.query_id).metadata)
+                if explain:
+                    extra["explain"] = m.explain(pub, engine)
+                text = text[:-1] + ", " + json.dumps(extra, ensure_ascii=False)[1:]
+            out.append(text + "\n")
+        return "".join(out)
+    return render
+
+
+def _render_plain(pub, found) -> str:
+    return "".join([match_line(pub.id, m) + "\n" for m in found])
+
+
+def sparql_term(key: str) -> dict:
+    """An N-Triples term as a SPARQL 1.1 Query Results JSON RDF term."""
+    from rtf.terms import XSD_STRING, literal_parts
+    if key.startswith("<"):
+        return {"type": "uri", "value": key[1:-1]}
+    if key.startswith("_:"):
+        return {"type": "bnode", "value": key[2:]}
+    parts = literal_parts(key)
+    term = {"type": "literal", "value": parts.lexical}
+    if parts.lang is not None:
+        term["xml:lang"] = parts.lang
+    elif parts.datatype != XSD_STRING:
+        term["datatype"] = parts.datatype
+    return term
+
+
+def sparql_json(m, registered) -> dict:
+    """A match as a SPARQL 1.1 Query Results JSON document (ASK: a boolean)."""
+    if m.is_ask:
+        return {"head": {}, "boolean": True}
+    return {"head": {"vars": list(registered.query.projection)},
+            "results": {"bindings": [{v: sparql_term(t) for v, t in sol}
+                                     for sol in sorted(m.solutions)]}}
+
+
+def sparql_json_line(pub_id: str, m, registered) -> str:
+    """One output line of --output-format sparql-json: the results document
+    plus "publication", "query" and "subscriber"."""
+    doc = {"publication": pub_id, "query": m.query_id, "subscriber": m.subscriber}
+    doc.update(sparql_json(m, registered))
+    return json.dumps(doc, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------ matching
+
+
 def cmd_match(args) -> int:
+    """Register the queries, then write the matches of each publication."""
     from rtf.engine import Engine, freeze_long_lived
-    from rtf.reader import ReadStats, read_publications
+    from rtf.reader import ReadStats, UnknownFormatError, read_publications
 
     t0 = time.perf_counter()
     engine = Engine(args.algorithm, taxonomy=args.taxonomy)
-    records = load_queries(args.queries)
+    problems: list[str] | None = [] if args.skip_invalid else None
+    records = load_queries(args.queries, problems)
     rss_before = current_rss_mb()
-    register_all(engine, records, args.queries)
+    register_all(engine, records, args.queries, problems)
     index_rss_mb = current_rss_mb() - rss_before
+    if problems:
+        report_skipped_queries(problems)
     del records
     register_s = time.perf_counter() - t0
     freeze_long_lived()  # the index is long-lived: out of the collector's sight
 
+    follow = getattr(args, "follow", None)
+    sources = [follow] if follow else args.publications
+    live = bool(follow) or "-" in sources  # a feed: each publication's matches at once
+    render = make_renderer(args, engine)
     to_stdout = args.output in (None, "-")
     read_stats = ReadStats()
     publications = matches = 0
     filter_s = 0.0
+    workers = getattr(args, "workers", 1) or 1
     with contextlib.nullcontext(sys.stdout) if to_stdout else atomic_output(args.output) as out:
-        pubs = read_publications(args.publications, group_by=args.group_by,
-                                 skip_invalid=args.skip_invalid, stats=read_stats)
-        for pub in progress(pubs, "matching", unit="pub"):
-            t = time.perf_counter()
-            found = engine.match(pub)
-            filter_s += time.perf_counter() - t
+        try:
+            pubs = read_publications(sources, group_by=args.group_by, skip_invalid=args.skip_invalid,
+                                     stats=read_stats, format=getattr(args, "format", None),
+                                     follow=bool(follow), idle_timeout=getattr(args, "follow_timeout", None))
+        except UnknownFormatError as e:  # worded for the command line
+            raise UnknownFormatError(e.syntax, e.source, "--format nt|nq|ttl|trig|owl") from None
+        if workers > 1:
+            results = match_in_processes(engine, render, pubs, workers)
+        else:
+            results = _match_here(engine, render, progress(pubs, "matching", unit="pub"))
+        for text, n_matches, seconds in results:
+            filter_s += seconds
             publications += 1
-            if found:
-                out.write("".join([match_line(pub.id, m) + "\n" for m in found]))
-            matches += len(found)
+            if text:
+                out.write(text)
+                if live:
+                    out.flush()
+            matches += n_matches
         out.flush()
     report_lost_input(read_stats)
     if args.stats:
         stats = {"algorithm": args.algorithm, "queries": len(engine), "publications": publications,
                  "triples": read_stats.triples, "skipped_lines": read_stats.skipped_lines,
+                 "skipped_queries": len(problems or ()),
                  "breaks": [b.as_dict() for b in read_stats.breaks],
                  "register_s": round(register_s, 4),
                  "register_queries_per_s": round(len(engine) / register_s) if register_s else None,
                  "index_rss_mb": round(index_rss_mb, 1), "filter_s": round(filter_s, 4),
                  "publications_per_s": round(publications / filter_s, 1) if filter_s else None,
                  "filter_ms_per_publication": round(1000 * filter_s / publications, 4) if publications else None,
-                 "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1)}
+                 "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1), "workers": workers}
         print(json.dumps(stats), file=sys.stderr)
     return 0
+
+
+#: Publications sent to a worker process at a time (amortises the pickling).
+WORKER_BATCH = 32
+
+_WORKER: dict = {}  # a worker process's engine and renderer, inherited through fork
+
+
+def match_in_processes(engine, render, pubs, workers: int):
+    """`_match_here`, spread over `workers` forked processes, results in input order.
+
+    The processes are forked after the queries are registered, so each has the
+    engine (loaded once, shared copy-on-write) without pickling it; this
+    process reads the input and sends batches of publications.
+    """
+    import multiprocessing
+    from itertools import islice
+
+    _WORKER.update(engine=engine, render=render)
+    context = multiprocessing.get_context("fork")
+    batches = iter(lambda: [(p.id, p.triples) for p in islice(pubs, WORKER_BATCH)], [])
+    with context.Pool(workers) as pool:
+        for results in pool.imap(_match_batch, batches):
+            yield from results
+
+
+def _match_batch(batch: list) -> list:
+    from rtf.publication import Publication
+
+    engine, render = _WORKER["engine"], _WORKER["render"]
+    results = []
+    for pub_id, triples in batch:
+        pub = Publication.__new__(Publication)  # checked when it was read
+        pub.id, pub.triples = pub_id, triples
+        results.extend(_match_here(engine, render, [pub]))
+    return results
+
+
+def _match_here(engine, render, pubs):
+    """(output text, matches, filter seconds) of each publication, in this process."""
+    for pub in pubs:
+        t = time.perf_counter()
+        found = engine.match(pub)
+        seconds = time.perf_counter() - t
+        yield (render(pub, found) if found else ""), len(found), seconds
 
 
 def report_lost_input(read_stats) -> None:
@@ -304,27 +532,33 @@ def cmd_demo(args) -> int:
               f"running the bundled example {pubs[0]} instead", file=sys.stderr)
     ns = argparse.Namespace(queries=str(queries), publications=pubs, taxonomy=taxonomy,
                             algorithm=args.algorithm, group_by="subject", output=args.output,
-                            stats=True, skip_invalid=False)
+                            stats=True, skip_invalid=False, follow=None, format=None)
     refuse_outputs_among_inputs(ns)
     return cmd_match(ns)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from rtf.engine import ALGORITHMS
+    from rtf import __version__
+    from rtf.engine import ALGORITHMS, DEFAULT_ALGORITHM
 
     parser = argparse.ArgumentParser(
         prog="rtf", description="Continuous full-text SPARQL queries over RDF publications.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:4:2]))
+    parser.add_argument("--version", action="version", version=f"rtf {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("check", help="parse a query and print its decomposition",
                        description="Parse a query and print its decomposition into branches and tuple "
                                    "conjuncts; exit 1 with line and column if it is invalid.",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog='example:\n  rtf check \'ASK { ?a <http://ex/p> ?t FILTER ftcontains(?t, "rio") }\'')
+                       epilog='examples:\n  rtf check \'ASK { ?a <http://ex/p> ?t FILTER ftcontains(?t, "rio") }\'\n'
+                              '  rtf check -f rtf/examples/news_queries.jsonl\n\n'
+                              'A query that can never match (ftcontains on a variable no triple '
+                              'pattern binds to a literal) gets a warning on stderr.')
     p.add_argument("query", nargs="?", help="the query text (default: read -f FILE or stdin)")
-    p.add_argument("-f", "--file", help="read the query from a .rq file")
+    p.add_argument("-f", "--file", help="read the query from a .rq file, or check every query of a "
+                                        "JSON Lines file (each bad one reported with line, id, reason)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("match", help="match publications against registered queries",
@@ -332,24 +566,43 @@ def build_parser() -> argparse.ArgumentParser:
                                    "engine and write one JSON line per (publication, matching query).",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG_MATCH)
     p.add_argument("--queries", required=True, metavar="Q", help="JSON Lines of queries, or a .rq file")
-    p.add_argument("--publications", required=True, nargs="+", metavar="F",
-                   help="N-Triples, Turtle or N-Quads files, plain, .gz or .bz2 ('-' for stdin)")
+    inputs = p.add_mutually_exclusive_group(required=True)
+    inputs.add_argument("--publications", nargs="+", metavar="F",
+                        help="N-Triples, Turtle or N-Quads files, plain, .gz or .bz2 ('-' for stdin)")
+    inputs.add_argument("--follow", metavar="FILE",
+                        help="read FILE as it grows, like `tail -f` (a live feed)")
+    p.add_argument("--follow-timeout", type=positive_float, metavar="S",
+                   help="with --follow: stop after S seconds without new data (default: never)")
+    p.add_argument("--format", choices=("nt", "nq", "ttl", "trig", "owl"),
+                   help="the RDF syntax of the input (default: from the file name; nt for stdin)")
     p.add_argument("--taxonomy", metavar="ONTO", help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf*")
-    p.add_argument("--algorithm", default="naive", choices=ALGORITHMS, help="engine (default: naive)")
+    p.add_argument("--algorithm", default=DEFAULT_ALGORITHM, choices=ALGORITHMS,
+                   help=f"engine (default: {DEFAULT_ALGORITHM}; naive is the slow reference)")
     p.add_argument("--group-by", default="subject", choices=("subject", "graph"),
                    help="a publication is a run of triples with one subject (default) or one named graph")
     p.add_argument("--output", metavar="FILE", help="write matches here (default or '-': stdout)")
     p.add_argument("--stats", action="store_true", help="print a JSON object of figures on stderr at the end")
     p.add_argument("--skip-invalid", action="store_true",
                    help="skip malformed lines, and read a truncated or corrupt file up to where it "
-                        "breaks, instead of failing; report both on stderr (and in --stats)")
+                        "breaks, and skip bad queries and duplicate query ids, instead of "
+                        "failing; report each on stderr (and in --stats)")
+    p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="jsonl",
+                   help="jsonl (default, as below) or sparql-json: one SPARQL 1.1 Query Results "
+                        "JSON document per line, plus publication, query and subscriber")
+    p.add_argument("--with-metadata", action="store_true",
+                   help='add "metadata": the extra fields of the query\'s JSON line')
+    p.add_argument("--explain", action="store_true",
+                   help='add "explain": per solution, the branch that matched and each '
+                        "ftcontains with the literal, the character spans and words that satisfied it")
+    p.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                   help="match in N processes (the same output, in the same order)")
     p.set_defaults(func=cmd_match)
 
     p = sub.add_parser("demo", help="run the example queries on the DBpedia sample",
                        description="Run the example queries (rtf/examples/) over the DBpedia sample in "
                                    "$RTF_DATA_DIR/dbpedia (default ../shared/data/dbpedia), or over a "
                                    "small bundled example when the sample is absent.")
-    p.add_argument("--algorithm", default="rtfs", choices=ALGORITHMS)
+    p.add_argument("--algorithm", default=DEFAULT_ALGORITHM, choices=ALGORITHMS)
     p.add_argument("--output", metavar="FILE", help="write matches here (default: stdout)")
     p.set_defaults(func=cmd_demo)
 

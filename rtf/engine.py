@@ -17,10 +17,12 @@ memory.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter, itemgetter
-from dataclasses import dataclass
 from os import PathLike
+from typing import Literal as TypingLiteral
 
 from rtf.errors import QueryError, QueryTooComplexError
 from rtf.expressions import check_regexes, compile_filter
@@ -32,7 +34,12 @@ from rtf.publication import Publication, as_publication
 from rtf.taxonomy import Taxonomy
 from rtf.terms import IRI, Literal
 
-ALGORITHMS = ("naive", "rtfm", "rtfs", "ibroker")
+#: The name of a matching algorithm (all four give the same answers).
+Algorithm = TypingLiteral["naive", "rtfm", "rtfs", "ibroker"]
+ALGORITHMS: tuple[Algorithm, ...] = ("naive", "rtfm", "rtfs", "ibroker")
+
+#: The algorithm of `Engine()` and `rtf match` when none is named: the fastest.
+DEFAULT_ALGORITHM: Algorithm = "rtfs"
 
 #: Default cap on the distinct solutions one query reports for one publication.
 MAX_SOLUTIONS = 10_000
@@ -51,7 +58,7 @@ def freeze_long_lived() -> None:
     gc.freeze()
 
 
-def make_index(algorithm: str) -> QueryIndex:
+def make_index(algorithm: Algorithm) -> QueryIndex:
     """A fresh, empty query index of the named algorithm."""
     if algorithm == "naive":
         from rtf.naive import NaiveQueries
@@ -111,10 +118,22 @@ class Match(tuple):
 
     @property
     def bindings(self) -> list[dict[str, str]]:
-        """The solutions as dicts {variable: N-Triples term}, sorted ([] for ASK)."""
+        """The solutions as {variable: N-Triples term} dicts, sorted; [] for ASK."""
         if self[3]:
             return []
         return [dict(s) for s in sorted(self[2])]
+
+    def explain(self, publication, source) -> list[dict]:
+        """Why this match: per solution, the branch that matched and each
+        satisfied ``ftcontains`` with its variable, literal, character spans
+        and words (see `rtf.explain`).
+
+        Computed now, from `publication` (the one matched) and `source` (the
+        `Engine` that matched it, a `RegisteredQuery` or a `Query`): matching
+        keeps nothing for it, so it costs nothing unless asked for.
+        """
+        from rtf.explain import explain_match
+        return explain_match(self, publication, source)
 
     def __iter__(self):
         """``query_id, subscriber, bindings = match``."""
@@ -126,12 +145,44 @@ _subscriber = attrgetter("subscriber")
 _is_ask = attrgetter("is_ask")
 
 
+class Metadata(Mapping):
+    """A query's metadata: a read-only mapping that pickles (an engine is
+    shipped to Spark executors and --workers processes)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping | Iterable = ()):
+        self._data = dict(data)
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Metadata({self._data!r})"
+
+
+_NO_METADATA = Metadata()
+
+
 @dataclass(frozen=True, slots=True)
 class RegisteredQuery:
+    """A query as the engine holds it: its id, parsed query, subscriber and metadata.
+
+    `metadata` is what the caller attached at registration (for the CLI, the
+    extra fields of a JSON Lines query record), returned as a read-only mapping.
+    """
+
     id: str
     query: Query
     subscriber: str | None = None
     is_ask: bool = False  # the query's, kept here for the match loop
+    metadata: Metadata = field(default_factory=lambda: _NO_METADATA, compare=False)
 
 
 class Engine:
@@ -140,6 +191,9 @@ class Engine:
     `taxonomy` is a `Taxonomy` or the path of an ontology file; it answers
     ``a/rdfs:subClassOf*``. Without one, only the zero-length path holds
     (``?x a/rdfs:subClassOf* C`` is ``?x a C``).
+
+    `algorithm` is one of `ALGORITHMS` (default ``"rtfs"``; ``"naive"`` is the
+    brute-force reference, to be named explicitly).
 
     `max_solutions` (a positive int, default `MAX_SOLUTIONS`) caps the
     distinct solutions one query reports for one publication, and with them
@@ -150,7 +204,7 @@ class Engine:
     everywhere.
     """
 
-    def __init__(self, algorithm: str = "naive", taxonomy: Taxonomy | str | PathLike | None = None,
+    def __init__(self, algorithm: Algorithm = DEFAULT_ALGORITHM, taxonomy: Taxonomy | str | PathLike | None = None,
                  max_solutions: int = MAX_SOLUTIONS):
         if isinstance(max_solutions, bool) or not isinstance(max_solutions, int):
             raise TypeError(f"max_solutions must be a positive int, not {type(max_solutions).__name__}")
@@ -169,11 +223,13 @@ class Engine:
         self._truncated = 0
 
     def register(self, query: str | Query, query_id: str | None = None,
-                 subscriber: str | None = None) -> str:
+                 subscriber: str | None = None, metadata: Mapping | None = None) -> str:
         """Register a continuous query and return its id.
 
         `query` is query text or a parsed `Query`; `query_id` a non-empty str
-        (default: the next free ``q<n>``); `subscriber` a str or None.
+        (default: the next free ``q<n>``); `subscriber` a str or None;
+        `metadata` a mapping kept with the query (a read-only copy), for
+        `get` to return.
 
         Atomic: on any error the engine is left exactly as it was. A wrong
         argument type is a TypeError, an empty id or an id already taken a
@@ -188,6 +244,8 @@ class Engine:
             _check_id(query_id)
         if subscriber is not None and not isinstance(subscriber, str):
             raise TypeError(f"subscriber must be a str or None, not {type(subscriber).__name__}")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise TypeError(f"metadata must be a mapping or None, not {type(metadata).__name__}")
         if query_id is None:
             while f"q{self._next_id}" in self._queries:
                 self._next_id += 1
@@ -195,7 +253,9 @@ class Engine:
         if query_id in self._queries:
             raise ValueError(f"a query with id {query_id!r} is already registered")
         parsed = self._index_query(query, query_id)
-        self._queries[query_id] = RegisteredQuery(query_id, parsed, subscriber, parsed.is_ask)
+        self._queries[query_id] = RegisteredQuery(
+            query_id, parsed, subscriber, parsed.is_ask,
+            Metadata(metadata) if metadata else _NO_METADATA)
         return query_id
 
     def _index_query(self, query: str | Query, query_id: str) -> Query:
@@ -259,7 +319,29 @@ class Engine:
             out.append(Match(qid, rq.subscriber, frozenset(found[qid]), rq.is_ask))
         return out
 
+    def match_many(self, publications: Iterable) -> Iterator[list[Match]]:
+        """`match` each of `publications` in turn: an iterator of their match lists, in input order.
+
+        Lazy: a publication is read only when its result is asked for, so a
+        stream of any length runs in constant memory. Pair results with their
+        publications with ``zip`` over a list, or use `match` in a loop.
+        """
+        for publication in publications:
+            yield self.match(publication)
+
+    def get(self, query_id: str) -> RegisteredQuery:
+        """The registered query of that id (its query, subscriber and metadata).
+
+        KeyError if no query has that id, TypeError if `query_id` is not a str.
+        """
+        _check_id(query_id)
+        try:
+            return self._queries[query_id]
+        except KeyError:
+            raise KeyError(f"no registered query with id {query_id!r}") from None
+
     def __len__(self) -> int:
+        """The number of registered queries."""
         return len(self._queries)
 
     def __contains__(self, query_id: str) -> bool:
@@ -268,6 +350,7 @@ class Engine:
         return query_id in self._queries
 
     def queries(self) -> list[RegisteredQuery]:
+        """Every registered query, in registration order."""
         return list(self._queries.values())
 
     def stats(self) -> dict:

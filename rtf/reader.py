@@ -79,7 +79,7 @@ from rtf.publication import Publication, Triple
 from rtf.terms import display_iri
 
 __all__ = ["ReadStats", "read_publications", "parse_ntriples_lines", "detect_format",
-           "open_binary", "CHUNK_BYTES"]
+           "open_binary", "LiveStream", "UnknownFormatError", "CHUNK_BYTES"]
 
 log = logging.getLogger(__name__)
 
@@ -190,9 +190,16 @@ def detect_format(path: str | os.PathLike, format: str | ox.RdfFormat | None = N
     try:
         return _FORMATS[syntax], compression
     except KeyError:
-        raise PublicationError(
-            f"cannot tell the RDF format from {syntax!r}; name the file .nt, .nq, .ttl, "
-            ".trig or .owl (optionally .gz/.bz2), or pass format=", source=name) from None
+        raise UnknownFormatError(syntax, name) from None
+
+
+class UnknownFormatError(PublicationError):
+    """A file whose name (or `format`) names no RDF syntax we read."""
+
+    def __init__(self, syntax: str, source: str, option: str = "format='nt' (or nq, ttl, trig, owl)"):
+        self.syntax = syntax
+        super().__init__(f"cannot tell the RDF format from {syntax!r}; name the file .nt, .nq, "
+                         f".ttl, .trig or .owl (optionally .gz/.bz2), or pass {option}", source=source)
 
 
 #: What a decompressor or a disk raises when a file cannot be read further:
@@ -215,15 +222,20 @@ class GuardedReader:
     first term. `bytes_read` and `lines_read` (newlines) count what it gave.
     """
 
-    def __init__(self, f: IO[bytes]):
+    def __init__(self, f: IO[bytes], eager: bool = False):
         self._read1 = getattr(f, "read1", f.read)
         self.broken: BaseException | None = None
         self.bytes_read = 0
         self.lines_read = 0
         self._at_start = True
+        self._eager = eager
 
     def read(self, size: int = -1) -> bytes:
-        """Up to `size` bytes (all if negative); fewer only at the end or a break."""
+        """Up to `size` bytes (all if negative); fewer only at the end or a break.
+
+        An `eager` reader (a live stream: stdin, a followed file) returns as
+        soon as some bytes came, instead of waiting for `size` of them.
+        """
         parts: list[bytes] = []
         got = 0
         while (size < 0 or got < size) and self.broken is None:
@@ -236,6 +248,8 @@ class GuardedReader:
                 break
             parts.append(part)
             got += len(part)
+            if self._eager and size >= 0:
+                break
         data = b"".join(parts)
         if self._at_start and data:
             self._at_start = False
@@ -252,19 +266,91 @@ class GuardedReader:
             yield Break(source, self.lines_read + 1, self.bytes_read, reason)
 
 
+#: How a compressed stream starts (gzip, bzip2): stdin has no name to tell it.
+_MAGIC = {b"\x1f\x8b": "gz", b"BZh": "bz2"}
+
+
+class LiveStream:
+    """A binary stream read as data comes: stdin, or a file that grows (``tail -f``).
+
+    `read(n)` returns whatever is available (at most `n` bytes) rather than
+    waiting for `n` of them, so that gzip, bz2 and the block reader never
+    sit on a complete publication. `peek_compression` tells gzip or bzip2
+    from the first bytes (kept for the first reads). With `poll` (seconds),
+    the end of the file is not the end: the stream waits for more, as
+    ``tail -f`` does, until `idle_timeout` seconds pass without new bytes
+    (None: forever, until interrupted).
+    """
+
+    def __init__(self, raw: IO[bytes], poll: float | None = None,
+                 idle_timeout: float | None = None):
+        self._raw = raw
+        self._read1 = getattr(raw, "read1", raw.read)
+        self._head = b""
+        self._poll = poll
+        self._idle_timeout = idle_timeout
+
+    def peek_compression(self) -> str | None:
+        """``"gz"``, ``"bz2"`` or None, from the stream's magic bytes."""
+        while len(self._head) < 3:
+            part = self._next(3 - len(self._head))
+            if not part:
+                break
+            self._head += part
+        return next((c for magic, c in _MAGIC.items() if self._head.startswith(magic)), None)
+
+    def _next(self, size: int) -> bytes:
+        part = self._read1(size)
+        if part or self._poll is None:
+            return part
+        import time
+        waited = 0.0
+        while not part:
+            if self._idle_timeout is not None and waited >= self._idle_timeout:
+                return b""
+            time.sleep(self._poll)
+            waited += self._poll
+            part = self._read1(size)
+        return part
+
+    def read(self, size: int = -1) -> bytes:
+        """What is available now, at most `size` bytes (all, to the end, if negative)."""
+        if size < 0:
+            head, self._head = self._head, b""
+            return head + b"".join(iter(lambda: self._next(CHUNK_BYTES), b""))
+        if self._head:
+            head, self._head = self._head[:size], self._head[size:]
+            return head
+        return self._next(size)
+
+    read1 = read
+
+
 @contextmanager
-def open_binary(path: str | os.PathLike, compression: str | None) -> Iterator[IO[bytes]]:
-    """A binary reader of `path` (``-``: stdin, left open), decompressed."""
+def open_binary(path: str | os.PathLike, compression: str | None,
+                follow: bool = False, idle_timeout: float | None = None) -> Iterator[IO[bytes]]:
+    """A binary reader of `path` (``-``: stdin, left open), decompressed.
+
+    Stdin is a `LiveStream`, and compressed by gzip or bzip2 when its first
+    bytes say so. With `follow`, the file is read as it grows (see `LiveStream`).
+    """
     if str(path) == STDIN:
-        raw, close = sys.stdin.buffer, False
+        raw, close = LiveStream(sys.stdin.buffer), False
+        compression = compression or raw.peek_compression()
     else:
         raw, close = open(path, "rb"), True
+        if follow:
+            raw = LiveStream(raw, poll=FOLLOW_POLL_S, idle_timeout=idle_timeout)
     try:
         # gzip/bz2 never close a file object they were given: `raw` is ours.
         yield _OPENERS[compression](raw) if compression else raw
     finally:
         if close:
-            raw.close()
+            (raw._raw if isinstance(raw, LiveStream) else raw).close()
+
+
+#: How often a followed file is checked for new bytes.
+FOLLOW_POLL_S = 0.1
 
 
 # ------------------------------------------------------------------- parsing
@@ -545,7 +631,8 @@ def _group(rows: Iterator[tuple[str, ...]], by_graph: bool, stats: ReadStats
 def read_publications(paths: str | os.PathLike | Iterable[str | os.PathLike],
                       group_by: str = "subject", skip_invalid: bool = False,
                       stats: ReadStats | None = None,
-                      format: str | ox.RdfFormat | None = None) -> Iterator[Publication]:
+                      format: str | ox.RdfFormat | None = None, follow: bool = False,
+                      idle_timeout: float | None = None) -> Iterator[Publication]:
     """Publications of the RDF files `paths` (one path or several), in order.
 
     Files are read lazily, a block at a time. ``group_by="subject"`` makes a
@@ -557,6 +644,12 @@ def read_publications(paths: str | os.PathLike | Iterable[str | os.PathLike],
     `format` overrides the format told by the file suffix (see
     `detect_format`). Arguments are checked now, files are opened when the
     iteration reaches them.
+
+    Live input: stdin (``-``) is read as bytes arrive, so each publication
+    comes out as soon as it is complete (when the next subject starts, or the
+    input ends); gzip or bzip2 on stdin is recognised by its first bytes.
+    With ``follow=True`` each file is read as it grows, like ``tail -f``,
+    until `idle_timeout` seconds pass without new bytes (None: forever).
     """
     if group_by not in ("subject", "graph"):
         raise ValueError(f"group_by must be 'subject' or 'graph', not {group_by!r}")
@@ -564,11 +657,12 @@ def read_publications(paths: str | os.PathLike | Iterable[str | os.PathLike],
         paths = [paths]
     sources = [(str(p), *detect_format(p, format)) for p in paths]
     return _read(sources, group_by == "graph", skip_invalid,
-                 stats if stats is not None else ReadStats())
+                 stats if stats is not None else ReadStats(), follow, idle_timeout)
 
 
 def _read(sources: list[tuple[str, ox.RdfFormat, str | None]], by_graph: bool,
-          skip_invalid: bool, stats: ReadStats) -> Iterator[Publication]:
+          skip_invalid: bool, stats: ReadStats, follow: bool = False,
+          idle_timeout: float | None = None) -> Iterator[Publication]:
     keys = _quad_keys if by_graph else _triple_keys
     for source, fmt, compression in sources:
         label = "<stdin>" if source == STDIN else source
@@ -586,9 +680,9 @@ def _read(sources: list[tuple[str, ox.RdfFormat, str | None]], by_graph: bool,
             if len(stats.errors) < MAX_KEPT_ERRORS:
                 stats.errors.append(error)
 
-        with open_binary(source, compression) as raw:
+        with open_binary(source, compression, follow, idle_timeout) as raw:
             stats.files += 1
-            f = GuardedReader(raw)
+            f = GuardedReader(raw, eager=follow or source == STDIN)
             batches = (_line_batches if fmt in _LINE_FORMATS
                        else _turtle_batches if fmt == ox.RdfFormat.TURTLE
                        else _stream_batches)(f, fmt, keys, stats)

@@ -350,3 +350,36 @@ def test_parse_ntriples_lines_agrees_with_the_reader_on_the_sample():
     triples, bad = parse_ntriples_lines(lines)
     assert bad == 0
     assert triples == [t for p in read_publications(path) for t in p.triples]
+
+
+# ---------------------------------------------------------------- live input
+
+
+def test_follow_reads_what_is_appended_until_idle(tmp_path):
+    import threading
+    import time
+
+    from rtf.reader import read_publications
+    feed = tmp_path / "feed.nt"
+    feed.write_text('<http://ex/a> <http://ex/p> "1" .\n')
+
+    def append_later():
+        time.sleep(0.3)
+        with open(feed, "a") as f:
+            f.write('<http://ex/b> <http://ex/p> "2" .\n')
+    writer = threading.Thread(target=append_later)
+    writer.start()
+    pubs = list(read_publications(feed, follow=True, idle_timeout=1.0))
+    writer.join()
+    assert [p.id for p in pubs] == ["http://ex/a", "http://ex/b"]
+
+
+@pytest.mark.parametrize("head, expected", [(b"\x1f\x8b\x08", "gz"), (b"BZh9", "bz2"),
+                                            (b"<ht", None), (b"", None), (b"B", None)])
+def test_live_stream_tells_compression_and_gives_back_its_first_bytes(head, expected):
+    import io
+
+    from rtf.reader import LiveStream
+    stream = LiveStream(io.BytesIO(head + b"rest"))
+    assert stream.peek_compression() == expected
+    assert stream.read(2) + stream.read() == head + b"rest"
