@@ -178,7 +178,8 @@ def _container_keys(t: TupleConjunct) -> tuple:
 def containment_forest(queries: Sequence[tuple[str, Query]]) -> dict[str, str]:
     """Contained query id -> the id of a root query that contains it.
 
-    Queries are visited most general first (fewest required words); a query
+    Queries are visited most general first (fewest required words, then
+    fewest constants); a query
     contained in a root found so far joins it, else it becomes a root
     (containers are filed by predicate and one word, so each lookup sees few
     candidates). Containment is transitive, so every contained query's root
@@ -188,7 +189,9 @@ def containment_forest(queries: Sequence[tuple[str, Query]]) -> dict[str, str]:
         i, (_, q) = item
         words = sum(len(required_words(t.fulltext)[0]) for b in q.branches for t in b.tuples
                     if t.fulltext is not None)
-        return (not can_contain(q), words, i)
+        constants = sum(not (_binds(term) or isinstance(term, Wildcard))
+                        for b in q.branches for t in b.tuples for term in t.terms)
+        return (not can_contain(q), words, constants, i)
 
     roots: dict[tuple, list[tuple[str, Query]]] = {}
     parent: dict[str, str] = {}
