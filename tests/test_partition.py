@@ -196,4 +196,4 @@ def test_a_contained_query_is_reported_when_it_matches_and_only_then():
         assert ids('"games in rio"') == ["general", "special"]
         assert ids('"rio"') == ["general"]
         assert ids('"games"') == []  # the container did not match: the contained one is not run
-        assert matcher.contained_runs == 1
+        assert matcher.contained_runs == 2  # "games in rio" and "rio", not "games"
