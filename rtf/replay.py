@@ -201,6 +201,15 @@ _ENGINES: dict[str, object] = {}
 _ROUTERS: dict[str, object] = {}
 
 
+def worker_rss_mb() -> float | None:
+    """Resident memory of this Python worker now, in MB (None where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def engine_for(token: str, blob_source: Callable[[], bytes]) -> tuple[object, float]:
     """The engine of broadcast `token`, and the seconds spent loading it now (0 if cached)."""
     engine = _ENGINES.get(token)
@@ -209,8 +218,13 @@ def engine_for(token: str, blob_source: Callable[[], bytes]) -> tuple[object, fl
     from rtf.engine import freeze_long_lived
 
     t = time.perf_counter()
+    if _ENGINES:  # one engine at a time: let the previous one (frozen) go first
+        import gc
+
+        _ENGINES.clear()
+        gc.unfreeze()
+        gc.collect()
     engine = load_engine(blob_source())
-    _ENGINES.clear()  # one job's engine at a time
     _ENGINES[token] = engine
     freeze_long_lived()  # as `rtf match` does once the queries are in
     return engine, time.perf_counter() - t
@@ -581,7 +595,7 @@ def _filter_all(sc, engine, grouped, partition_stats, materialize, stages, log):
         t0 = time.perf_counter()
         yield from filter_records(engine, records, stats)
         stats.update(partition=index, load_s=load_s, task_s=time.perf_counter() - t0,
-                     worker=f"{platform.node()}:{os.getpid()}")
+                     worker=f"{platform.node()}:{os.getpid()}", rss_mb=worker_rss_mb())
         partition_stats.add([stats])
 
     matches = grouped.mapPartitionsWithIndex(filter_partition)
@@ -656,7 +670,7 @@ def _filter_groups(sc, config, grouped, partitions, groups, matchers, taxonomy, 
             pubs = ((s, po) for (_, s), po in itertools.chain([first], records))
             yield from filter_records(engine, pubs, stats)
         stats.update(partition=index, load_s=load_s, task_s=time.perf_counter() - t0,
-                     worker=f"{platform.node()}:{os.getpid()}")
+                     worker=f"{platform.node()}:{os.getpid()}", rss_mb=worker_rss_mb())
         for key in ("publications", "triples", "matches", "filter_s"):
             stats.setdefault(key, 0)
         partition_stats.add([stats])
@@ -685,6 +699,7 @@ def _filter_groups(sc, config, grouped, partitions, groups, matchers, taxonomy, 
                 "matches": sum(p["matches"] for p in mine),
                 "filter_s": _round(filter_s),
                 "engine_loads": sum(1 for p in mine if p["load_s"] > 0),
+                "worker_rss_mb_max": _max_rss(p for p in mine if p["publications"]),
             })
         sizes = [len(b) for b in blobs if b is not None]
         return {
@@ -695,10 +710,16 @@ def _filter_groups(sc, config, grouped, partitions, groups, matchers, taxonomy, 
             "pairs_considered": k * routed_publications, "pairs_routed": pairs,
             "pairs_skipped": k * routed_publications - pairs,
             "route_s": _round(sum(r["route_s"] for r in routes)),
+            "publications_per_group_max": max((g["publications_routed"] for g in per_group), default=0),
             "groups": per_group,
         }
 
     return matches, blob_bytes, serialize_s, broadcast_call_s, unpersist, grouping
+
+
+def _max_rss(parts) -> float | None:
+    values = [p["rss_mb"] for p in parts if p.get("rss_mb") is not None]
+    return round(max(values), 1) if values else None
 
 
 def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, index_stats,
@@ -717,6 +738,7 @@ def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, ind
             "triples": p["triples"], "matches": p["matches"],
             "filter_s": _round(p["filter_s"]), "task_s": _round(p["task_s"]),
             "engine_load_s": _round(p["load_s"]), "worker": p["worker"],
+            "worker_rss_mb": _round(p["rss_mb"], 1) if p.get("rss_mb") is not None else None,
             "publications_per_s": round(p["publications"] / p["filter_s"], 1) if p["filter_s"] else None,
         })
     busy = [p["filter_s"] for p in parts if p["publications"]]
@@ -750,6 +772,8 @@ def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, ind
             "stats": index_stats,
         },
         "stages_s": {k: _round(v) for k, v in stages.items()},
+        # Peak resident memory of a Python worker seen after a filter task: engine and all.
+        "worker_rss_mb_max": _max_rss(parts),
         "executor_s": {"parse": _round(count.get("parse_s", 0.0)), "filter": _round(filter_cpu)},
         "spark_s": _round(spark_s),
         "total_s": _round(total_s),
