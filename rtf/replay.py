@@ -201,6 +201,22 @@ _ENGINES: dict[str, object] = {}
 _ROUTERS: dict[str, object] = {}
 
 
+def engine_memory(blob: bytes) -> int:
+    """Bytes an engine takes once unpickled (tracemalloc: Python allocations, taxonomy included)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        engine = load_engine(blob)
+        size = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    del engine
+    return size
+
+
 def worker_rss_mb() -> float | None:
     """Resident memory of this Python worker now, in MB (None where /proc is missing)."""
     try:
@@ -385,6 +401,7 @@ class ReplayConfig:
     batch_chars: int = BATCH_CHARS
     query_partitions: int | None = None  # K groups of queries (None: one engine for all)
     query_partitioning: str = "hash"  # rtf.partition.STRATEGIES
+    measure_memory: bool = False  # unpickle each group's engine on the driver under tracemalloc
 
 
 def _round(x: float, n: int = 4) -> float:
@@ -631,6 +648,7 @@ def _filter_groups(sc, config, grouped, partitions, groups, matchers, taxonomy, 
     blob_bytes = sum(len(b) for b in blobs if b is not None)
     log(f"broadcast {k} group engines: {blob_bytes:,} bytes in all, largest "
         f"{max((len(b) for b in blobs if b), default=0):,} (pickle {serialize_s:.3f} s)")
+    memory = [engine_memory(b) if config.measure_memory and b is not None else None for b in blobs]
     route_stats = sc.accumulator([], ListParam())
 
     # Route: one record per (group, publication) pair the routing keeps.
@@ -688,13 +706,14 @@ def _filter_groups(sc, config, grouped, partitions, groups, matchers, taxonomy, 
         pairs = sum(r["pairs"] for r in routes)
         routed_publications = sum(r["publications"] for r in routes)
         per_group = []
-        for g, m, blob in zip(groups, matchers, blobs):
+        for g, m, blob, mem in zip(groups, matchers, blobs, memory):
             mine = [p for p in parts if p["partition"] // partitions == g.index]
             filter_s = sum(p["filter_s"] for p in mine)
             per_group.append({
                 "group": g.index, "queries": len(g.query_ids), "contained_queries": len(g.contained),
                 "anchors": len(g.anchors), "always": g.always,
                 "index_bytes": len(blob) if blob is not None else 0,
+                "index_memory_bytes": mem,
                 "publications_routed": sum(p["publications"] for p in mine),
                 "matches": sum(p["matches"] for p in mine),
                 "filter_s": _round(filter_s),
@@ -707,6 +726,7 @@ def _filter_groups(sc, config, grouped, partitions, groups, matchers, taxonomy, 
             "router_bytes": len(router_blob),
             "contained_queries": sum(len(g.contained) for g in groups),
             "index_bytes_total": blob_bytes, "index_bytes_max": max(sizes, default=0),
+            "index_memory_bytes_max": max((x for x in memory if x is not None), default=None),
             "pairs_considered": k * routed_publications, "pairs_routed": pairs,
             "pairs_skipped": k * routed_publications - pairs,
             "route_s": _round(sum(r["route_s"] for r in routes)),

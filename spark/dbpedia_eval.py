@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(a query contained in another stays with it and runs only when it matches); "
                         "merging (containment, and queries with the same routing key together) "
                         "(default: hash)")
+    p.add_argument("--measure-index-memory", action="store_true",
+                   help="with --query-partitions: unpickle each group's engine on the driver under "
+                        "tracemalloc and report its size (metrics.json: index_memory_bytes)")
     p.add_argument("--output", required=True, metavar="DIR", help="folder for the part files and metrics.json")
     p.add_argument("--overwrite", action="store_true",
                    help="replace DIR if it holds the output of an earlier run")
@@ -147,7 +150,8 @@ def main(argv: list[str] | None = None, spark=None) -> int:
                           algorithm=args.algorithm, taxonomy=args.taxonomy,
                           partitions=args.partitions, timed=not args.pipelined,
                           overwrite=args.overwrite, query_partitions=args.query_partitions,
-                          query_partitioning=args.query_partitioning)
+                          query_partitioning=args.query_partitioning,
+                          measure_memory=args.measure_index_memory)
     own = spark is None
     t = time.perf_counter()
     try:

@@ -59,13 +59,15 @@ def main(argv=None) -> int:
     for k, strategy in runs:
         out = work / f"k{k}-{strategy}"
         m = run_spark(args.dump, args.queries, taxonomy, args.algorithm, args.master, out,
-                      args.partitions, ["--query-partitions", str(k), "--query-partitioning", strategy])
+                      args.partitions, ["--query-partitions", str(k), "--query-partitioning", strategy,
+                       "--measure-index-memory"])
         qp = m["query_partitions"]
         got = sorted_lines(sorted(out.glob("part-*")))
         row = {"runner": m["spark"]["master"], "k": k, "strategy": strategy if k > 1 else "(one group)",
                "publications": m["publications"], "matches": m["matches"],
                "equals_rtf_match": got == ref, "index_bytes_total": qp["index_bytes_total"],
-               "index_bytes_max": qp["index_bytes_max"], "contained_queries": qp["contained_queries"],
+               "index_bytes_max": qp["index_bytes_max"],
+               "index_memory_bytes_max": qp["index_memory_bytes_max"], "contained_queries": qp["contained_queries"],
                "pairs_routed": qp["pairs_routed"], "pairs_skipped": qp["pairs_skipped"],
                "worker_rss_mb_max": m["worker_rss_mb_max"], "stages_s": m["stages_s"],
                "executor_filter_s": m["executor_s"]["filter"], "spark_s": m["spark_s"],
@@ -79,15 +81,17 @@ def main(argv=None) -> int:
         shutil.rmtree(out, ignore_errors=True)  # the part files; metrics are in results.json
     (work / "results.json").write_text(json.dumps(results, indent=2) + "\n")
 
-    print("| K | strategy | contained | index MB (all groups) | index MB (largest group) "
+    print("| K | strategy | contained | pickle MB (all groups) | pickle MB (largest group) "
+          "| in memory MB (largest group) "
           "| worker RSS MB (max) | pairs routed | pairs skipped | route s | filter s (stage) "
           "| filter s (in engine.match, summed) | Spark total s | pubs/s (total) | equal |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in results[1:]:
         s = r["stages_s"]
         considered = r["pairs_routed"] + r["pairs_skipped"]
         print(f"| {r['k']} | {r['strategy']} | {r['contained_queries']} "
               f"| {r['index_bytes_total'] / 2**20:.2f} | {r['index_bytes_max'] / 2**20:.2f} "
+              f"| {r['index_memory_bytes_max'] / 2**20:.1f} "
               f"| {r['worker_rss_mb_max'] or 0:.0f} | {r['pairs_routed']} "
               f"| {r['pairs_skipped']} ({100 * r['pairs_skipped'] / considered:.0f}%) "
               f"| {s.get('route_s', 0):.2f} | {s.get('filter_s', 0):.2f} | {r['executor_filter_s']:.2f} "
