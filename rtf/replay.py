@@ -38,6 +38,7 @@ Spark part (`run_replay`) imports pyspark lazily.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pickle
@@ -162,6 +163,23 @@ def build_engine(algorithm: str, queries: str, taxonomy: str | None = None):
     return engine
 
 
+def build_group_engines(algorithm: str, queries: str, k: int, strategy: str,
+                        taxonomy: str | None = None):
+    """(groups, one `GroupMatcher` or None per group, the taxonomy): the queries
+    of the file split into `k` groups by `strategy` (`rtf.partition`)."""
+    from rtf.cli import load_queries, register_all
+    from rtf.engine import Engine
+    from rtf.partition import build_group_matchers, parse_records, partition_queries
+    from rtf.taxonomy import Taxonomy
+
+    tax = Taxonomy.from_file(taxonomy) if taxonomy else Taxonomy.empty()
+    records = parse_records(load_queries(queries), str(queries))
+    groups = partition_queries([(r["id"], r["query"]) for r in records], k, strategy)
+    matchers = build_group_matchers(groups, records, lambda: Engine(algorithm, taxonomy=tax),
+                                    register_all, str(queries))
+    return groups, matchers, tax
+
+
 def serialize_engine(engine) -> bytes:
     """The engine as bytes to broadcast (pickle, highest protocol).
 
@@ -179,6 +197,33 @@ def load_engine(blob: bytes):
 #: worker (``spark.python.worker.reuse``, the default) keeps its engine for
 #: every later partition of the job.
 _ENGINES: dict[str, object] = {}
+#: The query-group router of the running job (`rtf.partition.Router`), by broadcast token.
+_ROUTERS: dict[str, object] = {}
+
+
+def engine_memory(blob: bytes) -> int:
+    """Bytes an engine takes once unpickled (tracemalloc: Python allocations, taxonomy included)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        engine = load_engine(blob)
+        size = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    del engine
+    return size
+
+
+def worker_rss_mb() -> float | None:
+    """Resident memory of this Python worker now, in MB (None where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def engine_for(token: str, blob_source: Callable[[], bytes]) -> tuple[object, float]:
@@ -189,8 +234,13 @@ def engine_for(token: str, blob_source: Callable[[], bytes]) -> tuple[object, fl
     from rtf.engine import freeze_long_lived
 
     t = time.perf_counter()
+    if _ENGINES:  # one engine at a time: let the previous one (frozen) go first
+        import gc
+
+        _ENGINES.clear()
+        gc.unfreeze()
+        gc.collect()
     engine = load_engine(blob_source())
-    _ENGINES.clear()  # one job's engine at a time
     _ENGINES[token] = engine
     freeze_long_lived()  # as `rtf match` does once the queries are in
     return engine, time.perf_counter() - t
@@ -349,6 +399,9 @@ class ReplayConfig:
     timed: bool = True
     overwrite: bool = False
     batch_chars: int = BATCH_CHARS
+    query_partitions: int | None = None  # K groups of queries (None: one engine for all)
+    query_partitioning: str = "hash"  # rtf.partition.STRATEGIES
+    measure_memory: bool = False  # unpickle each group's engine on the driver under tracemalloc
 
 
 def _round(x: float, n: int = 4) -> float:
@@ -438,12 +491,24 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         raise ReplayError("--partitions must be at least 1")
     partitions = config.partitions or 2 * sc.defaultParallelism
 
-    # The engine, built once on the driver.
+    # The engine (or one per query group), built once on the driver.
     t = time.perf_counter()
-    engine = build_engine(config.algorithm, config.queries, config.taxonomy)
+    k = config.query_partitions
+    if k is not None:
+        if k < 1:
+            raise ReplayError("--query-partitions must be at least 1")
+        groups, matchers, taxonomy = build_group_engines(
+            config.algorithm, config.queries, k, config.query_partitioning, config.taxonomy)
+        engine = None
+        n_queries = sum(len(g.query_ids) for g in groups)
+        index_stats = {"algorithm": config.algorithm, "queries": n_queries}
+    else:
+        engine = build_engine(config.algorithm, config.queries, config.taxonomy)
+        n_queries = len(engine)
+        index_stats = engine.stats()
     build_s = time.perf_counter() - t
-    index_stats = engine.stats()
-    log(f"built the {config.algorithm} engine: {len(engine)} queries in {build_s:.2f} s")
+    log(f"built the {config.algorithm} engine{'s' if k else ''}: {n_queries} queries in {build_s:.2f} s"
+        + (f", {k} groups by {config.query_partitioning}" if k else ""))
 
     # One record per task, tagged with what it read or filtered: the driver keeps
     # one per split and per partition, so that a task Spark runs again (a
@@ -484,6 +549,50 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
                                   partitionFunc=subject_partition)
     materialize(grouped, "group_s", f"grouped into {partitions} partitions", previous=parsed)
 
+    if k is not None:
+        matches, blob_bytes, serialize_s, broadcast_call_s, unpersist, grouping = _filter_groups(
+            sc, config, grouped, partitions, groups, matchers, taxonomy, partition_stats,
+            materialize, stages, log)
+    else:
+        matches, blob_bytes, serialize_s, broadcast_call_s, unpersist = _filter_all(
+            sc, engine, grouped, partition_stats, materialize, stages, log)
+        grouping = None
+    # 5. write the matches.
+    t = time.perf_counter()
+    matches.saveAsTextFile(config.output)
+    stages["write_s" if config.timed else "pipeline_s"] = time.perf_counter() - t
+    if config.timed:
+        matches.unpersist()
+    spark_s = time.perf_counter() - t_spark
+    total_s = time.perf_counter() - t_start
+    unpersist()
+
+    parts = sorted({p["partition"]: p for p in partition_stats.value}.values(),
+                   key=itemgetter("partition"))
+    splits = sorted({(s["source"], s["split"]): s for s in split_stats.value}.items())
+    count: dict = {}
+    bad_by_file: dict[str, int] = {}
+    bad_examples: list[str] = []
+    for (source, _), s in splits:
+        for key, value in s.items():
+            if isinstance(value, (int, float)) and key != "split":
+                count[key] = count.get(key, 0) + value
+        if s.get("bad_lines"):
+            bad_by_file[source] = bad_by_file.get(source, 0) + s["bad_lines"]
+            bad_examples += s.get("bad_examples", [])
+    query_groups = grouping(parts) if grouping is not None else None
+    metrics = _metrics(config, files, sc, spark, partitions, read_partitions, build_s,
+                       index_stats, blob_bytes, serialize_s, broadcast_call_s, stages,
+                       spark_s, total_s, parts, count, bad_by_file, bad_examples, n_queries,
+                       publications=query_groups["publications"] if query_groups else None)
+    if query_groups is not None:
+        metrics["query_partitions"] = query_groups
+    fs.write_text(config.output.rstrip("/") + "/metrics.json", json.dumps(metrics, indent=2) + "\n")
+    return metrics
+
+
+def _filter_all(sc, engine, grouped, partition_stats, materialize, stages, log):
+    """Stages 3 and 4 with one engine: broadcast it; filter every partition against it."""
     # 3. broadcast the serialized engine.
     t = time.perf_counter()
     blob = serialize_engine(engine)
@@ -503,46 +612,141 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         t0 = time.perf_counter()
         yield from filter_records(engine, records, stats)
         stats.update(partition=index, load_s=load_s, task_s=time.perf_counter() - t0,
-                     worker=f"{platform.node()}:{os.getpid()}")
+                     worker=f"{platform.node()}:{os.getpid()}", rss_mb=worker_rss_mb())
         partition_stats.add([stats])
 
     matches = grouped.mapPartitionsWithIndex(filter_partition)
     materialize(matches, "filter_s", "filtered", previous=grouped)
+    return matches, len(blob), serialize_s, broadcast_call_s, engine_bc.unpersist
 
-    # 5. write the matches.
+
+def _filter_groups(sc, config, grouped, partitions, groups, matchers, taxonomy, partition_stats,
+                   materialize, stages, log):
+    """Stages 3 and 4 with K query groups (`rtf.partition`).
+
+    Each group's engine is pickled and broadcast on its own. Every
+    publication goes, keyed ``(group, subject)``, to each group its routing
+    keys can touch (`Router`); a shuffle puts group g's publications in
+    filter partitions ``g * partitions ... (g + 1) * partitions - 1``, so each
+    filter task unpickles only its group's engine. Returns what
+    `_filter_all` returns plus a function making the per-group metrics.
+    """
+    from rtf.partition import Router
+
+    k = len(groups)
     t = time.perf_counter()
-    matches.saveAsTextFile(config.output)
-    stages["write_s" if config.timed else "pipeline_s"] = time.perf_counter() - t
-    if config.timed:
-        matches.unpersist()
-    spark_s = time.perf_counter() - t_spark
-    total_s = time.perf_counter() - t_start
-    engine_bc.unpersist()
+    blobs = [serialize_engine(m) if m is not None else None for m in matchers]
+    router_blob = serialize_engine(Router(groups, taxonomy))
+    serialize_s = time.perf_counter() - t
+    t = time.perf_counter()
+    group_bcs = [sc.broadcast(b) if b is not None else None for b in blobs]
+    router_bc = sc.broadcast(router_blob)
+    broadcast_call_s = time.perf_counter() - t
+    stages["broadcast_s"] = serialize_s + broadcast_call_s
+    tokens = [uuid.uuid4().hex for _ in groups]
+    router_token = uuid.uuid4().hex
+    blob_bytes = sum(len(b) for b in blobs if b is not None)
+    log(f"broadcast {k} group engines: {blob_bytes:,} bytes in all, largest "
+        f"{max((len(b) for b in blobs if b), default=0):,} (pickle {serialize_s:.3f} s)")
+    memory = [engine_memory(b) if config.measure_memory and b is not None else None for b in blobs]
+    route_stats = sc.accumulator([], ListParam())
 
-    parts = sorted({p["partition"]: p for p in partition_stats.value}.values(),
-                   key=itemgetter("partition"))
-    splits = sorted({(s["source"], s["split"]): s for s in split_stats.value}.items())
-    count: dict = {}
-    bad_by_file: dict[str, int] = {}
-    bad_examples: list[str] = []
-    for (source, _), s in splits:
-        for key, value in s.items():
-            if isinstance(value, (int, float)) and key != "split":
-                count[key] = count.get(key, 0) + value
-        if s.get("bad_lines"):
-            bad_by_file[source] = bad_by_file.get(source, 0) + s["bad_lines"]
-            bad_examples += s.get("bad_examples", [])
-    metrics = _metrics(config, files, sc, spark, partitions, read_partitions, build_s,
-                       index_stats, len(blob), serialize_s, broadcast_call_s, stages,
-                       spark_s, total_s, parts, count, bad_by_file, bad_examples, len(engine))
-    fs.write_text(config.output.rstrip("/") + "/metrics.json", json.dumps(metrics, indent=2) + "\n")
-    return metrics
+    # Route: one record per (group, publication) pair the routing keeps.
+    def route_partition(index, records):
+        router = _ROUTERS.get(router_token)
+        if router is None:
+            _ROUTERS.clear()
+            router = _ROUTERS[router_token] = load_engine(router_bc.value)
+        publications = pairs = 0
+        t0 = time.perf_counter()
+        for subject, po in records:
+            publications += 1
+            targets = router.groups_for([(subject, p, o) for p, o in po])
+            pairs += len(targets)
+            for g in targets:
+                yield (g, subject), po
+        route_stats.add([{"partition": index, "publications": publications, "pairs": pairs,
+                          "route_s": time.perf_counter() - t0}])
+
+    def group_partition(key) -> int:
+        g, subject = key
+        return g * partitions + subject_partition(subject) % partitions
+
+    routed = grouped.mapPartitionsWithIndex(route_partition).partitionBy(
+        k * partitions, group_partition)
+    materialize(routed, "route_s", f"routed to {k} query groups", previous=grouped)
+
+    def filter_partition(index, records):
+        g = index // partitions
+        stats: dict = {"group": g}
+        t0 = time.perf_counter()
+        load_s = 0.0
+        records = iter(records)
+        first = next(records, None)
+        if first is not None:  # a task with nothing routed to it loads no engine
+            engine, load_s = engine_for(tokens[g], lambda: group_bcs[g].value)
+            pubs = ((s, po) for (_, s), po in itertools.chain([first], records))
+            yield from filter_records(engine, pubs, stats)
+        stats.update(partition=index, load_s=load_s, task_s=time.perf_counter() - t0,
+                     worker=f"{platform.node()}:{os.getpid()}", rss_mb=worker_rss_mb())
+        for key in ("publications", "triples", "matches", "filter_s"):
+            stats.setdefault(key, 0)
+        partition_stats.add([stats])
+
+    matches = routed.mapPartitionsWithIndex(filter_partition)
+    materialize(matches, "filter_s", "filtered", previous=routed)
+
+    def unpersist():
+        for bc in [router_bc, *group_bcs]:
+            if bc is not None:
+                bc.unpersist()
+
+    def grouping(parts: list[dict]) -> dict:
+        routes = {r["partition"]: r for r in route_stats.value}.values()
+        pairs = sum(r["pairs"] for r in routes)
+        routed_publications = sum(r["publications"] for r in routes)
+        per_group = []
+        for g, m, blob, mem in zip(groups, matchers, blobs, memory):
+            mine = [p for p in parts if p["partition"] // partitions == g.index]
+            filter_s = sum(p["filter_s"] for p in mine)
+            per_group.append({
+                "group": g.index, "queries": len(g.query_ids), "contained_queries": len(g.contained),
+                "anchors": len(g.anchors), "always": g.always,
+                "index_bytes": len(blob) if blob is not None else 0,
+                "index_memory_bytes": mem,
+                "publications_routed": sum(p["publications"] for p in mine),
+                "matches": sum(p["matches"] for p in mine),
+                "filter_s": _round(filter_s),
+                "engine_loads": sum(1 for p in mine if p["load_s"] > 0),
+                "worker_rss_mb_max": _max_rss(p for p in mine if p["publications"]),
+            })
+        sizes = [len(b) for b in blobs if b is not None]
+        return {
+            "k": k, "strategy": config.query_partitioning, "publications": routed_publications,
+            "router_bytes": len(router_blob),
+            "contained_queries": sum(len(g.contained) for g in groups),
+            "index_bytes_total": blob_bytes, "index_bytes_max": max(sizes, default=0),
+            "index_memory_bytes_max": max((x for x in memory if x is not None), default=None),
+            "pairs_considered": k * routed_publications, "pairs_routed": pairs,
+            "pairs_skipped": k * routed_publications - pairs,
+            "route_s": _round(sum(r["route_s"] for r in routes)),
+            "publications_per_group_max": max((g["publications_routed"] for g in per_group), default=0),
+            "groups": per_group,
+        }
+
+    return matches, blob_bytes, serialize_s, broadcast_call_s, unpersist, grouping
+
+
+def _max_rss(parts) -> float | None:
+    values = [p["rss_mb"] for p in parts if p.get("rss_mb") is not None]
+    return round(max(values), 1) if values else None
 
 
 def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, index_stats,
              index_bytes, serialize_s, broadcast_call_s, stages, spark_s, total_s, parts,
-             count, bad_by_file, bad_examples, queries) -> dict:
-    pubs = sum(p["publications"] for p in parts)
+             count, bad_by_file, bad_examples, queries, publications=None) -> dict:
+    # With query groups a partition's publications are (group, publication) pairs.
+    pubs = sum(p["publications"] for p in parts) if publications is None else publications
     matches = sum(p["matches"] for p in parts)
     filter_cpu = sum(p["filter_s"] for p in parts)
     loads = [p["load_s"] for p in parts if p["load_s"] > 0]
@@ -554,6 +758,7 @@ def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, ind
             "triples": p["triples"], "matches": p["matches"],
             "filter_s": _round(p["filter_s"]), "task_s": _round(p["task_s"]),
             "engine_load_s": _round(p["load_s"]), "worker": p["worker"],
+            "worker_rss_mb": _round(p["rss_mb"], 1) if p.get("rss_mb") is not None else None,
             "publications_per_s": round(p["publications"] / p["filter_s"], 1) if p["filter_s"] else None,
         })
     busy = [p["filter_s"] for p in parts if p["publications"]]
@@ -587,6 +792,8 @@ def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, ind
             "stats": index_stats,
         },
         "stages_s": {k: _round(v) for k, v in stages.items()},
+        # Peak resident memory of a Python worker seen after a filter task: engine and all.
+        "worker_rss_mb_max": _max_rss(parts),
         "executor_s": {"parse": _round(count.get("parse_s", 0.0)), "filter": _round(filter_cpu)},
         "spark_s": _round(spark_s),
         "total_s": _round(total_s),

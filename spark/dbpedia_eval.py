@@ -39,6 +39,10 @@ example (local mode, all cores; needs only `pip install pyspark` and Java 17):
       --algorithm rtfs --master 'local[2]' --output /tmp/rtf-spark-out
   sort /tmp/rtf-spark-out/part-* > spark.jsonl     # equals a sorted `rtf match` output
 
+query partitions (the index split over 4 groups; output unchanged):
+  python spark/dbpedia_eval.py --dump ../shared/data/dbpedia --queries /tmp/q.jsonl \
+      --algorithm rtfs --query-partitions 4 --query-partitioning merging --output /tmp/out-k4
+
 on a cluster (rtf and its dependencies installed on every node, see docs/spark.md):
   spark-submit --master yarn spark/dbpedia_eval.py --dump hdfs:///dbpedia/2015-10/ \\
       --queries q.jsonl --algorithm rtfs --partitions 400 --output hdfs:///out/run1
@@ -63,6 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partitions", type=int, metavar="N",
                    help="partitions of the grouped publications, i.e. filter tasks "
                         "(default: 2 x Spark's default parallelism)")
+    p.add_argument("--query-partitions", type=int, metavar="K",
+                   help="split the queries into K groups, one engine each, shipped only to the tasks "
+                        "that filter against it; a publication goes only to the groups its predicates, "
+                        "classes and words can match (default: one engine for all queries)")
+    p.add_argument("--query-partitioning", choices=("hash", "containment", "merging"), default="hash",
+                   help="how --query-partitions splits the queries: hash of the id; containment "
+                        "(a query contained in another stays with it and runs only when it matches); "
+                        "merging (containment, and queries with the same routing key together) "
+                        "(default: hash)")
+    p.add_argument("--measure-index-memory", action="store_true",
+                   help="with --query-partitions: unpickle each group's engine on the driver under "
+                        "tracemalloc and report its size (metrics.json: index_memory_bytes)")
     p.add_argument("--output", required=True, metavar="DIR", help="folder for the part files and metrics.json")
     p.add_argument("--overwrite", action="store_true",
                    help="replace DIR if it holds the output of an earlier run")
@@ -133,7 +149,9 @@ def main(argv: list[str] | None = None, spark=None) -> int:
     config = ReplayConfig(dumps=args.dump, queries=args.queries, output=args.output,
                           algorithm=args.algorithm, taxonomy=args.taxonomy,
                           partitions=args.partitions, timed=not args.pipelined,
-                          overwrite=args.overwrite)
+                          overwrite=args.overwrite, query_partitions=args.query_partitions,
+                          query_partitioning=args.query_partitioning,
+                          measure_memory=args.measure_index_memory)
     own = spark is None
     t = time.perf_counter()
     try:
@@ -164,6 +182,10 @@ def main(argv: list[str] | None = None, spark=None) -> int:
                                       "bad_lines_skipped", "stages_s", "total_s")}
     summary["index_bytes"] = metrics["index"]["bytes"]
     summary["throughput"] = metrics["throughput"]
+    if "query_partitions" in metrics:
+        qp = metrics["query_partitions"]
+        summary["query_partitions"] = {key: qp[key] for key in (
+            "k", "strategy", "contained_queries", "index_bytes_max", "pairs_routed", "pairs_skipped")}
     log(json.dumps(summary))
     log(f"wrote {metrics['matches']} matches and metrics.json to {args.output}")
     return 0

@@ -352,3 +352,57 @@ def test_bad_arguments_are_one_line_errors(spark, inputs, tmp_path, capsys):
         assert run_script(spark, *argv, "--algorithm", "rtfs", "--output", out) == 1
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+# ---------------------------------------------------------- query partitions
+
+
+def _partitioned_run(spark, inputs, out, strategy, k, algorithm="rtfs", queries=None):
+    dumps, _, all_queries, taxonomy, _ = inputs
+    assert run_script(spark, "--dump", dumps, "--queries", queries or all_queries, "--taxonomy", taxonomy,
+                      "--algorithm", algorithm, "--partitions", 2, "--query-partitions", k,
+                      "--query-partitioning", strategy, "--output", out) == 0
+    return json.loads((out / "metrics.json").read_text())
+
+
+@spark_test
+@pytest.mark.parametrize("strategy", ["hash", "containment", "merging"])
+def test_query_partitions_give_the_lines_of_rtf_match(spark, inputs, reference, tmp_path, strategy):
+    expected, stats = reference("rtfs")
+    metrics = _partitioned_run(spark, inputs, tmp_path / "out", strategy, 4)
+    assert spark_lines(tmp_path / "out") == expected
+    assert metrics["publications"] == stats["publications"]
+    assert metrics["matches"] == len(expected)
+    qp = metrics["query_partitions"]
+    assert qp["k"] == 4 and qp["strategy"] == strategy
+    assert sum(g["queries"] for g in qp["groups"]) == metrics["queries"] == stats["queries"]
+    assert qp["pairs_routed"] + qp["pairs_skipped"] == 4 * metrics["publications"]
+    assert qp["pairs_routed"] == sum(g["publications_routed"] for g in qp["groups"])
+    assert sum(g["matches"] for g in qp["groups"]) == len(expected)
+    assert all(g["index_bytes"] > 0 for g in qp["groups"] if g["queries"])
+    if strategy != "hash":
+        assert qp["contained_queries"] > 0  # the workload has containment to use
+
+
+@spark_test
+def test_contained_query_is_reported_and_k_may_exceed_the_queries(spark, inputs, tmp_path):
+    """Three queries in 5 groups: one contained in another, reported when it matches."""
+    queries = tmp_path / "q.jsonl"
+    label = "http://www.w3.org/2000/01/rdf-schema#label"
+    records = [
+        {"id": "airline", "query": f'SELECT ?s WHERE {{ ?s <{label}> ?o FILTER ftcontains(?o, "airline") }}'},
+        {"id": "rio-airline",
+         "query": f'SELECT ?s WHERE {{ ?s <{label}> ?o FILTER ftcontains(?o, "rio" ftand "airline") }}'},
+        {"id": "nothing", "query": f'SELECT ?s WHERE {{ ?s <{label}> ?o FILTER ftcontains(?o, "zzzqx") }}'},
+    ]
+    queries.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out"
+    metrics = _partitioned_run(spark, inputs, out, "containment", 5, queries=queries)
+    lines = [json.loads(line) for line in spark_lines(out)]
+    assert {"publication": "http://ex.org/ok1", "query": "rio-airline", "subscriber": None,
+            "bindings": [{"s": "<http://ex.org/ok1>"}]} in lines
+    assert {line["query"] for line in lines} == {"airline", "rio-airline"}
+    qp = metrics["query_partitions"]
+    assert qp["contained_queries"] == 1 and len(qp["groups"]) == 5
+    assert sum(1 for g in qp["groups"] if g["queries"]) == 2  # the tree and "nothing"
+    assert qp["pairs_skipped"] > 0
