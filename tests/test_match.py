@@ -46,3 +46,25 @@ def test_engine_builds_the_same_matches_as_the_constructor():
     assert e.match(pub) == [Match("q1", "alice", frozenset({(("s", "<http://ex/a>"),)})),
                             Match("q2", None, frozenset({()}), is_ask=True)]
     assert all(type(m) is Match for m in e.match(pub))
+
+
+def test_match_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    import pytest
+
+    e = Engine("rtfs")
+    e.register('SELECT ?s WHERE { ?s <http://ex/p> ?o }', "q1")
+    pub = Publication("http://ex/a", [("<http://ex/a>", "<http://ex/p>", '"x"')])
+    assert gc.isenabled()
+    e.match(pub)
+    assert gc.isenabled()
+    with pytest.raises(TypeError):
+        e.match(None)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        e.match(pub)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
