@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from rtf.expressions import passes
 from rtf.filter import JOIN_ROWS_PER_SOLUTION, QueryIndex, Solutions, Triple
-from rtf.model import Query, TriplePattern, operand_variables
+from rtf.model import GroupPattern, Query, TriplePattern, operand_variables
 from rtf.terms import TypePath, Wildcard, is_variable
 
 Row = tuple[str, ...]
@@ -241,6 +241,107 @@ def _project(cols, rows, projection, limit, truncated):
     return found, truncated
 
 
+# ------------------------------------------------ groups with UNION and OPTIONAL
+
+Mapping = dict[str, str]
+
+
+def group_solutions(group: GroupPattern, triples: list[Triple], virtual: list[Triple],
+                    grouped: dict[str, list[Triple]], max_rows: int | None) -> tuple[list[Mapping], bool]:
+    """SPARQL's algebra for a group, straight from the query as written.
+
+    The join of the group's patterns and unions (each union the multiset
+    union of its sides' solutions), filtered by the group's own FILTERs,
+    then left-joined with each OPTIONAL group in order. Solutions are
+    mappings: a variable a side does not bind is absent, not None. Returns
+    (solutions, cut) where cut says `max_rows` stopped a join.
+    """
+    rows: list[Mapping] = [{}]
+    cut = False
+    for pattern in group.patterns:
+        rows, c = _join(rows, _pattern_mappings(pattern, triples, virtual, grouped), max_rows)
+        cut |= c
+        if not rows:
+            return rows, cut
+    for union in group.unions:
+        sides: list[Mapping] = []
+        for side in union:
+            found, c = group_solutions(side, triples, virtual, grouped, max_rows)
+            sides += found
+            cut |= c
+        rows, c = _join(rows, sides, max_rows)
+        cut |= c
+        if not rows:
+            return rows, cut
+    if group.filters:
+        rows = [m for m in rows if all(passes(f, m) for f in group.filters)]
+    for optional in group.optionals:
+        rows, c = _left_join(rows, optional, triples, virtual, grouped, max_rows)
+        cut |= c
+    return rows, cut
+
+
+def _pattern_mappings(pattern: TriplePattern, triples, virtual, grouped) -> list[Mapping]:
+    plan = _pattern_plan(pattern, {t.name for t in pattern.terms if is_variable(t)})
+    return [dict(zip(plan.keep, row)) for row in pattern_table(plan, triples, virtual, grouped)]
+
+
+def _compatible(a: Mapping, b: Mapping) -> bool:
+    small, large = (a, b) if len(a) <= len(b) else (b, a)
+    return all(large.get(k, v) == v for k, v in small.items())
+
+
+def _join(left: list[Mapping], right: list[Mapping], max_rows) -> tuple[list[Mapping], bool]:
+    """Every merge of a compatible pair (SPARQL's Join)."""
+    out = []
+    for a in left:
+        for b in right:
+            if _compatible(a, b):
+                if max_rows is not None and len(out) >= max_rows:
+                    return out, True
+                out.append({**a, **b})
+    return out, False
+
+
+def _left_join(left: list[Mapping], optional: GroupPattern, triples, virtual, grouped,
+               max_rows) -> tuple[list[Mapping], bool]:
+    """SPARQL's LeftJoin(left, optional's patterns, optional's FILTERs): each left
+    solution extended by every compatible optional solution whose merge passes
+    the optional group's filters, or kept as it is when none does."""
+    inner = GroupPattern(optional.patterns, (), optional.unions, optional.optionals)
+    right, cut = group_solutions(inner, triples, virtual, grouped, max_rows)
+    out = []
+    for a in left:
+        extended = False
+        for b in right:
+            if _compatible(a, b):
+                merged = {**a, **b}
+                if all(passes(f, merged) for f in optional.filters):
+                    out.append(merged)
+                    extended = True
+        if not extended:
+            out.append(a)
+        if max_rows is not None and len(out) >= max_rows:
+            return out, True
+    return out, cut
+
+
+def group_query_solutions(query: Query, triples, virtual, grouped=None,
+                          limit: int | None = None) -> tuple[set[tuple], bool]:
+    """Distinct projected solutions of a query whose WHERE has UNION or OPTIONAL."""
+    if grouped is None:
+        grouped = by_predicate(triples)
+    max_rows = None if limit is None else limit * JOIN_ROWS_PER_SOLUTION
+    rows, cut = group_solutions(query.where, triples, virtual, grouped, max_rows)
+    found: set[tuple] = set()
+    for m in rows:
+        found.add(tuple((v, m[v]) for v in query.projection if v in m))
+        if limit is not None and len(found) > limit:
+            found.pop()
+            return found, True
+    return found, cut
+
+
 class NaiveQueries(QueryIndex):
     """Every query, evaluated on every publication."""
 
@@ -248,11 +349,12 @@ class NaiveQueries(QueryIndex):
 
     def __init__(self):
         self.queries: dict[str, Query] = {}
-        self.plans: dict[str, QueryPlan] = {}
+        self.plans: dict[str, QueryPlan | None] = {}
         self.evaluation_errors = 0
 
     def add(self, query_id: str, query: Query) -> None:
-        plan = plan_query(query)
+        # A WHERE with UNION or OPTIONAL is evaluated by the algebra (no plan).
+        plan = plan_query(query) if query.group is None else None
         self.queries[query_id] = query
         self.plans[query_id] = plan
 
@@ -267,7 +369,11 @@ class NaiveQueries(QueryIndex):
         grouped = by_predicate(triples)
         for qid, q in self.queries.items():
             try:
-                sols, cut = query_solutions(q, triples, virtual, grouped, limit, self.plans[qid])
+                plan = self.plans[qid]
+                if plan is None:
+                    sols, cut = group_query_solutions(q, triples, virtual, grouped, limit)
+                else:
+                    sols, cut = query_solutions(q, triples, virtual, grouped, limit, plan)
             except Exception:
                 # One query failing on one publication is that query's error:
                 # it does not match, and the others go on.
