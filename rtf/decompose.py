@@ -31,7 +31,7 @@ from itertools import product
 
 from rtf.errors import QueryTooComplexError
 from rtf.model import (And, Branch, Compare, Contains, EffectiveBoolean, Expr, FTAnd, FTExpr,
-                       FtContains, GroupPattern, In, LangMatches, Not, Or, Regex,
+                       FtContains, GroupPattern, In, LangMatches, Not, Or, Regex, operand_variables,
                        TriplePattern, TupleConjunct)
 from rtf.terms import is_variable, shared, variable as shared_variable
 
@@ -101,7 +101,11 @@ def decompose(patterns: tuple[TriplePattern, ...], filters: tuple[Expr, ...]) ->
 
 
 def decompose_group(group: GroupPattern) -> tuple[Branch, ...]:
-    """Branches of a group graph pattern with UNIONs (its OPTIONAL parts add none).
+    """Branches of a group graph pattern with UNIONs and OPTIONALs.
+
+    The OPTIONAL groups add no branch and no tuple: the branches are those
+    of the required part, with the FILTERs that do not read an optional
+    variable (`split_filters`); `rtf.optional` extends their solutions.
 
     Each union side is decomposed on its own; a union contributes the
     branches of all its sides, and the group's patterns and unions are
@@ -110,7 +114,8 @@ def decompose_group(group: GroupPattern) -> tuple[Branch, ...]:
     variable it reads that the side's patterns do not bind is renamed to
     one no pattern binds, so that it stays unbound (`unbound_name`).
     """
-    combos = _structural(group, top=True)
+    required, _ = split_filters(group)
+    combos = _structural(GroupPattern(group.patterns, required, group.unions), top=True)
     branches = []
     for patterns, filters in combos:
         branches += decompose(patterns, filters)
@@ -136,6 +141,20 @@ def _structural(group: GroupPattern, top: bool = False) -> list[tuple[tuple, tup
             own = tuple(_rename_unbound(f, bound) for f in own)
         out.append((patterns, own + filters))
     return out
+
+
+def split_filters(group: GroupPattern) -> tuple[tuple, tuple]:
+    """(filters of the required part, filters to apply after the OPTIONAL groups).
+
+    A FILTER that reads a variable some OPTIONAL group binds may change
+    when that group extends a solution, so it waits for the left joins;
+    the others hold or fail on the required part alone.
+    """
+    if not group.optionals:
+        return group.filters, ()
+    optional_vars = set().union(*(g.variables() for g in group.optionals))
+    post = tuple(f for f in group.filters if operand_variables(f) & optional_vars)
+    return tuple(f for f in group.filters if f not in post), post
 
 
 def unbound_name(name: str) -> str:

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from rtf.expressions import passes
 from rtf.filter import JOIN_ROWS_PER_SOLUTION, QueryIndex, Solutions, Triple
-from rtf.model import GroupPattern, Query, TriplePattern, operand_variables
+from rtf.model import Query, TriplePattern, operand_variables
+from rtf.optional import PublicationTriples, group_solutions
 from rtf.terms import TypePath, Wildcard, is_variable
 
 Row = tuple[str, ...]
@@ -243,96 +244,12 @@ def _project(cols, rows, projection, limit, truncated):
 
 # ------------------------------------------------ groups with UNION and OPTIONAL
 
-Mapping = dict[str, str]
-
-
-def group_solutions(group: GroupPattern, triples: list[Triple], virtual: list[Triple],
-                    grouped: dict[str, list[Triple]], max_rows: int | None) -> tuple[list[Mapping], bool]:
-    """SPARQL's algebra for a group, straight from the query as written.
-
-    The join of the group's patterns and unions (each union the multiset
-    union of its sides' solutions), filtered by the group's own FILTERs,
-    then left-joined with each OPTIONAL group in order. Solutions are
-    mappings: a variable a side does not bind is absent, not None. Returns
-    (solutions, cut) where cut says `max_rows` stopped a join.
-    """
-    rows: list[Mapping] = [{}]
-    cut = False
-    for pattern in group.patterns:
-        rows, c = _join(rows, _pattern_mappings(pattern, triples, virtual, grouped), max_rows)
-        cut |= c
-        if not rows:
-            return rows, cut
-    for union in group.unions:
-        sides: list[Mapping] = []
-        for side in union:
-            found, c = group_solutions(side, triples, virtual, grouped, max_rows)
-            sides += found
-            cut |= c
-        rows, c = _join(rows, sides, max_rows)
-        cut |= c
-        if not rows:
-            return rows, cut
-    if group.filters:
-        rows = [m for m in rows if all(passes(f, m) for f in group.filters)]
-    for optional in group.optionals:
-        rows, c = _left_join(rows, optional, triples, virtual, grouped, max_rows)
-        cut |= c
-    return rows, cut
-
-
-def _pattern_mappings(pattern: TriplePattern, triples, virtual, grouped) -> list[Mapping]:
-    plan = _pattern_plan(pattern, {t.name for t in pattern.terms if is_variable(t)})
-    return [dict(zip(plan.keep, row)) for row in pattern_table(plan, triples, virtual, grouped)]
-
-
-def _compatible(a: Mapping, b: Mapping) -> bool:
-    small, large = (a, b) if len(a) <= len(b) else (b, a)
-    return all(large.get(k, v) == v for k, v in small.items())
-
-
-def _join(left: list[Mapping], right: list[Mapping], max_rows) -> tuple[list[Mapping], bool]:
-    """Every merge of a compatible pair (SPARQL's Join)."""
-    out = []
-    for a in left:
-        for b in right:
-            if _compatible(a, b):
-                if max_rows is not None and len(out) >= max_rows:
-                    return out, True
-                out.append({**a, **b})
-    return out, False
-
-
-def _left_join(left: list[Mapping], optional: GroupPattern, triples, virtual, grouped,
-               max_rows) -> tuple[list[Mapping], bool]:
-    """SPARQL's LeftJoin(left, optional's patterns, optional's FILTERs): each left
-    solution extended by every compatible optional solution whose merge passes
-    the optional group's filters, or kept as it is when none does."""
-    inner = GroupPattern(optional.patterns, (), optional.unions, optional.optionals)
-    right, cut = group_solutions(inner, triples, virtual, grouped, max_rows)
-    out = []
-    for a in left:
-        extended = False
-        for b in right:
-            if _compatible(a, b):
-                merged = {**a, **b}
-                if all(passes(f, merged) for f in optional.filters):
-                    out.append(merged)
-                    extended = True
-        if not extended:
-            out.append(a)
-        if max_rows is not None and len(out) >= max_rows:
-            return out, True
-    return out, cut
-
-
 def group_query_solutions(query: Query, triples, virtual, grouped=None,
                           limit: int | None = None) -> tuple[set[tuple], bool]:
-    """Distinct projected solutions of a query whose WHERE has UNION or OPTIONAL."""
-    if grouped is None:
-        grouped = by_predicate(triples)
+    """Distinct projected solutions of a query whose WHERE has UNION or OPTIONAL: SPARQL's
+    algebra straight from the query as written (`rtf.optional.group_solutions`)."""
     max_rows = None if limit is None else limit * JOIN_ROWS_PER_SOLUTION
-    rows, cut = group_solutions(query.where, triples, virtual, grouped, max_rows)
+    rows, cut = group_solutions(query.where, PublicationTriples(triples, virtual), max_rows)
     found: set[tuple] = set()
     for m in rows:
         found.add(tuple((v, m[v]) for v in query.projection if v in m))

@@ -24,11 +24,14 @@ from __future__ import annotations
 import sys
 from array import array
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from rtf.model import Branch, FTExpr, Query, TupleConjunct
+
+if TYPE_CHECKING:  # rtf.optional is imported where used: it imports the evaluator
+    from rtf.optional import OptionalPart
 from rtf.terms import TypePath, Wildcard, is_variable
 from rtf.text import is_plain_disjunction, required_words, word_alternatives
 
@@ -207,6 +210,8 @@ class RegisteredBranch:
     on_subject: str | None = None
     #: The query's only branch (its solutions need no union with another's).
     alone: bool = False
+    #: The query's OPTIONAL groups and later FILTERs (`rtf.optional`), or None.
+    optional: "OptionalPart | None" = None
 
 
 class StarPlan(NamedTuple):
@@ -228,9 +233,13 @@ class StarPlan(NamedTuple):
 def needed_outside(query: Query, branch: Branch) -> set[str]:
     """Variables a branch needs beyond its tuples: projected or filtered on."""
     from rtf.model import operand_variables
+    from rtf.optional import optional_part
     out = set(query.projection)
     for r in branch.residual:
         out |= operand_variables(r)
+    part = optional_part(query)
+    if part is not None:  # the left joins and the later FILTERs read these
+        out |= part.variables
     return out
 
 
@@ -339,6 +348,8 @@ class QueryTable:
         """
         if query_id in self.queries:
             raise ValueError(f"a query with id {query_id!r} is already registered")
+        from rtf.optional import optional_part
+        optional = optional_part(query)
         planned = []
         for b in query.branches:
             per_tuple = [shape_of(t) for t in b.tuples]
@@ -349,7 +360,7 @@ class QueryTable:
         branches = []
         for b, keys, keep, keep_names in planned:
             rb = RegisteredBranch(query_id, b, self._take_slot(), keep=keep, keep_names=keep_names,
-                                  projection=query.projection)
+                                  projection=query.projection, optional=optional)
             shapes = []
             for key in keys:
                 if self.share_shapes:
@@ -372,7 +383,8 @@ class QueryTable:
             self.branches[rb.slot] = rb
             self.slot_query[rb.slot] = query_id
             self.tuple_count += len(shapes)
-            rb.star = star = star_plan(rb)
+            # A star answer would skip the OPTIONAL groups: such a branch is joined.
+            rb.star = star = star_plan(rb) if optional is None else None
             if star is not None and (star.var is None or star.on_subject):
                 rb.on_subject = star.var if star.projected else ""
             branches.append(rb)

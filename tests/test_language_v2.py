@@ -267,13 +267,21 @@ STRUCTURAL_QUERIES = [DBO + q for q in [
     'FILTER(?c IN (dbo:Person, dbo:Place, dbo:Company)) }',
     # projected variables bound on one side only
     'SELECT ?s ?b ?f WHERE { { ?s dbo:birthDate ?b } UNION { ?s dbo:foundingDate ?f } }',
+    # "and its label, if it has one"
+    'SELECT ?s ?l WHERE { ?s a dbo:Person OPTIONAL { ?s rdfs:label ?l FILTER(lang(?l) = "en") } }',
+    'SELECT ?s ?b ?d WHERE { ?s a dbo:Person OPTIONAL { ?s dbo:birthDate ?b } '
+    'OPTIONAL { ?s dbo:deathDate ?d FILTER(year(?d) > 1950) } }',
+    # no label at all: a FILTER of the WHERE group reads the optional variable
+    'SELECT ?s WHERE { ?s a dbo:Place OPTIONAL { ?s rdfs:label ?l } FILTER(!bound(?l)) }',
+    'SELECT ?s ?l ?c WHERE { { ?s a dbo:City } UNION { ?s a dbo:Town } '
+    'OPTIONAL { ?s rdfs:label ?l } OPTIONAL { ?s (dbo:country|dbo:isPartOf) ?c } }',
 ]]
 
 
-def test_union_and_alternative_predicates_equal_rdflib_and_every_engine_on_dbpedia(
+def test_union_optional_and_alternative_predicates_equal_rdflib_and_every_engine_on_dbpedia(
         dbpedia_slice, dbpedia_taxonomy):
     pubs = [p for p in dbpedia_slice if len(p.triples) > 1][:300]
-    assert _compare_with_rdflib(STRUCTURAL_QUERIES, pubs, dbpedia_taxonomy) >= 5
+    assert _compare_with_rdflib(STRUCTURAL_QUERIES, pubs, dbpedia_taxonomy) >= 8
 
 
 # ------------------------------------------------------------ UNION and (p|q): every engine vs naive
@@ -289,9 +297,9 @@ def _answers(engine, pub):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(query=worlds.structured_queries(optional=False),
+@given(query=worlds.structured_queries(),
        pubs=st.lists(worlds.publications(), min_size=1, max_size=3))
-def test_union_and_alternative_predicates_agree_with_naive_in_every_engine(query, pubs):
+def test_union_optional_and_alternative_predicates_agree_with_naive_in_every_engine(query, pubs):
     tax = worlds.taxonomy()
     engines = {a: Engine(a, taxonomy=tax) for a in ALGORITHMS}
     try:

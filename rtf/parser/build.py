@@ -84,6 +84,7 @@ class QueryBuilder:
         self.pattern_vars: dict[str, None] = {}  # ordered set: names in order of appearance
         self.valid_iris: set[str] = set()  # IRIs already checked: each is checked once
         self.first_union = None  # the first UNION or alternative predicate, for errors
+        self.depth = 0  # of the group being built: 1 is the WHERE group
 
     # ------------------------------------------------------------ entry
     def build(self, tree: Tree) -> Query:
@@ -135,6 +136,7 @@ class QueryBuilder:
         saved = self.patterns, self.filters, self.unions
         self.patterns, self.filters, self.unions = [], [], []
         optionals = []
+        self.depth += 1
         try:
             for part in node.children:
                 if part.data == "triples_block":
@@ -160,9 +162,15 @@ class QueryBuilder:
             return group
         finally:
             self.patterns, self.filters, self.unions = saved
+            self.depth -= 1
 
     def optional_group(self, node: Tree) -> GroupPattern:
-        raise _unsupported("OPTIONAL", node, "OPTIONAL is not supported yet")
+        """``OPTIONAL { ... }`` in the WHERE group itself (its own group may hold
+        UNION and (p|q), not another OPTIONAL: that one is nested)."""
+        if self.depth > 1:
+            raise _unsupported("OPTIONAL inside a nested group", node,
+                               "OPTIONAL may only follow the required patterns of the WHERE group")
+        return self.group_pattern(node.children[0])
 
     # ------------------------------------------------------------ terms
     def resolve(self, tok: Token) -> str:
