@@ -107,6 +107,7 @@ class QueryBuilder:
             projection_node, where = children
         group = where.children[0]
         where_pattern = self.group_pattern(group)
+        self.collect(where_pattern)
         if not self.all_patterns:
             raise _syntax("a query needs at least one triple pattern in its WHERE group", group)
         projection: tuple[str, ...] = ()
@@ -157,12 +158,20 @@ class QueryBuilder:
                     optionals.append(self.optional_group(part))
             group = GroupPattern(tuple(self.patterns), tuple(self.filters), tuple(self.unions),
                                  tuple(optionals))
-            self.all_patterns += self.patterns
-            self.all_filters += self.filters
             return group
         finally:
             self.patterns, self.filters, self.unions = saved
             self.depth -= 1
+
+    def collect(self, group: GroupPattern) -> None:
+        """Every pattern and filter of `group` (required ones first) into the query's lists."""
+        self.all_patterns += group.patterns
+        self.all_filters += group.filters
+        for union in group.unions:
+            for side in union:
+                self.collect(side)
+        for optional in group.optionals:
+            self.collect(optional)
 
     def optional_group(self, node: Tree) -> GroupPattern:
         """``OPTIONAL { ... }`` in the WHERE group itself (its own group may hold
@@ -305,7 +314,6 @@ class QueryBuilder:
             self.first_union = self.first_union or verb_node
             self.unions.append(tuple(GroupPattern((shared(TriplePattern(subject, p, obj)),))
                                      for p in predicate))
-            self.all_patterns += [shared(TriplePattern(subject, p, obj)) for p in predicate]
         else:
             self.patterns.append(shared(TriplePattern(subject, predicate, obj)))
 
