@@ -312,3 +312,56 @@ def test_union_optional_and_alternative_predicates_agree_with_naive_in_every_eng
         expected = _answers(engines["naive"], pub)
         for a, engine in engines.items():
             assert _answers(engine, pub) == expected, (a, query, pub.triples)
+
+
+# ------------------------------------------------------------ W3C syntax tests, check, cap
+
+# From the W3C SPARQL test suite (w3c/rdf-tests, sparql/sparql10/syntax-sparql1 and
+# syntax-sparql2, the DAWG syntax tests): the ones written with supported constructs.
+W3C_SYNTAX = {
+    "syntax-union-01.rq": "PREFIX : <http://example.org/ns#>\nSELECT *\n{\n  { ?s ?p ?o } UNION { ?a ?b ?c } \n}",
+    "syntax-union-02.rq": "PREFIX : <http://example.org/ns#>\nSELECT *\n{\n  { ?s ?p ?o } UNION { ?a ?b ?c } UNION { ?r ?s ?t }\n}",
+    "syntax-struct-03.rq": "# Triple, no DOT, operator\nPREFIX :  <http://example.org/ns#> \nSELECT *\n{ :p :q :r OPTIONAL { :a :b :c } }",
+    "syntax-struct-05.rq": "# Triple, DOT, operator\nPREFIX :  <http://example.org/ns#> \nSELECT *\n{ :p :q :r . OPTIONAL { :a :b :c } }",
+    "syntax-struct-06.rq": "# Triple, DOT, operator, DOT\nPREFIX :  <http://example.org/ns#> \nSELECT *\n{ :p :q :r . OPTIONAL { :a :b :c } . }",
+    "syntax-struct-11.rq": "# Triple, semi, operator\nPREFIX :  <http://example.org/ns#>\nSELECT *\n{ :p :q :r ; OPTIONAL { :a :b :c } }",
+    "syntax-struct-12.rq": "# Triple, semi, DOT, operator\nPREFIX :  <http://example.org/ns#>\nSELECT *\n{ :p :q :r ; . OPTIONAL { :a :b :c } }",
+    "syntax-keywords-03.rq": "# use keyword UNION as a namespace prefix\nPREFIX UNION: <http://example.org/ns#> \nSELECT *\nWHERE { ?x UNION:foo ?z }",
+}
+
+
+@pytest.mark.parametrize("name", sorted(W3C_SYNTAX))
+def test_w3c_syntax_tests_with_union_and_optional_parse_and_register(name):
+    query = parse_query(W3C_SYNTAX[name])
+    for algorithm in ALGORITHMS:
+        Engine(algorithm).register(query, "q")
+
+
+def test_check_explains_union_sides_alternative_predicates_and_optional_groups():
+    text = parse_query('SELECT ?s ?l { { ?s a <http://C> } UNION { ?s a <http://T> FILTER(?s != <http://x>) } '
+                       '?s (<http://p>|<http://q>) ?o OPTIONAL { ?s <http://label> ?l } }').describe()
+    assert "UNION side 1 of 2" in text and "UNION side 2 of 2" in text
+    assert "FILTER ?s != <http://x>" in text
+    assert "OPTIONAL (extends each solution when it matches; not indexed)" in text
+    assert "branches:    4" in text and "<http://label>" not in text.split("branches:")[1]
+
+
+def test_the_branch_cap_counts_union_sides_and_says_where():
+    sides = " UNION ".join(f"{{ ?s <http://p{i}> ?o }}" for i in range(9))
+    text = f"SELECT ?s {{ ?s ?p ?o .\n  {sides} {sides} }}"   # 81 branches
+    with pytest.raises(QueryError) as e:
+        parse_query(text)
+    assert "UNION" in str(e.value) and "64" in str(e.value)
+    assert (e.value.line, e.value.column) == (2, 3)
+    parse_query(f"SELECT ?s {{ ?s ?p ?o . {sides} }}")    # 9 branches are fine
+
+
+def test_an_optional_adds_no_shape_and_no_tuple_to_the_index():
+    required = "SELECT ?s ?l { ?s a <http://C> ; <http://p> ?o }"
+    with_optional = "SELECT ?s ?l { ?s a <http://C> ; <http://p> ?o OPTIONAL { ?s <http://label> ?l } }"
+    for algorithm in ("rtfs", "rtfm", "ibroker"):
+        a, b = Engine(algorithm), Engine(algorithm)
+        a.register(required, "q")
+        b.register(with_optional, "q")
+        assert a.stats()["tuples"] == b.stats()["tuples"] == 2, algorithm
+        assert a.stats()["shapes"] == b.stats()["shapes"], algorithm
