@@ -26,13 +26,14 @@ form is larger is rejected at registration, never truncated.
 
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
 from itertools import product
 
 from rtf.errors import QueryTooComplexError
 from rtf.model import (And, Branch, Compare, Contains, EffectiveBoolean, Expr, FTAnd, FTExpr,
-                       FtContains, In, LangMatches, Not, Or, Regex,
+                       FtContains, GroupPattern, In, LangMatches, Not, Or, Regex, operand_variables,
                        TriplePattern, TupleConjunct)
-from rtf.terms import is_variable, shared
+from rtf.terms import is_variable, shared, variable as shared_variable
 
 #: Largest number of conjunctive branches one query may decompose into.
 MAX_BRANCHES = 64
@@ -97,6 +98,84 @@ def decompose(patterns: tuple[TriplePattern, ...], filters: tuple[Expr, ...]) ->
     """Branches of tuple conjuncts and residual literals for a query's group."""
     conjunctions = dnf(And(tuple(filters))) if filters else [()]
     return tuple(_unique(_branch(patterns, _unique(literals)) for literals in conjunctions))
+
+
+def decompose_group(group: GroupPattern) -> tuple[Branch, ...]:
+    """Branches of a group graph pattern with UNIONs and OPTIONALs.
+
+    The OPTIONAL groups add no branch and no tuple: the branches are those
+    of the required part, with the FILTERs that do not read an optional
+    variable (`split_filters`); `rtf.optional` extends their solutions.
+
+    Each union side is decomposed on its own; a union contributes the
+    branches of all its sides, and the group's patterns and unions are
+    multiplied out (the structural DNF). A FILTER keeps its SPARQL scope:
+    it is conjoined to the branches of the group it is written in, and a
+    variable it reads that the side's patterns do not bind is renamed to
+    one no pattern binds, so that it stays unbound (`unbound_name`).
+    """
+    required, _ = split_filters(group)
+    combos = _structural(GroupPattern(group.patterns, required, group.unions), top=True)
+    branches = []
+    for patterns, filters in combos:
+        branches += decompose(patterns, filters)
+        if len(branches) > MAX_BRANCHES:
+            raise _too_many(len(branches))
+    return tuple(_unique(branches))
+
+
+def _structural(group: GroupPattern, top: bool = False) -> list[tuple[tuple, tuple]]:
+    """(patterns, filters) of each structural alternative of `group`."""
+    combos: list[tuple[tuple, tuple]] = [((), ())]
+    for union in group.unions:
+        sides = [combo for side in union for combo in _structural(side)]
+        if len(combos) * len(sides) > MAX_BRANCHES:
+            raise _too_many(len(combos) * len(sides))
+        combos = [(p1 + p2, f1 + f2) for p1, f1 in combos for p2, f2 in sides]
+    out = []
+    for patterns, filters in combos:
+        patterns = group.patterns + patterns
+        own = group.filters
+        if not top:  # outside a side, a variable it does not bind is unbound in its FILTERs
+            bound = {t.name for p in patterns for t in p.terms if is_variable(t)}
+            own = tuple(_rename_unbound(f, bound) for f in own)
+        out.append((patterns, own + filters))
+    return out
+
+
+def split_filters(group: GroupPattern) -> tuple[tuple, tuple]:
+    """(filters of the required part, filters to apply after the OPTIONAL groups).
+
+    A FILTER that reads a variable some OPTIONAL group binds may change
+    when that group extends a solution, so it waits for the left joins;
+    the others hold or fail on the required part alone.
+    """
+    if not group.optionals:
+        return group.filters, ()
+    optional_vars = set().union(*(g.variables() for g in group.optionals))
+    post = tuple(f for f in group.filters if operand_variables(f) & optional_vars)
+    return tuple(f for f in group.filters if f not in post), post
+
+
+def unbound_name(name: str) -> str:
+    """The name a FILTER's variable gets where its group does not bind it: no
+    pattern can bind it (``(`` cannot occur in a SPARQL variable name)."""
+    return f"{name}(unbound)"
+
+
+def _rename_unbound(expr, bound: set[str]):
+    """`expr` with every variable not in `bound` renamed by `unbound_name`."""
+    if is_variable(expr):
+        return expr if expr.name in bound else shared_variable(unbound_name(expr.name))
+    if isinstance(expr, tuple):
+        return tuple(_rename_unbound(e, bound) for e in expr)
+    if is_dataclass(expr) and type(expr).__module__ == "rtf.model":
+        values = {f.name: getattr(expr, f.name) for f in fields(expr)}
+        renamed = {k: _rename_unbound(v, bound) for k, v in values.items()}
+        if all(renamed[k] is values[k] for k in values):
+            return expr
+        return type(expr)(**renamed)
+    return expr
 
 
 def _branch(patterns, literals) -> Branch:

@@ -188,7 +188,7 @@ class IndexedQueries(QueryIndex):
         if not hits:
             return {}, set()
         subject = only_subject(triples)
-        solver = PublicationSolver(hits, subject)
+        solver = PublicationSolver(hits, subject, triples, virtual)
         table = self.table
         slots = table.complete_slots(hits)
         out: Solutions = {}

@@ -355,6 +355,54 @@ class Branch:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupPattern:
+    """A group graph pattern as written: ``{ triples FILTER ... {A} UNION {B} OPTIONAL {C} }``.
+
+    SPARQL's algebra: the join of `patterns` and of each union (the
+    multiset union of its sides' solutions), filtered by `filters` (a
+    FILTER applies to the whole group it is written in, and only to it),
+    then left-joined with each of `optionals` in order. An alternative
+    predicate ``?s (p|q) ?o`` is a union of one-pattern sides.
+    """
+
+    patterns: tuple[TriplePattern, ...]
+    filters: tuple[Expr, ...] = ()
+    unions: tuple[tuple["GroupPattern", ...], ...] = ()
+    optionals: tuple["GroupPattern", ...] = ()
+
+    @property
+    def is_basic(self) -> bool:
+        """Triple patterns and filters only (version 1's group)."""
+        return not self.unions and not self.optionals
+
+    def variables(self) -> set[str]:
+        """Names of the variables the group's patterns can bind (optional parts included)."""
+        out = {t.name for p in self.patterns for t in p.terms if is_variable(t)}
+        for union in self.unions:
+            for side in union:
+                out |= side.variables()
+        for opt in self.optionals:
+            out |= opt.variables()
+        return out
+
+    def describe(self, indent: str = "") -> list[str]:
+        """The group as indented lines (for `Query.describe`)."""
+        lines = [f"{indent}{p}" for p in self.patterns]
+        lines += [f"{indent}FILTER {f}" for f in self.filters]
+        for union in self.unions:
+            for i, side in enumerate(union):
+                label = "UNION side" if len(union) > 1 else "group"
+                lines.append(f"{indent}{label} {i + 1} of {len(union)}:" if len(union) > 1
+                             else f"{indent}{label}:")
+                lines += side.describe(indent + "  ")
+        for opt in self.optionals:
+            lines.append(f"{indent}OPTIONAL (extends each solution when it matches; "
+                         f"not indexed):")
+            lines += opt.describe(indent + "  ")
+        return lines
+
+
+@dataclass(frozen=True, slots=True)
 class Query:
     """A parsed continuous query.
 
@@ -370,6 +418,14 @@ class Query:
     filters: tuple[Expr, ...]
     branches: tuple[Branch, ...]
     text: str = field(default="", compare=False)
+    #: The WHERE clause as written; None stands for ``{ patterns FILTER filters }``.
+    #: `patterns` and `filters` then list every pattern and filter anywhere in it.
+    group: GroupPattern | None = None
+
+    @property
+    def where(self) -> GroupPattern:
+        """The WHERE clause as a group graph pattern."""
+        return self.group if self.group is not None else GroupPattern(self.patterns, self.filters)
 
     @property
     def is_ask(self) -> bool:
@@ -380,11 +436,15 @@ class Query:
         lines = [f"form:        {self.form}{' DISTINCT' if self.distinct else ''}"]
         if not self.is_ask:
             lines.append("projection:  " + (" ".join("?" + v for v in self.projection) or "(none)"))
-        lines.append("patterns:")
-        lines += [f"  {p}" for p in self.patterns]
-        if self.filters:
-            lines.append("filters:")
-            lines += [f"  {f}" for f in self.filters]
+        if self.group is not None and not self.group.is_basic:
+            lines.append("where (UNION sides and alternative predicates become branches):")
+            lines += self.group.describe("  ")
+        else:
+            lines.append("patterns:")
+            lines += [f"  {p}" for p in self.patterns]
+            if self.filters:
+                lines.append("filters:")
+                lines += [f"  {f}" for f in self.filters]
         lines.append(f"branches:    {len(self.branches)} (disjunctive normal form)")
         for i, b in enumerate(self.branches, 1):
             lines.append(f"  branch {i}:")
@@ -399,6 +459,6 @@ __all__ = [
     "FTWord", "FTTerm", "FTAnd", "FTOr", "FTNot", "FTNear", "FTExpr",
     "Lang", "Call", "Arithmetic", "In", "Compare", "FtContains", "Regex", "Contains", "LangMatches", "EffectiveBoolean",
     "And", "Or", "Not", "Atom", "Expr", "operand_variables",
-    "TriplePattern", "TupleConjunct", "Branch", "Query",
+    "TriplePattern", "TupleConjunct", "Branch", "GroupPattern", "Query",
     "IRI", "Literal", "Variable", "BlankNode", "Wildcard", "TypePath", "WILDCARD", "TYPE_PATH",
 ]

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from rtf.expressions import passes
 from rtf.filter import JOIN_ROWS_PER_SOLUTION, QueryIndex, Solutions, Triple
 from rtf.model import Query, TriplePattern, operand_variables
+from rtf.optional import PublicationTriples, group_solutions
 from rtf.terms import TypePath, Wildcard, is_variable
 
 Row = tuple[str, ...]
@@ -241,6 +242,23 @@ def _project(cols, rows, projection, limit, truncated):
     return found, truncated
 
 
+# ------------------------------------------------ groups with UNION and OPTIONAL
+
+def group_query_solutions(query: Query, triples, virtual, grouped=None,
+                          limit: int | None = None) -> tuple[set[tuple], bool]:
+    """Distinct projected solutions of a query whose WHERE has UNION or OPTIONAL: SPARQL's
+    algebra straight from the query as written (`rtf.optional.group_solutions`)."""
+    max_rows = None if limit is None else limit * JOIN_ROWS_PER_SOLUTION
+    rows, cut = group_solutions(query.where, PublicationTriples(triples, virtual), max_rows)
+    found: set[tuple] = set()
+    for m in rows:
+        found.add(tuple((v, m[v]) for v in query.projection if v in m))
+        if limit is not None and len(found) > limit:
+            found.pop()
+            return found, True
+    return found, cut
+
+
 class NaiveQueries(QueryIndex):
     """Every query, evaluated on every publication."""
 
@@ -248,11 +266,12 @@ class NaiveQueries(QueryIndex):
 
     def __init__(self):
         self.queries: dict[str, Query] = {}
-        self.plans: dict[str, QueryPlan] = {}
+        self.plans: dict[str, QueryPlan | None] = {}
         self.evaluation_errors = 0
 
     def add(self, query_id: str, query: Query) -> None:
-        plan = plan_query(query)
+        # A WHERE with UNION or OPTIONAL is evaluated by the algebra (no plan).
+        plan = plan_query(query) if query.group is None else None
         self.queries[query_id] = query
         self.plans[query_id] = plan
 
@@ -267,7 +286,11 @@ class NaiveQueries(QueryIndex):
         grouped = by_predicate(triples)
         for qid, q in self.queries.items():
             try:
-                sols, cut = query_solutions(q, triples, virtual, grouped, limit, self.plans[qid])
+                plan = self.plans[qid]
+                if plan is None:
+                    sols, cut = group_query_solutions(q, triples, virtual, grouped, limit)
+                else:
+                    sols, cut = query_solutions(q, triples, virtual, grouped, limit, plan)
             except Exception:
                 # One query failing on one publication is that query's error:
                 # it does not match, and the others go on.

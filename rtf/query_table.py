@@ -24,13 +24,16 @@ from __future__ import annotations
 import sys
 from array import array
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from rtf.model import Branch, FTExpr, Query, TupleConjunct
+
+if TYPE_CHECKING:  # rtf.optional is imported where used: it imports the evaluator
+    from rtf.optional import OptionalPart
 from rtf.terms import TypePath, Wildcard, is_variable
-from rtf.text import is_plain_conjunction, required_words
+from rtf.text import is_plain_disjunction, required_words, word_alternatives
 
 WILDCARD_CONTENT = "*"
 _NO_SLOTS = np.zeros(0, dtype=np.int32)
@@ -107,9 +110,14 @@ class TupleShape:
     """One distinct (S, P, O, F) with variables renamed by position.
 
     `slots` are the branches that use the shape (a `SlotList`).
+    `alternatives` are the word keys of its full-text constraint: sorted
+    (words, prefixes) tuples, one per ``ftor`` alternative, of which a
+    literal must hold all of at least one (empty when nothing is certain:
+    the shape is then verified on every literal reaching its structure).
+    `needs_check` says the expression says more than its keys.
     """
 
-    __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "words", "prefixes",
+    __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "alternatives",
                  "needs_check", "slots", "is_type_path", "row_positions")
 
     def __init__(self, id: int, key):
@@ -117,12 +125,9 @@ class TupleShape:
         self.key = key
         self.subject, self.predicate, self.object, self.fulltext = key
         if self.fulltext is not None:
-            ws, ps = required_words(self.fulltext)
-            self.words = tuple(sorted(ws))
-            self.prefixes = tuple(sorted(ps))
-            self.needs_check = not is_plain_conjunction(self.fulltext)
+            self.alternatives, self.needs_check = index_keys(self.fulltext)
         else:
-            self.words = self.prefixes = ()
+            self.alternatives = ()
             self.needs_check = False
         self.slots = SlotList()
         self.is_type_path = self.predicate == TypePath().key
@@ -139,12 +144,40 @@ class TupleShape:
 
     @property
     def has_words(self) -> bool:
-        """The shape has required words or prefixes (an index keys it on them)."""
-        return bool(self.words or self.prefixes)
+        """The shape has word keys (an index finds it by them)."""
+        return bool(self.alternatives)
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The words of the shape's only key (empty unless it has exactly one)."""
+        return self.alternatives[0][0] if len(self.alternatives) == 1 else ()
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """The prefixes of the shape's only key (empty unless it has exactly one)."""
+        return self.alternatives[0][1] if len(self.alternatives) == 1 else ()
 
     def __repr__(self) -> str:
         ft = f", FT {self.fulltext}" if self.fulltext is not None else ""
         return f"TupleShape({self.subject}, {self.predicate}, {self.object}{ft})"
+
+
+def index_keys(fulltext: FTExpr) -> tuple[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], bool]:
+    """(alternatives, needs_check) of a full-text constraint (see `TupleShape`).
+
+    Every ``ftor`` alternative is a key (`rtf.text.word_alternatives`); when
+    there are too many, or one requires no word, the shape keys on the
+    words certain in all of them (`required_words`), maybe none. The keys
+    alone decide the expression only when it is whole words under ftand
+    and ftor and each alternative is a key.
+    """
+    alternatives = word_alternatives(fulltext)
+    if alternatives is None:
+        ws, ps = required_words(fulltext)
+        keys = ((tuple(sorted(ws)), tuple(sorted(ps))),) if ws or ps else ()
+        return keys, True
+    keys = tuple((tuple(sorted(ws)), tuple(sorted(ps))) for ws, ps in alternatives)
+    return keys, not is_plain_disjunction(fulltext)
 
 
 @dataclass(eq=False, slots=True)
@@ -177,6 +210,8 @@ class RegisteredBranch:
     on_subject: str | None = None
     #: The query's only branch (its solutions need no union with another's).
     alone: bool = False
+    #: The query's OPTIONAL groups and later FILTERs (`rtf.optional`), or None.
+    optional: "OptionalPart | None" = None
 
 
 class StarPlan(NamedTuple):
@@ -198,9 +233,13 @@ class StarPlan(NamedTuple):
 def needed_outside(query: Query, branch: Branch) -> set[str]:
     """Variables a branch needs beyond its tuples: projected or filtered on."""
     from rtf.model import operand_variables
+    from rtf.optional import optional_part
     out = set(query.projection)
     for r in branch.residual:
         out |= operand_variables(r)
+    part = optional_part(query)
+    if part is not None:  # the left joins and the later FILTERs read these
+        out |= part.variables
     return out
 
 
@@ -309,6 +348,8 @@ class QueryTable:
         """
         if query_id in self.queries:
             raise ValueError(f"a query with id {query_id!r} is already registered")
+        from rtf.optional import optional_part
+        optional = optional_part(query)
         planned = []
         for b in query.branches:
             per_tuple = [shape_of(t) for t in b.tuples]
@@ -319,7 +360,7 @@ class QueryTable:
         branches = []
         for b, keys, keep, keep_names in planned:
             rb = RegisteredBranch(query_id, b, self._take_slot(), keep=keep, keep_names=keep_names,
-                                  projection=query.projection)
+                                  projection=query.projection, optional=optional)
             shapes = []
             for key in keys:
                 if self.share_shapes:
@@ -342,7 +383,8 @@ class QueryTable:
             self.branches[rb.slot] = rb
             self.slot_query[rb.slot] = query_id
             self.tuple_count += len(shapes)
-            rb.star = star = star_plan(rb)
+            # A star answer would skip the OPTIONAL groups: such a branch is joined.
+            rb.star = star = star_plan(rb) if optional is None else None
             if star is not None and (star.var is None or star.on_subject):
                 rb.on_subject = star.var if star.projected else ""
             branches.append(rb)

@@ -41,10 +41,16 @@ EMPTY: frozenset[Solution] = frozenset()
 class PublicationSolver:
     """Answers complete branches for one publication, caching what branches share."""
 
-    __slots__ = ("hits", "subject", "_values", "_tables", "_singletons")
+    __slots__ = ("hits", "subject", "_values", "_tables", "_singletons", "triples", "virtual",
+                 "_publication")
 
-    def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None):
+    def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
+                 triples: list[Triple] = (), virtual: list[Triple] = ()):
         self.hits = hits
+        #: The publication's triples, for the OPTIONAL groups (`rtf.optional`).
+        self.triples = triples
+        self.virtual = virtual
+        self._publication = None
         #: The publication's only subject, or None when it has several.
         self.subject = subject
         self._values: dict[tuple[TupleShape, int], frozenset[str]] = {}
@@ -89,7 +95,31 @@ class PublicationSolver:
         """The branch's distinct projected solutions, and whether `limit` cut them."""
         if rb.star is not None:
             return self._star(rb), False
+        if rb.optional is not None:
+            return self._join_optional(rb, limit)
         return self._join(rb, limit)
+
+    def _join_optional(self, rb: RegisteredBranch, limit: int) -> tuple[set, bool]:
+        """The branch's join, each solution left-joined with the query's OPTIONAL groups."""
+        from rtf.optional import PublicationTriples, extend
+
+        tables = [(names, self.table(shape, keep))
+                  for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)]
+        max_rows = limit * JOIN_ROWS_PER_SOLUTION
+        cols, joined, truncated = join_rows(tables, max_rows)
+        residual = rb.branch.residual
+        rows = [sol for sol in (dict(zip(cols, row)) for row in joined)
+                if all(passes(r, sol) for r in residual)]
+        if self._publication is None:
+            self._publication = PublicationTriples(self.triples, self.virtual)
+        rows, cut = extend(rows, rb.optional, self._publication, max_rows)
+        found: set[Solution] = set()
+        for sol in rows:
+            found.add(tuple([(v, sol[v]) for v in rb.projection if v in sol]))
+            if len(found) > limit:
+                found.pop()
+                return found, True
+        return found, truncated or cut
 
     def _star(self, rb: RegisteredBranch) -> frozenset[Solution]:
         star = rb.star

@@ -237,6 +237,71 @@ def required_words(expr: FTExpr) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(ws), frozenset(ps)
 
 
+#: Most alternatives a full-text expression is indexed under; beyond it the
+#: shape keys on its certain words only (`required_words`), as before.
+MAX_WORD_ALTERNATIVES = 4096
+
+Alternative = tuple[frozenset[str], frozenset[str]]
+
+
+def word_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES) -> tuple[Alternative, ...] | None:
+    """The (words, prefixes) sets of which at least one must all occur for `expr` to hold.
+
+    A small DNF over the expression's positive words: ``ftor`` concatenates
+    its operands' alternatives, ``ftand`` and ``ftnear`` multiply them out,
+    ``ftnot`` requires nothing. None when some alternative requires nothing
+    (the expression could hold on any text) or when there would be more than
+    `cap` alternatives; an index then keys on `required_words` only.
+
+    >>> from rtf.model import FTAnd, FTOr
+    >>> t = parse_ft_string
+    >>> [sorted(w) for w, _ in word_alternatives(FTAnd((t("rio"), FTOr((t("games"), t("olymp*"))))))]
+    [['games', 'rio'], ['rio']]
+    """
+    def visit(e) -> list[Alternative] | None:
+        if isinstance(e, FTTerm):
+            return [(frozenset(w.text for w in e.words if not w.prefix),
+                     frozenset(w.text for w in e.words if w.prefix))]
+        if isinstance(e, FTOr):
+            out: list[Alternative] = []
+            for o in e.operands:
+                sub = visit(o)
+                if sub is None:
+                    return None
+                out.extend(sub)
+                if len(out) > cap:
+                    return None
+            return out
+        if isinstance(e, (FTAnd, FTNear)):
+            parts = e.operands if isinstance(e, FTAnd) else (e.left, e.right)
+            out = [(frozenset(), frozenset())]
+            for o in parts:
+                sub = visit(o)
+                if sub is None or len(out) * len(sub) > cap:
+                    return None
+                out = [(w1 | w2, p1 | p2) for w1, p1 in out for w2, p2 in sub]
+            return out
+        return [(frozenset(), frozenset())]  # FTNot: nothing is certain
+
+    found = visit(expr)
+    if found is None:
+        return None
+    unique = tuple(dict.fromkeys(found))
+    if any(not ws and not ps for ws, ps in unique):
+        return None
+    return unique
+
+
+def is_plain_disjunction(expr: FTExpr) -> bool:
+    """True when `expr` is single whole words under ftand and ftor: finding all the
+    words of one alternative (`word_alternatives`) decides it."""
+    if isinstance(expr, FTTerm):
+        return not expr.is_phrase and not expr.words[0].prefix
+    if isinstance(expr, (FTAnd, FTOr)):
+        return all(is_plain_disjunction(o) for o in expr.operands)
+    return False
+
+
 def is_plain_conjunction(expr: FTExpr) -> bool:
     """True when `expr` is single whole words under ftand: the index alone decides it."""
     if isinstance(expr, FTTerm):

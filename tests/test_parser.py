@@ -242,8 +242,9 @@ def test_fulltext_errors_have_positions(ft):
 # ------------------------------------------------------------------ rejection
 
 @pytest.mark.parametrize("text, construct, line, column", [
-    ("SELECT * { ?s ?p ?o OPTIONAL { ?s ?q ?v } }", "OPTIONAL", 1, 21),
-    ("SELECT * {\n { ?s ?p ?o } UNION { ?s ?q ?o } }", "UNION", 2, 15),
+    ("SELECT * { { ?s ?p ?o OPTIONAL { ?s ?q ?v } } }", "OPTIONAL inside a nested group", 1, 23),
+    ("SELECT * { ?s ?p ?o OPTIONAL { ?s ?q ?v OPTIONAL { ?v ?q ?w } } }", "OPTIONAL inside", 1, 41),
+    ("SELECT * { ?s ?p ?o OPTIONAL { ?s ?q ?v } ?s ?r ?w }", "triple pattern after OPTIONAL", 1, 43),
     ("SELECT * { ?s ?p ?o MINUS { ?s ?q ?o } }", "MINUS", 1, 21),
     ("SELECT * { GRAPH ?g { ?s ?p ?o } }", "GRAPH", 1, 12),
     ("SELECT * { SERVICE <x> { ?s ?p ?o } }", "SERVICE", 1, 12),
@@ -262,10 +263,10 @@ def test_fulltext_errors_have_positions(ft):
     ("SELECT * { ?s ?p ?o FILTER(CONCAT(?o, 1) > 2) }", "CONCAT", 1, 28),
     ("SELECT * { ?s ?p ?o FILTER(ENCODE_FOR_URI(?o)) }", "ENCODE_FOR_URI", 1, 28),
     ("SELECT * { { SELECT ?s { ?s ?p ?o } } }", "sub-query", 1, 14),
-    ("SELECT * { ?s ?p ?o { ?s ?q ?o } }", "nested group", 1, 21),
     ("SELECT * { ?s <http://x/p>/<http://x/q> ?o }", "property path", 1, 15),
     ("SELECT * { ?s <http://x/p>* ?o }", "property path", 1, 15),
-    ("SELECT * { ?s <http://x/p>|<http://x/q> ?o }", "property path", 1, 15),
+    ("SELECT * { ?s <http://x/p>|^<http://x/q> ?o }", "property path", 1, 15),
+    ("SELECT * { ?s (<http://x/p>|<http://x/q>)/<http://x/r> ?o }", "property path", 1, 15),
     ("SELECT * { ?s ^<http://x/p> ?o }", "property path", 1, 15),
     ("SELECT * { ?s !<http://x/p> ?o }", "property path", 1, 15),
     ("SELECT * { ?s rdfs:subClassOf* ?o }", "property path", 1, 15),

@@ -153,3 +153,61 @@ def queries(draw) -> str:
         proj = [v for v in used if draw(st.booleans())] or ["?x"]
         head = "SELECT " + ("DISTINCT " if form == 3 else "") + " ".join(proj)
     return f"{PREFIX}{head} WHERE {{ {body} {' '.join(filters)} }}"
+
+
+# -------------------------------------------- version 2 structure: UNION, (p|q), OPTIONAL
+
+def structural_pattern(draw) -> str:
+    """A triple pattern over the world's vocabulary, maybe with alternative predicates."""
+    s = draw(st.sampled_from(VARS[:2] + ["ex:a"]))
+    kind = draw(st.integers(0, 4))
+    if kind == 0:
+        p, o = draw(st.sampled_from(["a", "a/rdfs:subClassOf*"])), draw(st.sampled_from(["ex:C2", "ex:C1", "?c"]))
+    elif kind == 1:
+        p = "(" + "|".join(draw(st.lists(st.sampled_from(["ex:p", "ex:q", "ex:r", "a"]),
+                                         min_size=2, max_size=3))) + ")"
+        o = draw(st.sampled_from(VARS + ["ex:a", '"rio"']))
+    else:
+        p = draw(st.sampled_from(["ex:p", "ex:q", "?p"]))
+        o = draw(st.sampled_from(VARS + ["ex:a", '"rio"', "1"]))
+    return f"{s} {p} {o} ."
+
+
+def _variables(text: str) -> list[str]:
+    return sorted({t.strip("(),") for t in text.replace(".", " ").split() if t.startswith("?")})
+
+
+def group_body(draw, depth: int = 0, optional: bool = True) -> str:
+    """The inside of a group: patterns, maybe UNIONs (nested), FILTERs, OPTIONALs last."""
+    parts = [structural_pattern(draw) for _ in range(draw(st.integers(1, 2)))]
+    if depth < 2 and draw(st.integers(0, 2)) > 0:
+        sides = [group_body(draw, depth + 1, optional=False) for _ in range(draw(st.integers(1, 3)))]
+        parts.insert(draw(st.integers(0, len(parts))), " UNION ".join(f"{{ {s} }}" for s in sides))
+    body = " ".join(parts)
+    # A FILTER may read a variable its group does not bind (SPARQL: it is unbound there).
+    used = _variables(body) + (["?z"] if draw(st.booleans()) else [])
+    for _ in range(draw(st.integers(0, 1)) if used else 0):
+        body += f" FILTER ({expr(draw, used)})"
+    if optional and depth == 0:
+        for _ in range(draw(st.integers(0, 2))):
+            inner = " ".join(structural_pattern(draw) for _ in range(draw(st.integers(1, 2))))
+            if draw(st.booleans()) and _variables(inner + " " + body):
+                inner += f" FILTER ({expr(draw, _variables(inner + ' ' + body))})"
+            body += f" OPTIONAL {{ {inner} }}"
+    return body
+
+
+@st.composite
+def structured_queries(draw, optional: bool = True) -> str:
+    """Queries whose WHERE has UNION (nested, chained), alternative predicates and,
+    when `optional`, OPTIONAL groups after the required patterns."""
+    body = group_body(draw, optional=optional)
+    used = _variables(body)
+    form = draw(st.integers(0, 2))
+    if form == 0 or not used:
+        head = "ASK"
+    elif form == 1:
+        head = "SELECT *"
+    else:
+        head = "SELECT " + " ".join([v for v in used if draw(st.booleans())] or used[:1])
+    return f"{PREFIX}{head} WHERE {{ {body} }}"

@@ -62,13 +62,14 @@ class QueryEntry:
     `branch_id` and `position` name the query branch and the tuple's place
     in it; `next_to_match` is the bucket of the branch's next tuple (None at
     the end of the chain). `value` is iBroker's Value: the object constant,
-    or for a full-text tuple the list of its required words (and prefixes).
+    or for a full-text tuple the list of its required words (and prefixes);
+    with ``ftor`` one such list per alternative, any one of which suffices.
     `variables` are the tuple's positional variables as ``(position,
     "?k")``; `repeats` the position pairs a repeated variable ties together.
     """
 
     __slots__ = ("branch_id", "position", "next_to_match", "shape", "subject", "object",
-                 "words", "prefixes", "variables", "repeats")
+                 "alternatives", "single_words", "variables", "repeats")
 
     def __init__(self, branch_id: int, position: int, shape: TupleShape):
         self.branch_id = branch_id
@@ -77,11 +78,16 @@ class QueryEntry:
         self.shape = shape
         self.subject = shape.subject if _is_constant(shape.subject) else None
         self.object = shape.object if _is_constant(shape.object) else None
-        if shape.fulltext is not None:
-            self.words: tuple[str, ...] | None = shape.words
-            self.prefixes: tuple[str, ...] = shape.prefixes
-        else:
-            self.words, self.prefixes = None, ()
+        # Full-text keys: one (words, prefixes) per ftor alternative; None: no full text.
+        self.alternatives = shape.alternatives if shape.fulltext is not None else None
+        # Alternatives of one whole word are tested together with one set test, so
+        # a long synonym list costs what the literal's words cost, not its length.
+        self.single_words: frozenset[str] = frozenset()
+        if self.alternatives and len(self.alternatives) > 1:
+            self.single_words = frozenset(ws[0] for ws, ps in self.alternatives
+                                          if len(ws) == 1 and not ps)
+            self.alternatives = tuple((ws, ps) for ws, ps in self.alternatives
+                                      if not (len(ws) == 1 and not ps))
         self.variables = tuple((i, c) for i, c in enumerate(shape.structure) if is_var_content(c))
         first: dict[str, int] = {}
         repeats = []
@@ -94,10 +100,16 @@ class QueryEntry:
 
     @property
     def value(self):
-        """iBroker's Value field: the object constant, or the full-text word list."""
-        if self.words is not None:
-            return self.words + tuple(p + "*" for p in self.prefixes)
-        return self.object
+        """iBroker's Value field: the object constant, or the full-text word list
+        (a list of word lists when ``ftor`` gives several alternatives)."""
+        alternatives = self.alternatives
+        if alternatives is None:
+            return self.object
+        lists = [(w,) for w in sorted(self.single_words)]
+        lists += [ws + tuple(p + "*" for p in ps) for ws, ps in alternatives]
+        if len(lists) == 1:
+            return lists[0]
+        return tuple(lists) if lists else ()
 
     def accepts(self, triple: Triple) -> bool:
         """The triple meets this tuple's constants, repeated variables and required words.
@@ -112,32 +124,45 @@ class QueryEntry:
         for i, j in self.repeats:
             if triple[i] != triple[j]:
                 return False
-        if self.words is not None:
+        alternatives = self.alternatives
+        if alternatives is not None:
             if o[0] != '"':  # ftcontains is false on IRIs and blank nodes
                 return False
+            single = self.single_words
+            if not alternatives and not single:  # no certain word: the full check decides
+                return True
             text = text_index(lexical_form(o))
-            positions = text.positions
-            for w in self.words:
-                if w not in positions:
-                    return False
-            if self.prefixes:
-                sw = text.sorted_words
-                for pre in self.prefixes:
-                    k = bisect_left(sw, pre)
-                    if k == len(sw) or not sw[k].startswith(pre):
-                        return False
+            if single and not single.isdisjoint(text.positions.keys()):
+                return True
+            return any(_holds(text, ws, ps) for ws, ps in alternatives)
         return True
 
     def size_bytes(self) -> int:
         size = sys.getsizeof(self) + sys.getsizeof(self.variables) + sys.getsizeof(self.repeats)
-        if self.words is not None:
-            size += sys.getsizeof(self.words) + sys.getsizeof(self.prefixes)
+        if self.alternatives is not None:
+            size += sys.getsizeof(self.alternatives)
+            size += sum(sys.getsizeof(ws) + sys.getsizeof(ps) for ws, ps in self.alternatives)
         return size
 
     def __repr__(self) -> str:
         nxt = self.next_to_match.key if self.next_to_match is not None else None
         return (f"QueryEntry(branch {self.branch_id} #{self.position}, next={nxt}, "
                 f"value={self.value!r})")
+
+
+def _holds(text, words: tuple[str, ...], prefixes: tuple[str, ...]) -> bool:
+    """Every word and prefix occurs in the text (hash lookups, a key range per prefix)."""
+    positions = text.positions
+    for w in words:
+        if w not in positions:
+            return False
+    if prefixes:
+        sw = text.sorted_words
+        for pre in prefixes:
+            k = bisect_left(sw, pre)
+            if k == len(sw) or not sw[k].startswith(pre):
+                return False
+    return True
 
 
 class Bucket:

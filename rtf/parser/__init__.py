@@ -10,10 +10,10 @@ line, column, what was found and what was expected) or
 `rtf.errors.UnsupportedQueryError` (valid SPARQL outside the spec, named),
 both `QueryError` s with ``line`` and ``column``; nothing else escapes.
 
->>> parse_query("SELECT * { ?s ?p ?o OPTIONAL { ?s ?q ?v } }")
+>>> parse_query("SELECT * { ?s ?p ?o MINUS { ?s ?q ?v } }")
 Traceback (most recent call last):
   ...
-rtf.errors.UnsupportedQueryError: line 1, column 21: unsupported construct: OPTIONAL
+rtf.errors.UnsupportedQueryError: line 1, column 21: unsupported construct: MINUS
 """
 
 from __future__ import annotations

@@ -21,10 +21,10 @@ from urllib.parse import urljoin
 import pyoxigraph as ox
 from lark import Token, Tree
 
-from rtf.decompose import decompose
+from rtf.decompose import decompose, decompose_group
 from rtf.errors import QueryError, QuerySyntaxError, UnsupportedQueryError
 from rtf.model import (And, Arithmetic, Call, Compare, Contains, EffectiveBoolean, FTAnd, FTNear,
-                       FTNot, FTOr, FTTerm, FtContains, In, Lang, LangMatches, Not, Or, Query,
+                       FTNot, FTOr, FTTerm, FtContains, GroupPattern, In, Lang, LangMatches, Not, Or, Query,
                        Regex, TriplePattern)
 from rtf.values import FUNCTION_ARITY, XSD_CASTS
 from rtf.parser.lexical import iri_text, string_value
@@ -75,11 +75,16 @@ class QueryBuilder:
         self.text = text
         self.base: str | None = None
         self.prefixes = dict(BUILTIN_PREFIXES)
-        self.patterns: list[TriplePattern] = []
+        self.patterns: list[TriplePattern] = []  # of the group being built
         self.filters: list = []
+        self.unions: list[tuple[GroupPattern, ...]] = []
+        self.all_patterns: list[TriplePattern] = []  # of every group
+        self.all_filters: list = []
         self.anon = 0
         self.pattern_vars: dict[str, None] = {}  # ordered set: names in order of appearance
         self.valid_iris: set[str] = set()  # IRIs already checked: each is checked once
+        self.first_union = None  # the first UNION or alternative predicate, for errors
+        self.depth = 0  # of the group being built: 1 is the WHERE group
 
     # ------------------------------------------------------------ entry
     def build(self, tree: Tree) -> Query:
@@ -101,13 +106,9 @@ class QueryBuilder:
                 distinct = children.pop(0).children[0].upper() == "DISTINCT"
             projection_node, where = children
         group = where.children[0]
-        for part in group.children:
-            if part.data == "triples_block":
-                for tss in part.children:
-                    self.triples_same_subject(tss)
-            else:  # filter
-                self.filters.append(self.expression(part.children[0]))
-        if not self.patterns:
+        where_pattern = self.group_pattern(group)
+        self.collect(where_pattern)
+        if not self.all_patterns:
             raise _syntax("a query needs at least one triple pattern in its WHERE group", group)
         projection: tuple[str, ...] = ()
         if projection_node is not None:
@@ -117,16 +118,68 @@ class QueryBuilder:
             else:
                 names = [self.variable(v).name for v in projection_node.children]
                 projection = tuple(dict.fromkeys(names))
-        patterns = tuple(self.patterns)
-        filters = tuple(self.filters)
+        patterns = tuple(self.all_patterns)
+        filters = tuple(self.all_filters)
+        basic = where_pattern.is_basic
         try:
-            branches = decompose(patterns, filters)
+            branches = decompose(patterns, filters) if basic else decompose_group(where_pattern)
         except QueryError as e:
             if e.line is None:
-                e.line, e.column = _where(group)
+                # Where the structural disjunction is: the first UNION or (p|q).
+                e.line, e.column = _where(self.first_union or group)
                 e.args = (f"line {e.line}, column {e.column}: {e.message}",)
             raise
-        return Query(form, projection, distinct, patterns, filters, branches, self.text)
+        return Query(form, projection, distinct, patterns, filters, branches, self.text,
+                     None if basic else where_pattern)
+
+    def group_pattern(self, node: Tree) -> GroupPattern:
+        """A ``{ ... }`` group: its triples, FILTERs, UNIONs and OPTIONALs, in its own scope."""
+        saved = self.patterns, self.filters, self.unions
+        self.patterns, self.filters, self.unions = [], [], []
+        optionals = []
+        self.depth += 1
+        try:
+            for part in node.children:
+                if part.data == "triples_block":
+                    if optionals:
+                        raise _unsupported("triple pattern after OPTIONAL", part,
+                                           "write the required patterns before the OPTIONAL groups")
+                    for tss in part.children:
+                        self.triples_same_subject(tss)
+                elif part.data == "filter":
+                    self.filters.append(self.expression(part.children[0]))
+                elif part.data == "group_or_union":
+                    if optionals:
+                        raise _unsupported("group or UNION after OPTIONAL", part,
+                                           "write the required patterns before the OPTIONAL groups")
+                    self.first_union = self.first_union or part
+                    self.unions.append(tuple(self.group_pattern(g) for g in part.children))
+                else:  # optional_pattern
+                    optionals.append(self.optional_group(part))
+            group = GroupPattern(tuple(self.patterns), tuple(self.filters), tuple(self.unions),
+                                 tuple(optionals))
+            return group
+        finally:
+            self.patterns, self.filters, self.unions = saved
+            self.depth -= 1
+
+    def collect(self, group: GroupPattern) -> None:
+        """Every pattern and filter of `group` (required ones first) into the query's lists."""
+        self.all_patterns += group.patterns
+        self.all_filters += group.filters
+        for union in group.unions:
+            for side in union:
+                self.collect(side)
+        for optional in group.optionals:
+            self.collect(optional)
+
+    def optional_group(self, node: Tree) -> GroupPattern:
+        """``OPTIONAL { ... }`` in the WHERE group itself (its own group may hold
+        UNION and (p|q), not another OPTIONAL: that one is nested)."""
+        if self.depth > 1:
+            raise _unsupported("OPTIONAL inside a nested group", node,
+                               "OPTIONAL may only follow the required patterns of the WHERE group")
+        return self.group_pattern(node.children[0])
 
     # ------------------------------------------------------------ terms
     def resolve(self, tok: Token) -> str:
@@ -250,10 +303,19 @@ class QueryBuilder:
             for obj_node in objects.children:
                 if isinstance(obj_node, Tree) and obj_node.data == "blank_node_property_list":
                     b = self.fresh_blank()
-                    self.patterns.append(shared(TriplePattern(subject, predicate, b)))
+                    self.add_pattern(subject, predicate, b, verb_node)
                     self.property_list(b, obj_node.children[0])
                 else:
-                    self.patterns.append(shared(TriplePattern(subject, predicate, self.term(obj_node))))
+                    self.add_pattern(subject, predicate, self.term(obj_node), verb_node)
+
+    def add_pattern(self, subject, predicate, obj, verb_node) -> None:
+        """One triple pattern; with alternative predicates, a UNION of one pattern each."""
+        if isinstance(predicate, tuple):
+            self.first_union = self.first_union or verb_node
+            self.unions.append(tuple(GroupPattern((shared(TriplePattern(subject, p, obj)),))
+                                     for p in predicate))
+        else:
+            self.patterns.append(shared(TriplePattern(subject, predicate, obj)))
 
     def verb(self, node):
         if isinstance(node, Token):
@@ -271,12 +333,33 @@ class QueryBuilder:
             return self.verb(node.children[0])
         if self.is_type_path(node):
             return TYPE_PATH
+        if kind == "path_alternative":
+            alternatives = self.alternative_predicates(node)
+            if alternatives is not None:
+                return alternatives
         start, end = node.meta.start_pos, node.meta.end_pos
         return self._raise_path(node, self.text[start:end])
 
+    def alternative_predicates(self, node: Tree) -> tuple | None:
+        """``(p1|p2|...)`` between IRIs (or ``a``): the distinct predicates, else None."""
+        out = []
+        for alt in node.children:
+            while isinstance(alt, Tree) and alt.data == "path_group" and len(alt.children) == 1:
+                alt = alt.children[0]
+            if not isinstance(alt, Tree):
+                return None
+            if alt.data == "iri":
+                out.append(self.iri(alt))
+            elif alt.data == "rdf_type":
+                out.append(shared_iri(RDF_TYPE))
+            else:
+                return None
+        return tuple(dict.fromkeys(out))
+
     def _raise_path(self, node, written: str):
         raise _unsupported("property path", node,
-                           f"{written!r}; the only path supported is a/rdfs:subClassOf*")
+                           f"{written!r}; the paths supported are a/rdfs:subClassOf* and "
+                           f"alternatives between IRIs (p1|p2)")
 
     def _is_iri(self, node, value: str) -> bool:
         if node.data == "rdf_type":

@@ -2,7 +2,7 @@
 
 Lark reports *where* a parse failed and which terminals would have been
 accepted there. Most failures on real queries, though, are valid SPARQL
-that the spec leaves out (``OPTIONAL``, ``UNION``, ``ORDER BY``, ``STRLEN``
+that the spec leaves out (``MINUS``, ``BIND``, ``ORDER BY``, ``VALUES``
 ...): the grammar does not contain them, so the parse fails at or just
 before them. `diagnose` looks for such a construct in the query's bare
 words (outside strings, IRIs, comments, variables and prefixed names) and,
@@ -21,7 +21,7 @@ from rtf.errors import QuerySyntaxError, UnsupportedQueryError
 
 #: Bare SPARQL keywords outside the language, and the construct each starts.
 UNSUPPORTED_KEYWORDS = {
-    "OPTIONAL": "OPTIONAL", "UNION": "UNION", "MINUS": "MINUS", "GRAPH": "GRAPH",
+    "MINUS": "MINUS", "GRAPH": "GRAPH",
     "SERVICE": "SERVICE", "BIND": "BIND", "VALUES": "VALUES", "UNDEF": "VALUES",
     "ORDER": "ORDER BY", "GROUP": "GROUP BY", "HAVING": "HAVING", "LIMIT": "LIMIT",
     "OFFSET": "OFFSET", "CONSTRUCT": "CONSTRUCT", "DESCRIBE": "DESCRIBE",
@@ -76,16 +76,8 @@ def position(text: str, offset: int) -> tuple[int, int]:
 def find_unsupported(text: str) -> UnsupportedQueryError | None:
     """The first construct outside the language written in `text`, if any."""
     selects = 0
-    braces = 0
-    nested = None  # offset of a "{" inside the group
     for m in _SCAN.finditer(text):
         kind = m.lastgroup
-        if kind == "other":
-            if m.group() == "{":
-                braces += 1
-                if braces == 2:
-                    nested = m.start()
-            continue
         if kind != "word":
             continue
         word = m.group().upper()
@@ -109,9 +101,6 @@ def find_unsupported(text: str) -> UnsupportedQueryError | None:
             return UnsupportedQueryError(f"function {m.group()}", line, col,
                                          "the filter functions are ftcontains, regex, "
                                          "contains, lang and langMatches")
-    if nested is not None:
-        line, col = position(text, nested)
-        return UnsupportedQueryError("nested group pattern", line, col)
     return None
 
 

@@ -96,9 +96,13 @@ class StructuralForest:
                     yield on
 
 
-def word_path(shape: TupleShape) -> list[tuple[str, str]]:
-    """The (kind, content) steps of a shape's word constraints: words, then prefixes."""
-    return [("words", w) for w in shape.words] + [("prefixes", p) for p in shape.prefixes]
+def word_paths(shape: TupleShape) -> list[list[tuple[str, str]]]:
+    """The (kind, content) steps of each of a shape's word keys: words, then prefixes.
+
+    One path per ``ftor`` alternative; the shape is stored at the end of each.
+    """
+    return [[("words", w) for w in ws] + [("prefixes", p) for p in ps]
+            for ws, ps in shape.alternatives]
 
 
 def descend_words(node: TrieNode, text: TextIndex, out: list) -> None:
@@ -140,14 +144,30 @@ def descend_words(node: TrieNode, text: TextIndex, out: list) -> None:
                 descend_words(child, text, out)
 
 
-def insert_words(node: TrieNode, shape: TupleShape) -> tuple[TrieNode, int]:
-    """Extend `node` with the shape's word path; return the end node and new word nodes."""
+def insert_words(top: TrieNode, shape: TupleShape) -> int:
+    """Store `shape` at the end of each of its word paths below `top`; return new word nodes."""
     created = 0
-    for kind, content in word_path(shape):
-        table = getattr(node, kind)
-        created += table is None or content not in table
-        node = node.child(kind, content)
-    return node, created
+    for path in word_paths(shape):
+        node = top
+        for kind, content in path:
+            table = getattr(node, kind)
+            created += table is None or content not in table
+            node = node.child(kind, content)
+        add_shape(node, shape)
+    return created
+
+
+def remove_words(top: TrieNode, shape: TupleShape) -> int:
+    """Remove `shape` from the end of each of its word paths below `top`, pruning
+    emptied nodes (never `top` itself); return the word nodes removed."""
+    removed = 0
+    for path in word_paths(shape):
+        steps, node = [], top
+        for kind, content in path:
+            steps.append((node, kind, content))
+            node = getattr(node, kind)[content]
+        removed += remove_shape_and_prune(steps, shape)
+    return removed
 
 
 def add_shape(node: TrieNode, shape: TupleShape) -> None:

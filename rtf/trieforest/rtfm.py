@@ -15,31 +15,34 @@ from rtf.query_table import TupleShape
 from rtf.terms import lexical_form
 from rtf.text import text_index
 from rtf.trieforest.forest import (StructuralForest, add_shape, descend_words, insert_words,
-                                   remove_shape_and_prune, word_path)
+                                   prune_path, remove_shape_and_prune, remove_words)
 
 
 class RTFmIndex(ShapeIndex):
     def __init__(self):
         self.forest = StructuralForest()
         self.word_nodes = 0
+        #: shapes stored under several word paths (``ftor``): a literal may reach
+        #: one of them by more than one path, so the hits are deduplicated
+        self.multi_path_shapes = 0
 
     def add(self, shape: TupleShape) -> None:
         node = self.forest.insert(shape)
-        node, created = insert_words(node, shape)
-        self.word_nodes += created
-        add_shape(node, shape)
+        if shape.has_words:
+            self.word_nodes += insert_words(node, shape)
+            self.multi_path_shapes += len(shape.alternatives) > 1
+        else:
+            add_shape(node, shape)
 
     def remove(self, shape: TupleShape) -> None:
         steps = [(parent, "children", c) for parent, c in self.forest.path(shape)]
-        node = steps[-1][0].children[steps[-1][2]]
-        words = word_path(shape)
-        for kind, content in words:
-            steps.append((node, kind, content))
-            node = getattr(node, kind)[content]
-        removed = remove_shape_and_prune(steps, shape)
-        from_words = min(removed, len(words))
-        self.word_nodes -= from_words
-        self.forest.nodes -= removed - from_words
+        if shape.has_words:
+            parent, _, content = steps[-1]
+            self.word_nodes -= remove_words(parent.children[content], shape)
+            self.multi_path_shapes -= len(shape.alternatives) > 1
+            self.forest.nodes -= prune_path(steps)
+        else:
+            self.forest.nodes -= remove_shape_and_prune(steps, shape)
 
     def collect(self, triples: list[Triple], virtual: list[Triple], hits: Hits) -> None:
         object_nodes = self.forest.object_nodes
@@ -52,6 +55,8 @@ class RTFmIndex(ShapeIndex):
                     if literal and (node.words or node.prefixes):
                         shapes = list(shapes or ())
                         descend_words(node, text_index(lexical_form(o)), shapes)
+                        if self.multi_path_shapes and len(shapes) > 1:
+                            shapes = list(dict.fromkeys(shapes))
                     if shapes:
                         for shape in shapes:
                             found = hits.get(shape)

@@ -24,7 +24,7 @@ from rtf.query_table import TupleShape
 from rtf.terms import lexical_form
 from rtf.text import text_index
 from rtf.trieforest.forest import (StructuralForest, add_shape, descend_words, insert_words,
-                                   prune_path, remove_shape_and_prune, word_path)
+                                   prune_path, remove_shape_and_prune, remove_words)
 from rtf.trieforest.node import TrieNode
 
 
@@ -40,9 +40,7 @@ class RTFsIndex(ShapeIndex):
             if node.worded is None:
                 node.worded = set()
             node.worded.add(shape)
-            end, created = insert_words(self.word_forest, shape)
-            self.word_nodes += created
-            add_shape(end, shape)
+            self.word_nodes += insert_words(self.word_forest, shape)
         else:
             add_shape(node, shape)
 
@@ -55,16 +53,13 @@ class RTFsIndex(ShapeIndex):
             if not node.worded:
                 node.worded = None
             self.forest.nodes -= prune_path(steps)
-            steps, node = [], self.word_forest
-            for kind, content in word_path(shape):
-                steps.append((node, kind, content))
-                node = getattr(node, kind)[content]
-            self.word_nodes -= remove_shape_and_prune(steps, shape)
+            self.word_nodes -= remove_words(self.word_forest, shape)
         else:
             self.forest.nodes -= remove_shape_and_prune(steps, shape)
 
     def word_matches(self, literal: str) -> set[TupleShape]:
-        """Every shape whose required words and prefixes all occur in the literal."""
+        """Every shape all of whose words and prefixes of some key occur in the literal
+        (a shape with several ``ftor`` keys is found by any of them, once)."""
         found: list = []
         descend_words(self.word_forest, text_index(lexical_form(literal)), found)
         return set(found)
