@@ -54,9 +54,9 @@ from operator import attrgetter
 
 from rtf.model import Query, TupleConjunct
 from rtf.terms import IRI, BlankNode, TypePath, Variable, Wildcard, is_literal, lexical_form
-from rtf.text import is_plain_conjunction, required_words, text_index
+from rtf.text import is_plain_conjunction, required_words, text_index, word_alternatives
 
-__all__ = ["STRATEGIES", "ALWAYS", "tuple_anchor", "branch_anchor", "query_anchors",
+__all__ = ["STRATEGIES", "ALWAYS", "tuple_anchors", "branch_anchors", "query_anchors",
            "publication_keys", "contains", "Group", "partition_queries", "route", "GroupMatcher",
            "build_group_matchers", "parse_records", "Router"]
 
@@ -76,36 +76,47 @@ def _constant_predicate(t: TupleConjunct) -> str | None:
     return t.predicate.key if isinstance(t.predicate, (IRI, TypePath)) else None
 
 
-def tuple_anchor(t: TupleConjunct) -> tuple | None:
-    """The most selective key a triple matching `t` puts in `publication_keys`, or None."""
+def tuple_anchors(t: TupleConjunct) -> frozenset | None:
+    """Keys of which a triple matching `t` puts at least one in `publication_keys`
+    (the most selective such set), or None.
+
+    A full-text constraint gives one word per alternative (``"x" ftor "y"``
+    needs x or y: either key will do), as long as every alternative needs a
+    whole word; otherwise the constant predicate (and IRI object) does.
+    """
     if t.fulltext is not None:
-        ws, _ = required_words(t.fulltext)
-        if ws:
-            # The longest word: a cheap stand-in for the rarest.
-            return ("w", max(sorted(ws), key=len))
+        alternatives = word_alternatives(t.fulltext)
+        if alternatives and all(ws for ws, _ in alternatives):
+            # The longest word of each alternative: a cheap stand-in for the rarest.
+            return frozenset(("w", max(sorted(ws), key=len)) for ws, _ in alternatives)
     p = _constant_predicate(t)
     if p is None:
         return None
     if isinstance(t.object, IRI):
-        return ("po", p, t.object.key)
-    return ("p", p)
+        return frozenset([("po", p, t.object.key)])
+    return frozenset([("p", p)])
 
 
 def _anchor_order(anchor: tuple) -> tuple:
     return (_RANK[anchor[0]], -len(anchor[1]) if anchor[0] == "w" else 0, anchor)
 
 
-def branch_anchor(branch) -> tuple:
-    """One key every publication satisfying `branch` holds (`ALWAYS` if none is known)."""
-    anchors = [a for a in map(tuple_anchor, branch.tuples) if a is not None]
-    return min(anchors, key=_anchor_order) if anchors else ALWAYS
+def _anchors_order(anchors: frozenset) -> tuple:
+    # The weakest key of a set decides its kind; then fewer keys route fewer publications.
+    return (max(_RANK[a[0]] for a in anchors), len(anchors), min(map(_anchor_order, anchors)))
+
+
+def branch_anchors(branch) -> frozenset:
+    """Keys of which every publication satisfying `branch` holds one (`{ALWAYS}` if none is known)."""
+    candidates = [a for a in map(tuple_anchors, branch.tuples) if a]
+    return min(candidates, key=_anchors_order) if candidates else frozenset([ALWAYS])
 
 
 def query_anchors(query: Query) -> frozenset:
     """The anchors of the query's branches: it can only match a publication holding one."""
     if not query.branches:
         return frozenset([ALWAYS])
-    return frozenset(branch_anchor(b) for b in query.branches)
+    return frozenset().union(*map(branch_anchors, query.branches))
 
 
 def publication_keys(triples: Iterable[tuple[str, str, str]],
