@@ -98,6 +98,12 @@ class FTNear:
         return f"({self.left} ftnear({self.min}, {self.max}{opt}) {self.right})"
 
 
+def shared_value(cls, *fields):
+    """The shared instance of ``cls(*fields)`` (see `rtf.terms.shared`): what an
+    unpickled pattern, tuple conjunct or branch becomes."""
+    return shared(cls(*fields))
+
+
 def ft_term(words: tuple[FTWord, ...]) -> FTTerm:
     """The shared `FTTerm` of `words` (see `rtf.terms.shared`)."""
     return shared(FTTerm(tuple(words)))
@@ -307,6 +313,9 @@ class TriplePattern:
     def __str__(self) -> str:
         return f"{self.subject} {self.predicate} {self.object}"
 
+    def __reduce__(self):  # unpickled queries share their parts too (Spark, the bench)
+        return (shared_value, (TriplePattern, self.subject, self.predicate, self.object))
+
     @property
     def terms(self) -> tuple:
         return (self.subject, self.predicate, self.object)
@@ -324,6 +333,9 @@ class TupleConjunct:
     predicate: PredicateTerm
     object: PatternTerm
     fulltext: FTExpr | None = None
+
+    def __reduce__(self):
+        return (shared_value, (TupleConjunct, self.subject, self.predicate, self.object, self.fulltext))
 
     @property
     def pattern(self) -> TriplePattern:
@@ -348,6 +360,9 @@ class Branch:
 
     tuples: tuple[TupleConjunct, ...]
     residual: tuple[Expr, ...] = ()
+
+    def __reduce__(self):
+        return (shared_value, (Branch, self.tuples, self.residual))
 
     def __str__(self) -> str:
         parts = [str(t) for t in self.tuples] + [f"FILTER {r}" for r in self.residual]
