@@ -16,7 +16,10 @@ memory.
 
 from __future__ import annotations
 
+import functools
 import gc
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from os import PathLike
 
@@ -47,6 +50,15 @@ def freeze_long_lived() -> None:
     """
     gc.collect()
     gc.freeze()
+
+
+def _synchronized(method):
+    """Run `method` holding the engine's lock (see `Engine`: one operation at a time)."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return locked
 
 
 def make_index(algorithm: str) -> QueryIndex:
@@ -137,6 +149,14 @@ class Engine:
     Query ids are str, and only str: `register`, `unregister` and ``in``
     raise TypeError for anything else, so that an id means the same thing
     everywhere.
+
+    Threads: an engine may be shared. `match`, `register`, `register_parsed`,
+    `unregister` and `save` take the engine's lock (a re-entrant mutex), so
+    they run one at a time: a match sees the query set as it was when it
+    started, complete, and a register or unregister waits for the matches
+    in progress (and they for it). Matching is CPU-bound Python, so under
+    the GIL a lock costs no parallelism; it costs well under a microsecond
+    per call.
     """
 
     def __init__(self, algorithm: str = "naive", taxonomy: Taxonomy | str | PathLike | None = None,
@@ -156,7 +176,9 @@ class Engine:
         self._queries: dict[str, RegisteredQuery] = {}
         self._next_id = 1
         self._truncated = 0
+        self._lock = threading.RLock()
 
+    @_synchronized
     def register(self, query: str | Query, query_id: str | None = None,
                  subscriber: str | None = None) -> str:
         """Register a continuous query and return its id.
@@ -207,6 +229,7 @@ class Engine:
             raise QueryError(f"cannot register the query: {type(e).__name__}: {e}") from e
         return parsed
 
+    @_synchronized
     def unregister(self, query_id: str) -> None:
         """Remove a query; it never matches again. KeyError if it is unknown, TypeError if not a str."""
         _check_id(query_id)
@@ -216,6 +239,7 @@ class Engine:
         del self._queries[query_id]
         self._queries = shrunk(self._queries)
 
+    @_synchronized
     def match(self, publication) -> list[Match]:
         """The queries `publication` satisfies, by query id.
 
@@ -248,6 +272,47 @@ class Engine:
 
     def __len__(self) -> int:
         return len(self._queries)
+
+    @_synchronized
+    def register_parsed(self, records: Iterable[tuple[Query, str, str | None]]) -> list[str]:
+        """Register many parsed queries, ``(query, query_id, subscriber)`` each: all or none.
+
+        What `Engine.load` uses (no parsing). On any error the queries
+        registered by this call are unregistered again and the error is raised
+        as `register` raises it.
+        """
+        done: list[str] = []
+        try:
+            for query, query_id, subscriber in records:
+                if not isinstance(query, Query):
+                    raise TypeError(f"expected an rtf.model.Query, not {type(query).__name__}")
+                done.append(self.register(query, query_id, subscriber))
+        except BaseException:
+            for query_id in reversed(done):
+                self.unregister(query_id)
+            raise
+        return done
+
+    @_synchronized
+    def save(self, path: str | PathLike) -> int:
+        """Save the registered queries, taxonomy, algorithm and solution cap to `path`.
+
+        Atomic: `path` is replaced only once the whole file is on disk (see
+        `rtf.store` and docs/index-format.md). Returns the file size in bytes.
+        """
+        from rtf.store import save_engine
+        return save_engine(self, path)
+
+    @classmethod
+    def load(cls, path: str | PathLike) -> "Engine":
+        """The engine saved at `path` by `save`, built without parsing a query.
+
+        Raises `rtf.errors.IndexFileError` for a file that is not a valid
+        index of this format version (truncated, corrupt, foreign); nothing
+        is loaded then.
+        """
+        from rtf.store import load_engine
+        return load_engine(path)
 
     def __contains__(self, query_id: str) -> bool:
         """Whether a query of that id is registered (TypeError if `query_id` is not a str)."""
