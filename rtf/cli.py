@@ -235,12 +235,20 @@ def cmd_match(args) -> int:
     from rtf.reader import ReadStats, read_publications
 
     t0 = time.perf_counter()
-    engine = Engine(args.algorithm, taxonomy=args.taxonomy)
-    records = load_queries(args.queries)
-    rss_before = current_rss_mb()
-    register_all(engine, records, args.queries)
-    index_rss_mb = current_rss_mb() - rss_before
-    del records
+    if getattr(args, "index", None):  # a saved index: loaded, no query parsed
+        from rtf.index_cli import load_index_engine
+        rss_before = current_rss_mb()
+        engine = load_index_engine(args.index, args)
+        index_rss_mb = current_rss_mb() - rss_before
+        args.algorithm = engine.algorithm
+    else:
+        args.algorithm = args.algorithm or "naive"
+        engine = Engine(args.algorithm, taxonomy=args.taxonomy)
+        records = load_queries(args.queries)
+        rss_before = current_rss_mb()
+        register_all(engine, records, args.queries)
+        index_rss_mb = current_rss_mb() - rss_before
+        del records
     register_s = time.perf_counter() - t0
     freeze_long_lived()  # the index is long-lived: out of the collector's sight
 
@@ -331,11 +339,14 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Register the queries, then stream the publications through the "
                                    "engine and write one JSON line per (publication, matching query).",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG_MATCH)
-    p.add_argument("--queries", required=True, metavar="Q", help="JSON Lines of queries, or a .rq file")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--queries", metavar="Q", help="JSON Lines of queries, or a .rq file")
+    source.add_argument("--index", metavar="IDX",
+                        help="a saved index (rtf index build): its queries, algorithm and taxonomy")
     p.add_argument("--publications", required=True, nargs="+", metavar="F",
                    help="N-Triples, Turtle or N-Quads files, plain, .gz or .bz2 ('-' for stdin)")
     p.add_argument("--taxonomy", metavar="ONTO", help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf*")
-    p.add_argument("--algorithm", default="naive", choices=ALGORITHMS, help="engine (default: naive)")
+    p.add_argument("--algorithm", choices=ALGORITHMS, help="engine (default: naive, or the index's)")
     p.add_argument("--group-by", default="subject", choices=("subject", "graph"),
                    help="a publication is a run of triples with one subject (default) or one named graph")
     p.add_argument("--output", metavar="FILE", help="write matches here (default or '-': stdout)")
@@ -353,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", metavar="FILE", help="write matches here (default: stdout)")
     p.set_defaults(func=cmd_demo)
 
-    for name in ("workload", "bench"):
+    for name in ("workload", "bench", "index_cli"):
         try:
             module = __import__(f"rtf.{name}", fromlist=["add_command"])
         except ImportError:
