@@ -61,6 +61,25 @@ def shape_of(t: TupleConjunct) -> tuple[tuple[str, str, str, FTExpr | None], tup
     return (contents[0], contents[1], contents[2], t.fulltext), tuple(names)
 
 
+#: id(tuple conjunct) -> (the conjunct, its `shape_of`): tuple conjuncts are
+#: shared values (`rtf.terms.shared`), so 100K queries repeat few of them.
+_SHAPE_OF_SHARED: dict[int, tuple] = {}
+
+
+def shape_of_shared(t: TupleConjunct):
+    """`shape_of`, memoised by identity (bounded): registering or loading many
+    queries computes each shared conjunct's shape once. The entry keeps the
+    conjunct alive, so its id cannot be reused while it is cached."""
+    found = _SHAPE_OF_SHARED.get(id(t))
+    if found is not None and found[0] is t:
+        return found[1]
+    if len(_SHAPE_OF_SHARED) >= 65536:
+        _SHAPE_OF_SHARED.clear()
+    shape = shape_of(t)
+    _SHAPE_OF_SHARED[id(t)] = (t, shape)
+    return shape
+
+
 class SlotList:
     """The branch slots that use a shape: a growable int32 numpy array.
 
@@ -242,6 +261,21 @@ def needed_columns(names: list[tuple[str, ...]], outside: set[str]):
     return _shared(tuple(keep)), _shared(tuple(keep_names))
 
 
+_COLUMNS: dict[tuple, tuple] = {}
+
+
+def needed_columns_shared(names: list[tuple[str, ...]], outside: set[str]):
+    """`needed_columns`, memoised (bounded): queries of one workload repeat a
+    few variable layouts, so registering or loading many computes each once."""
+    key = (tuple(names), frozenset(outside))
+    found = _COLUMNS.get(key)
+    if found is None:
+        if len(_COLUMNS) >= 65536:
+            _COLUMNS.clear()
+        found = _COLUMNS[key] = needed_columns(names, outside)
+    return found
+
+
 _PLANS: dict[StarPlan, StarPlan] = {}
 
 
@@ -304,9 +338,9 @@ class QueryTable:
             raise ValueError(f"a query with id {query_id!r} is already registered")
         planned = []
         for b in query.branches:
-            per_tuple = [shape_of(t) for t in b.tuples]
+            per_tuple = [shape_of_shared(t) for t in b.tuples]
             names = [vars_ for _, vars_ in per_tuple]
-            keep, keep_names = needed_columns(names, needed_outside(query, b))
+            keep, keep_names = needed_columns_shared(names, needed_outside(query, b))
             planned.append((b, [key for key, _ in per_tuple], keep, keep_names))
         new_shapes: list[TupleShape] = []
         branches = []
