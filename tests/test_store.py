@@ -31,10 +31,10 @@ def run(engine, pubs):
 
 @pytest.fixture(scope="module")
 def workload(dbpedia_slice, dbpedia_taxonomy):
-    """Every operator on, on the real sample: 400 queries and 500 publications."""
+    """Every operator on, on the real sample: 400 queries and 300 publications."""
     mix = replace(Mix.all_operators(0.7), distinct_predicates=1.0)
     records = generate_queries(dbpedia_slice, 400, seed=11, mix=mix, taxonomy=dbpedia_taxonomy)
-    return records, dbpedia_slice[:500]
+    return records, dbpedia_slice[:300]
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
