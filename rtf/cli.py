@@ -3,6 +3,7 @@
     rtf check "ASK { ?s ?p ?o }"            show how a query decomposes
     rtf match --queries Q.jsonl --publications dump.nt.gz [...]
     rtf demo                                the example queries on the DBpedia sample
+    rtf index build|info|add|remove         save queries once; rtf match --index IDX reuses them
     rtf gen-queries / rtf bench             workloads and the RTF paper's evaluation
 
 Every command prints errors as one readable line (with line and column for
