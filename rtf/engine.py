@@ -273,6 +273,16 @@ class Engine:
     def __len__(self) -> int:
         return len(self._queries)
 
+    def __getstate__(self) -> dict:
+        # A lock cannot be pickled (Spark broadcasts engines): each copy gets its own.
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
     @_synchronized
     def register_parsed(self, records: Iterable[tuple[Query, str, str | None]]) -> list[str]:
         """Register many parsed queries, ``(query, query_id, subscriber)`` each: all or none.

@@ -221,3 +221,12 @@ def test_matching_threads_with_a_writer_see_exactly_the_stable_answers(workload,
     assert not errors
     assert all(results[n] == expected for n in range(4))
     assert len(engine) == len(stable)
+
+
+def test_an_engine_still_pickles_for_spark_with_a_lock_of_its_own():
+    import pickle
+    engine = Engine("rtfs")
+    engine.register(QUERY, "q1")
+    copy = pickle.loads(pickle.dumps(engine))
+    assert copy._lock is not engine._lock
+    assert [m.query_id for m in copy.match(PUB_TRIPLES)] == ["q1"]
