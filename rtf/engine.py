@@ -28,7 +28,7 @@ from rtf.expressions import check_regexes, compile_filter
 from rtf.filter import QueryIndex
 from rtf.model import Query
 from rtf.parser import parse_query
-from rtf.query_table import shrunk
+from rtf.query_table import bulk_memos, shrunk
 from rtf.publication import Publication, as_publication
 from rtf.taxonomy import Taxonomy
 from rtf.terms import IRI, Literal
@@ -293,10 +293,11 @@ class Engine:
         """
         done: list[str] = []
         try:
-            for query, query_id, subscriber in records:
-                if not isinstance(query, Query):
-                    raise TypeError(f"expected an rtf.model.Query, not {type(query).__name__}")
-                done.append(self.register(query, query_id, subscriber))
+            with bulk_memos():  # many queries at once: shapes and layouts computed once each
+                for query, query_id, subscriber in records:
+                    if not isinstance(query, Query):
+                        raise TypeError(f"expected an rtf.model.Query, not {type(query).__name__}")
+                    done.append(self.register(query, query_id, subscriber))
         except BaseException:
             for query_id in reversed(done):
                 self.unregister(query_id)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -61,22 +62,43 @@ def shape_of(t: TupleConjunct) -> tuple[tuple[str, str, str, FTExpr | None], tup
     return (contents[0], contents[1], contents[2], t.fulltext), tuple(names)
 
 
-#: id(tuple conjunct) -> (the conjunct, its `shape_of`): tuple conjuncts are
-#: shared values (`rtf.terms.shared`), so 100K queries repeat few of them.
-_SHAPE_OF_SHARED: dict[int, tuple] = {}
+#: While `bulk_memos` is active: id(tuple conjunct) -> (the conjunct, its
+#: `shape_of`), and variable layout -> `needed_columns`. Tuple conjuncts are
+#: shared values (`rtf.terms.shared`), so many queries repeat few of them.
+#: None otherwise: a memo kept for good would hold removed queries' values.
+_SHAPE_MEMO: dict[int, tuple] | None = None
+_COLUMNS_MEMO: dict[tuple, tuple] | None = None
+_BULK_DEPTH = 0
+
+
+@contextmanager
+def bulk_memos():
+    """Within the block, `QueryTable.add` memoises `shape_of` and `needed_columns`
+    (loading a saved index registers many queries at once); the memos are
+    dropped at the end, so nothing of the queries outlives them."""
+    global _SHAPE_MEMO, _COLUMNS_MEMO, _BULK_DEPTH
+    if _BULK_DEPTH == 0:
+        _SHAPE_MEMO, _COLUMNS_MEMO = {}, {}
+    _BULK_DEPTH += 1
+    try:
+        yield
+    finally:
+        _BULK_DEPTH -= 1
+        if _BULK_DEPTH == 0:
+            _SHAPE_MEMO = _COLUMNS_MEMO = None
 
 
 def shape_of_shared(t: TupleConjunct):
-    """`shape_of`, memoised by identity (bounded): registering or loading many
-    queries computes each shared conjunct's shape once. The entry keeps the
+    """`shape_of`, memoised by identity inside `bulk_memos`. The entry keeps the
     conjunct alive, so its id cannot be reused while it is cached."""
-    found = _SHAPE_OF_SHARED.get(id(t))
+    memo = _SHAPE_MEMO
+    if memo is None:
+        return shape_of(t)
+    found = memo.get(id(t))
     if found is not None and found[0] is t:
         return found[1]
-    if len(_SHAPE_OF_SHARED) >= 65536:
-        _SHAPE_OF_SHARED.clear()
     shape = shape_of(t)
-    _SHAPE_OF_SHARED[id(t)] = (t, shape)
+    memo[id(t)] = (t, shape)
     return shape
 
 
@@ -261,18 +283,16 @@ def needed_columns(names: list[tuple[str, ...]], outside: set[str]):
     return _shared(tuple(keep)), _shared(tuple(keep_names))
 
 
-_COLUMNS: dict[tuple, tuple] = {}
-
-
 def needed_columns_shared(names: list[tuple[str, ...]], outside: set[str]):
-    """`needed_columns`, memoised (bounded): queries of one workload repeat a
-    few variable layouts, so registering or loading many computes each once."""
+    """`needed_columns`, memoised inside `bulk_memos`: queries of one workload
+    repeat a few variable layouts."""
+    memo = _COLUMNS_MEMO
+    if memo is None:
+        return needed_columns(names, outside)
     key = (tuple(names), frozenset(outside))
-    found = _COLUMNS.get(key)
+    found = memo.get(key)
     if found is None:
-        if len(_COLUMNS) >= 65536:
-            _COLUMNS.clear()
-        found = _COLUMNS[key] = needed_columns(names, outside)
+        found = memo[key] = needed_columns(names, outside)
     return found
 
 
