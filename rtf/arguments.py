@@ -61,7 +61,7 @@ def between(low: float, high: float, what: str) -> Callable[[str], float]:
 # ------------------------------------------------------------------ output files
 
 #: The options that name files a command reads, and those it writes.
-INPUT_OPTIONS = ("publications", "follow", "queries", "taxonomy", "file")
+INPUT_OPTIONS = ("publications", "follow", "queries", "index", "taxonomy", "file")
 OUTPUT_OPTIONS = ("output", "json")
 
 STDIO = "-"

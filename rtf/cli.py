@@ -3,6 +3,7 @@
     rtf check "ASK { ?s ?p ?o }"            show how a query decomposes
     rtf match --queries Q.jsonl --publications dump.nt.gz [...]
     rtf demo                                the example queries on the DBpedia sample
+    rtf index build|info|add|remove         save queries once; rtf match --index IDX reuses them
     rtf gen-queries / rtf bench             workloads and the RTF paper's evaluation
 
 Every command prints errors as one readable line (with line and column for
@@ -397,19 +398,27 @@ def sparql_json_line(pub_id: str, m, registered) -> str:
 
 def cmd_match(args) -> int:
     """Register the queries, then write the matches of each publication."""
-    from rtf.engine import Engine, freeze_long_lived
+    from rtf.engine import DEFAULT_ALGORITHM, Engine, freeze_long_lived
     from rtf.reader import ReadStats, UnknownFormatError, read_publications
 
     t0 = time.perf_counter()
-    engine = Engine(args.algorithm, taxonomy=args.taxonomy)
-    problems: list[str] | None = [] if args.skip_invalid else None
-    records = load_queries(args.queries, problems)
-    rss_before = current_rss_mb()
-    register_all(engine, records, args.queries, problems)
-    index_rss_mb = current_rss_mb() - rss_before
-    if problems:
-        report_skipped_queries(problems)
-    del records
+    if getattr(args, "index", None):  # a saved index: loaded, no query parsed
+        from rtf.index_cli import load_index_engine
+        rss_before = current_rss_mb()
+        engine = load_index_engine(args.index, args)
+        index_rss_mb = current_rss_mb() - rss_before
+        args.algorithm = engine.algorithm
+    else:
+        args.algorithm = args.algorithm or DEFAULT_ALGORITHM
+        engine = Engine(args.algorithm, taxonomy=args.taxonomy)
+        problems: list[str] | None = [] if args.skip_invalid else None
+        records = load_queries(args.queries, problems)
+        rss_before = current_rss_mb()
+        register_all(engine, records, args.queries, problems)
+        index_rss_mb = current_rss_mb() - rss_before
+        if problems:
+            report_skipped_queries(problems)
+        del records
     register_s = time.perf_counter() - t0
     freeze_long_lived()  # the index is long-lived: out of the collector's sight
 
@@ -565,7 +574,10 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Register the queries, then stream the publications through the "
                                    "engine and write one JSON line per (publication, matching query).",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG_MATCH)
-    p.add_argument("--queries", required=True, metavar="Q", help="JSON Lines of queries, or a .rq file")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--queries", metavar="Q", help="JSON Lines of queries, or a .rq file")
+    source.add_argument("--index", metavar="IDX",
+                        help="a saved index (rtf index build): its queries, algorithm and taxonomy")
     inputs = p.add_mutually_exclusive_group(required=True)
     inputs.add_argument("--publications", nargs="+", metavar="F",
                         help="N-Triples, Turtle or N-Quads files, plain, .gz or .bz2 ('-' for stdin)")
@@ -576,8 +588,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("nt", "nq", "ttl", "trig", "owl"),
                    help="the RDF syntax of the input (default: from the file name; nt for stdin)")
     p.add_argument("--taxonomy", metavar="ONTO", help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf*")
-    p.add_argument("--algorithm", default=DEFAULT_ALGORITHM, choices=ALGORITHMS,
-                   help=f"engine (default: {DEFAULT_ALGORITHM}; naive is the slow reference)")
+    p.add_argument("--algorithm", choices=ALGORITHMS,
+                   help=f"engine (default: {DEFAULT_ALGORITHM}, or the index's; naive is the slow reference)")
     p.add_argument("--group-by", default="subject", choices=("subject", "graph"),
                    help="a publication is a run of triples with one subject (default) or one named graph")
     p.add_argument("--output", metavar="FILE", help="write matches here (default or '-': stdout)")
@@ -606,7 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", metavar="FILE", help="write matches here (default: stdout)")
     p.set_defaults(func=cmd_demo)
 
-    for name in ("workload", "bench"):
+    for name in ("workload", "bench", "index_cli"):
         try:
             module = __import__(f"rtf.{name}", fromlist=["add_command"])
         except ImportError:

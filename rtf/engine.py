@@ -16,7 +16,9 @@ memory.
 
 from __future__ import annotations
 
+import functools
 import gc
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -29,7 +31,7 @@ from rtf.expressions import check_regexes, compile_filter
 from rtf.filter import QueryIndex
 from rtf.model import Query
 from rtf.parser import parse_query
-from rtf.query_table import shrunk
+from rtf.query_table import bulk_memos, shrunk
 from rtf.publication import Publication, as_publication
 from rtf.taxonomy import Taxonomy
 from rtf.terms import IRI, Literal
@@ -56,6 +58,15 @@ def freeze_long_lived() -> None:
     """
     gc.collect()
     gc.freeze()
+
+
+def _synchronized(method):
+    """Run `method` holding the engine's lock (see `Engine`: one operation at a time)."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return locked
 
 
 def make_index(algorithm: Algorithm) -> QueryIndex:
@@ -202,6 +213,14 @@ class Engine:
     Query ids are str, and only str: `register`, `unregister` and ``in``
     raise TypeError for anything else, so that an id means the same thing
     everywhere.
+
+    Threads: an engine may be shared. `match`, `register`, `register_parsed`,
+    `unregister` and `save` take the engine's lock (a re-entrant mutex), so
+    they run one at a time: a match sees the query set as it was when it
+    started, complete, and a register or unregister waits for the matches
+    in progress (and they for it). Matching is CPU-bound Python, so under
+    the GIL a lock costs no parallelism; it costs well under a microsecond
+    per call.
     """
 
     def __init__(self, algorithm: Algorithm = DEFAULT_ALGORITHM, taxonomy: Taxonomy | str | PathLike | None = None,
@@ -221,7 +240,9 @@ class Engine:
         self._queries: dict[str, RegisteredQuery] = {}
         self._next_id = 1
         self._truncated = 0
+        self._lock = threading.RLock()
 
+    @_synchronized
     def register(self, query: str | Query, query_id: str | None = None,
                  subscriber: str | None = None, metadata: Mapping | None = None) -> str:
         """Register a continuous query and return its id.
@@ -278,6 +299,7 @@ class Engine:
             raise QueryError(f"cannot register the query: {type(e).__name__}: {e}") from e
         return parsed
 
+    @_synchronized
     def unregister(self, query_id: str) -> None:
         """Remove a query; it never matches again. KeyError if it is unknown, TypeError if not a str."""
         _check_id(query_id)
@@ -287,6 +309,7 @@ class Engine:
         del self._queries[query_id]
         self._queries = shrunk(self._queries)
 
+    @_synchronized
     def match(self, publication) -> list[Match]:
         """The queries `publication` satisfies, by query id.
 
@@ -356,6 +379,59 @@ class Engine:
     def __len__(self) -> int:
         """The number of registered queries."""
         return len(self._queries)
+
+    def __getstate__(self) -> dict:
+        # A lock cannot be pickled (Spark broadcasts engines): each copy gets its own.
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    @_synchronized
+    def register_parsed(self, records: Iterable[tuple]) -> list[str]:
+        """Register many parsed queries, ``(query, query_id, subscriber[, metadata])``
+        each: all or none.
+
+        What `Engine.load` uses (no parsing). On any error the queries
+        registered by this call are unregistered again and the error is raised
+        as `register` raises it.
+        """
+        done: list[str] = []
+        try:
+            with bulk_memos():  # many queries at once: shapes and layouts computed once each
+                for query, query_id, subscriber, *metadata in records:
+                    if not isinstance(query, Query):
+                        raise TypeError(f"expected an rtf.model.Query, not {type(query).__name__}")
+                    done.append(self.register(query, query_id, subscriber, *metadata))
+        except BaseException:
+            for query_id in reversed(done):
+                self.unregister(query_id)
+            raise
+        return done
+
+    @_synchronized
+    def save(self, path: str | PathLike) -> int:
+        """Save the registered queries, taxonomy, algorithm and solution cap to `path`.
+
+        Atomic: `path` is replaced only once the whole file is on disk (see
+        `rtf.store` and docs/index-format.md). Returns the file size in bytes.
+        """
+        from rtf.store import save_engine
+        return save_engine(self, path)
+
+    @classmethod
+    def load(cls, path: str | PathLike) -> "Engine":
+        """The engine saved at `path` by `save`, built without parsing a query.
+
+        Raises `rtf.errors.IndexFileError` for a file that is not a valid
+        index of this format version (truncated, corrupt, foreign); nothing
+        is loaded then.
+        """
+        from rtf.store import load_engine
+        return load_engine(path)
 
     def __contains__(self, query_id: str) -> bool:
         """Whether a query of that id is registered (TypeError if `query_id` is not a str)."""

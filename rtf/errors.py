@@ -64,3 +64,9 @@ class PublicationError(RtfError, ValueError):
 
 class TaxonomyError(RtfError, ValueError):
     """A class taxonomy that cannot be used (a cycle, an unreadable file)."""
+
+
+class IndexFileError(RtfError, ValueError):
+    """A saved query index that cannot be loaded: not an index, truncated, corrupt
+    (checksum), of another format version, or with content this rtf refuses.
+    Nothing is loaded when it is raised."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -62,6 +63,46 @@ def shape_of(t: TupleConjunct) -> tuple[tuple[str, str, str, FTExpr | None], tup
         else:  # IRI, Literal, TypePath
             contents.append(sys.intern(term.key))  # one copy per IRI across all shapes
     return (contents[0], contents[1], contents[2], t.fulltext), tuple(names)
+
+
+#: While `bulk_memos` is active: id(tuple conjunct) -> (the conjunct, its
+#: `shape_of`), and variable layout -> `needed_columns`. Tuple conjuncts are
+#: shared values (`rtf.terms.shared`), so many queries repeat few of them.
+#: None otherwise: a memo kept for good would hold removed queries' values.
+_SHAPE_MEMO: dict[int, tuple] | None = None
+_COLUMNS_MEMO: dict[tuple, tuple] | None = None
+_BULK_DEPTH = 0
+
+
+@contextmanager
+def bulk_memos():
+    """Within the block, `QueryTable.add` memoises `shape_of` and `needed_columns`
+    (loading a saved index registers many queries at once); the memos are
+    dropped at the end, so nothing of the queries outlives them."""
+    global _SHAPE_MEMO, _COLUMNS_MEMO, _BULK_DEPTH
+    if _BULK_DEPTH == 0:
+        _SHAPE_MEMO, _COLUMNS_MEMO = {}, {}
+    _BULK_DEPTH += 1
+    try:
+        yield
+    finally:
+        _BULK_DEPTH -= 1
+        if _BULK_DEPTH == 0:
+            _SHAPE_MEMO = _COLUMNS_MEMO = None
+
+
+def shape_of_shared(t: TupleConjunct):
+    """`shape_of`, memoised by identity inside `bulk_memos`. The entry keeps the
+    conjunct alive, so its id cannot be reused while it is cached."""
+    memo = _SHAPE_MEMO
+    if memo is None:
+        return shape_of(t)
+    found = memo.get(id(t))
+    if found is not None and found[0] is t:
+        return found[1]
+    shape = shape_of(t)
+    memo[id(t)] = (t, shape)
+    return shape
 
 
 class SlotList:
@@ -281,6 +322,19 @@ def needed_columns(names: list[tuple[str, ...]], outside: set[str]):
     return _shared(tuple(keep)), _shared(tuple(keep_names))
 
 
+def needed_columns_shared(names: list[tuple[str, ...]], outside: set[str]):
+    """`needed_columns`, memoised inside `bulk_memos`: queries of one workload
+    repeat a few variable layouts."""
+    memo = _COLUMNS_MEMO
+    if memo is None:
+        return needed_columns(names, outside)
+    key = (tuple(names), frozenset(outside))
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = needed_columns(names, outside)
+    return found
+
+
 _PLANS: dict[StarPlan, StarPlan] = {}
 
 
@@ -352,9 +406,9 @@ class QueryTable:
         optional = optional_part(query)
         planned = []
         for b in query.branches:
-            per_tuple = [shape_of(t) for t in b.tuples]
+            per_tuple = [shape_of_shared(t) for t in b.tuples]
             names = [vars_ for _, vars_ in per_tuple]
-            keep, keep_names = needed_columns(names, needed_outside(query, b))
+            keep, keep_names = needed_columns_shared(names, needed_outside(query, b))
             planned.append((b, [key for key, _ in per_tuple], keep, keep_names))
         new_shapes: list[TupleShape] = []
         branches = []

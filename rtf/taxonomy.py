@@ -201,6 +201,11 @@ class Taxonomy:
         """The direct superclasses of `class_key` (none if unknown)."""
         return self._parents.get(class_key, ())
 
+    def parent_table(self) -> dict[str, tuple[str, ...]]:
+        """Each class and its direct superclasses: what ``Taxonomy(table)`` rebuilds
+        (the saved form of a taxonomy, see `rtf.store`)."""
+        return dict(self._parents)
+
     def edges(self) -> frozenset[tuple[str, str]]:
         """Every ``(subclass, superclass)`` pair, self-loops and blank nodes left out."""
         return frozenset((c, p) for c, ps in self._parents.items() for p in ps)
