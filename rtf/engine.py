@@ -350,10 +350,6 @@ class Engine:
         return list(map(_new_match, repeat(Match),
                         zip(qids, map(_subscriber, registered), map(found.__getitem__, qids),
                             map(_is_ask, registered), repeat(False))))
-        for qid in sorted(found):  # the hot loop: thousands of matches per publication
-            rq = queries[qid]
-            out.append(Match(qid, rq.subscriber, frozenset(found[qid]), rq.is_ask))
-        return out
 
     def match_many(self, publications: Iterable) -> Iterator[list[Match]]:
         """`match` each of `publications` in turn: an iterator of their match lists, in input order.

@@ -77,8 +77,16 @@ class ShapeIndex(ABC):
 
     def candidates(self, triples: list[Triple], virtual: list[Triple]) -> Iterator[tuple[TupleShape, Triple]]:
         """(shape, triple) pairs where the triple satisfies the shape's structure
-        and holds its required words; full-text checks beyond that come later."""
-        raise NotImplementedError
+        and holds its required words; full-text checks beyond that come later.
+
+        An index implements this or `collect` (each defaults to the other): the
+        default here lists what `collect` gathers.
+        """
+        hits: Hits = {}
+        self.collect(triples, virtual, hits)
+        for shape, found in hits.items():
+            for t in found:
+                yield shape, t
 
     def collect(self, triples: list[Triple], virtual: list[Triple], hits: Hits) -> None:
         """Add to `hits` every shape's satisfying triples (each pair once).

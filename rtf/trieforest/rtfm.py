@@ -8,7 +8,6 @@ literal.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 from rtf.filter import Hits, ShapeIndex, Triple
 from rtf.query_table import TupleShape
@@ -64,13 +63,6 @@ class RTFmIndex(ShapeIndex):
                                 hits[shape] = [t]
                             else:
                                 found.append(t)
-
-    def candidates(self, triples: list[Triple], virtual: list[Triple]) -> Iterator[tuple[TupleShape, Triple]]:
-        hits: Hits = {}
-        self.collect(triples, virtual, hits)
-        for shape, found in hits.items():
-            for t in found:
-                yield shape, t
 
     def stats(self) -> dict:
         nodes = list(self.forest.root.walk())

@@ -17,7 +17,6 @@ the shapes stored at the node.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 from rtf.filter import Hits, ShapeIndex, Triple
 from rtf.query_table import TupleShape
@@ -91,13 +90,6 @@ class RTFsIndex(ShapeIndex):
                                     hits[shape] = [t]
                                 else:
                                     found.append(t)
-
-    def candidates(self, triples: list[Triple], virtual: list[Triple]) -> Iterator[tuple[TupleShape, Triple]]:
-        hits: Hits = {}
-        self.collect(triples, virtual, hits)
-        for shape, found in hits.items():
-            for t in found:
-                yield shape, t
 
     def stats(self) -> dict:
         nodes = list(self.forest.root.walk()) + list(self.word_forest.walk())
