@@ -17,9 +17,12 @@ The job has five stages, each timed on its own:
    properties come in different files (as DBpedia ships them) becomes one
    publication.
 3. **broadcast.** The engine is built once on the driver from the queries,
-   pickled (`serialize_engine`) and broadcast as bytes.
+   pickled (`serialize_engine`) and broadcast as bytes. With a saved index
+   (``--index``) the driver broadcasts the index file's bytes as they are,
+   checked but not loaded.
 4. **filter.** ``mapPartitionsWithIndex``: each Python worker unpickles the
-   engine the first time it meets the broadcast and keeps it (`_ENGINES`), so
+   engine (or loads it from the index bytes, `rtf.store.load_engine_bytes`)
+   the first time it meets the broadcast and keeps it (`_ENGINES`), so
    a worker that runs many partitions pays it once; every publication goes
    through ``engine.match``.
 5. **write.** The matches, as the lines of ``rtf match`` (`rtf.cli.match_line`),
@@ -48,7 +51,8 @@ import uuid
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
@@ -180,6 +184,37 @@ def build_group_engines(algorithm: str, queries: str, k: int, strategy: str,
     return groups, matchers, tax
 
 
+def read_index(config: "ReplayConfig") -> tuple[bytes, dict]:
+    """(the bytes of the saved index `config.index`, its stats), checked on the driver.
+
+    The header, checksum and body are verified here (`rtf.store.decode_body`),
+    so a bad file fails before any Spark work, and the options the index
+    fixes are refused as ``rtf match --index`` refuses them. The engine
+    itself is built only in the workers, from these bytes. A local path only:
+    the driver reads it, Spark ships it.
+    """
+    from rtf.store import decode_body, read_index_bytes
+
+    if config.queries is not None:
+        raise ReplayError("--index and --queries exclude each other: the index holds the queries")
+    if config.query_partitions is not None:
+        raise ReplayError("--index cannot be used with --query-partitions yet: "
+                          "give the queries with --queries to split them into groups")
+    if config.taxonomy:
+        raise ReplayError("--taxonomy cannot be used with --index: the index holds its taxonomy "
+                          "(rebuild it with `rtf index build --taxonomy`)")
+    if _has_scheme(config.index):
+        raise ReplayError(f"--index {config.index}: the index must be a file on the driver's file system")
+    data = read_index_bytes(_local(config.index))
+    content = decode_body(data, config.index)
+    algorithm = content.get("algorithm")
+    if config.algorithm and config.algorithm != algorithm:
+        raise ReplayError(f"--algorithm {config.algorithm} but the index {config.index} is {algorithm}: "
+                          "leave --algorithm out, or rebuild the index")
+    return data, {"algorithm": algorithm, "queries": len(content.get("queries") or ()),
+                  "index_file": str(config.index)}
+
+
 def serialize_engine(engine) -> bytes:
     """The engine as bytes to broadcast (pickle, highest protocol).
 
@@ -226,8 +261,12 @@ def worker_rss_mb() -> float | None:
         return None
 
 
-def engine_for(token: str, blob_source: Callable[[], bytes]) -> tuple[object, float]:
-    """The engine of broadcast `token`, and the seconds spent loading it now (0 if cached)."""
+def engine_for(token: str, blob_source: Callable[[], bytes],
+               load: Callable[[bytes], object] = load_engine) -> tuple[object, float]:
+    """The engine of broadcast `token`, and the seconds spent loading it now (0 if cached).
+
+    `load` makes the engine from the broadcast bytes: `load_engine` (a
+    pickle) or `rtf.store.load_engine_bytes` (an index file)."""
     engine = _ENGINES.get(token)
     if engine is not None:
         return engine, 0.0
@@ -240,7 +279,7 @@ def engine_for(token: str, blob_source: Callable[[], bytes]) -> tuple[object, fl
         _ENGINES.clear()
         gc.unfreeze()
         gc.collect()
-    engine = load_engine(blob_source())
+    engine = load(blob_source())
     _ENGINES[token] = engine
     freeze_long_lived()  # as `rtf match` does once the queries are in
     return engine, time.perf_counter() - t
@@ -391,10 +430,11 @@ class ReplayConfig:
     """What `run_replay` needs; mirrors the options of ``spark/dbpedia_eval.py``."""
 
     dumps: list[str]
-    queries: str
+    queries: str | None  # the queries file, or None with `index`
     output: str
-    algorithm: str = "rtfs"
+    algorithm: str | None = None  # None: rtfs with `queries`, the index's algorithm with `index`
     taxonomy: str | None = None
+    index: str | None = None  # a saved index (`rtf index build`) instead of `queries`
     partitions: int | None = None  # publications' partitions (default: 2 x default parallelism)
     timed: bool = True
     overwrite: bool = False
@@ -491,10 +531,21 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         raise ReplayError("--partitions must be at least 1")
     partitions = config.partitions or 2 * sc.defaultParallelism
 
-    # The engine (or one per query group), built once on the driver.
+    if config.index is None:
+        if config.queries is None:
+            raise ReplayError("give the queries: --queries Q.jsonl or --index IDX")
+        config = replace(config, algorithm=config.algorithm or "rtfs")
+
+    # The engine (or one per query group), built once on the driver; or the
+    # bytes of a saved index, checked on the driver and loaded by the workers.
     t = time.perf_counter()
     k = config.query_partitions
-    if k is not None:
+    index_blob = None
+    if config.index is not None:
+        index_blob, index_stats = read_index(config)
+        config = replace(config, algorithm=index_stats["algorithm"])
+        engine, n_queries = None, index_stats["queries"]
+    elif k is not None:
         if k < 1:
             raise ReplayError("--query-partitions must be at least 1")
         groups, matchers, taxonomy = build_group_engines(
@@ -507,8 +558,12 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         n_queries = len(engine)
         index_stats = engine.stats()
     build_s = time.perf_counter() - t
-    log(f"built the {config.algorithm} engine{'s' if k else ''}: {n_queries} queries in {build_s:.2f} s"
-        + (f", {k} groups by {config.query_partitioning}" if k else ""))
+    if index_blob is not None:
+        log(f"read the {config.algorithm} index {config.index}: {n_queries} queries, "
+            f"{len(index_blob):,} bytes in {build_s:.2f} s")
+    else:
+        log(f"built the {config.algorithm} engine{'s' if k else ''}: {n_queries} queries in {build_s:.2f} s"
+            + (f", {k} groups by {config.query_partitioning}" if k else ""))
 
     # One record per task, tagged with what it read or filtered: the driver keeps
     # one per split and per partition, so that a task Spark runs again (a
@@ -555,7 +610,7 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
             materialize, stages, log)
     else:
         matches, blob_bytes, serialize_s, broadcast_call_s, unpersist = _filter_all(
-            sc, engine, grouped, partition_stats, materialize, stages, log)
+            sc, engine, grouped, partition_stats, materialize, stages, log, index_blob, config.index)
         grouping = None
     # 5. write the matches.
     t = time.perf_counter()
@@ -591,23 +646,34 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
     return metrics
 
 
-def _filter_all(sc, engine, grouped, partition_stats, materialize, stages, log):
-    """Stages 3 and 4 with one engine: broadcast it; filter every partition against it."""
-    # 3. broadcast the serialized engine.
+def _filter_all(sc, engine, grouped, partition_stats, materialize, stages, log,
+                index_blob: bytes | None = None, index_name: str | None = None):
+    """Stages 3 and 4 with one engine: broadcast it; filter every partition against it.
+
+    With `index_blob` (the bytes of the saved index `index_name`; `engine`
+    is None) those bytes are broadcast as they are and every worker loads
+    them with `rtf.store.load_engine_bytes`."""
+    # 3. broadcast the serialized engine, or the index file's bytes.
     t = time.perf_counter()
-    blob = serialize_engine(engine)
+    if index_blob is None:
+        blob, load, how = serialize_engine(engine), load_engine, "pickle"
+    else:
+        from rtf.store import load_engine_bytes
+
+        blob, how = index_blob, "index file"
+        load = partial(load_engine_bytes, source=f"broadcast of {os.path.basename(index_name)}")
     serialize_s = time.perf_counter() - t
     t = time.perf_counter()
     engine_bc = sc.broadcast(blob)
     broadcast_call_s = time.perf_counter() - t
     stages["broadcast_s"] = serialize_s + broadcast_call_s
     token = uuid.uuid4().hex
-    log(f"broadcast the engine: {len(blob):,} bytes (pickle {serialize_s:.3f} s, "
+    log(f"broadcast the engine: {len(blob):,} bytes ({how} {serialize_s:.3f} s, "
         f"broadcast {broadcast_call_s:.3f} s)")
 
     # 4. filter, in the executors: one engine per Python worker.
     def filter_partition(index, records):
-        engine, load_s = engine_for(token, lambda: engine_bc.value)
+        engine, load_s = engine_for(token, lambda: engine_bc.value, load)
         stats: dict = {}
         t0 = time.perf_counter()
         yield from filter_records(engine, records, stats)

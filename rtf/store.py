@@ -165,11 +165,7 @@ def write_atomically(path: str | os.PathLike, data: bytes) -> None:
 
 def read_body(path: str | os.PathLike) -> dict:
     """The verified, decoded JSON body of index file `path` (`IndexFileError` if it is not one)."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise IndexFileError(f"cannot read the index {path}: {e.strerror or e}") from None
-    return decode_body(data, str(path))
+    return decode_body(read_index_bytes(path), str(path))
 
 
 def decode_body(data: bytes, source: str = "<bytes>") -> dict:
@@ -286,8 +282,20 @@ def save_engine(engine, path: str | os.PathLike) -> int:
     return len(data)
 
 
-def load_engine(path: str | os.PathLike):
-    """The `Engine` saved in `path`; `IndexFileError` if the file is not a valid index.
+def read_index_bytes(path: str | os.PathLike) -> bytes:
+    """The bytes of index file `path`, unchecked (`IndexFileError` if it cannot be read)."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise IndexFileError(f"cannot read the index {path}: {e.strerror or e}") from None
+
+
+def load_engine_bytes(data: bytes, source: str = "<bytes>"):
+    """The `Engine` saved in the index file bytes `data` (as `load_engine`, without the file).
+
+    Every check of `load_engine` applies (header, length, checksum, version,
+    whitelist); `source` names the bytes in error messages. The Spark replay
+    broadcasts an index file's bytes and each worker builds its engine here.
 
     The cyclic garbage collector is paused meanwhile: loading makes millions
     of long-lived objects and no garbage cycles, and the collections that
@@ -297,10 +305,15 @@ def load_engine(path: str | os.PathLike):
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return decode_engine(read_body(path), str(path))
+        return decode_engine(decode_body(data, source), source)
     finally:
         if was_enabled:
             gc.enable()
+
+
+def load_engine(path: str | os.PathLike):
+    """The `Engine` saved in `path`; `IndexFileError` if the file is not a valid index."""
+    return load_engine_bytes(read_index_bytes(path), str(path))
 
 
 def file_info(path: str | os.PathLike) -> dict:

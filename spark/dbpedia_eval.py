@@ -43,6 +43,11 @@ query partitions (the index split over 4 groups; output unchanged):
   python spark/dbpedia_eval.py --dump ../shared/data/dbpedia --queries /tmp/q.jsonl \
       --algorithm rtfs --query-partitions 4 --query-partitioning merging --output /tmp/out-k4
 
+a saved index (built once, loaded by each worker without parsing a query):
+  rtf index build --queries /tmp/q.jsonl --algorithm rtfs \
+      --taxonomy ../shared/data/dbpedia/ontology/dbpedia_2015-10.nt.gz --output /tmp/q.idx
+  python spark/dbpedia_eval.py --dump ../shared/data/dbpedia --index /tmp/q.idx --output /tmp/out-idx
+
 on a cluster (rtf and its dependencies installed on every node, see docs/spark.md):
   spark-submit --master yarn spark/dbpedia_eval.py --dump hdfs:///dbpedia/2015-10/ \\
       --queries q.jsonl --algorithm rtfs --partitions 400 --output hdfs:///out/run1
@@ -56,11 +61,17 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     p.add_argument("--dump", required=True, nargs="+", metavar="FILE_OR_DIR",
                    help="dump files or folders of dump files (.nt/.ttl, plain, .gz or .bz2)")
-    p.add_argument("--queries", required=True, metavar="Q.jsonl",
-                   help='JSON Lines of {"id", "query", "subscriber"} (as for rtf match), or a .rq file')
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--queries", metavar="Q.jsonl",
+                        help='JSON Lines of {"id", "query", "subscriber"} (as for rtf match), or a .rq file')
+    source.add_argument("--index", metavar="IDX",
+                        help="a saved index (`rtf index build`) instead of --queries: its bytes are "
+                             "broadcast and each worker loads it once; it fixes the algorithm and "
+                             "taxonomy (not with --query-partitions)")
     p.add_argument("--taxonomy", metavar="ONTO",
                    help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf* (read on the driver)")
-    p.add_argument("--algorithm", required=True, choices=algorithms, help="the engine to run")
+    p.add_argument("--algorithm", choices=algorithms,
+                   help="the engine to run (required with --queries; with --index, the index's)")
     p.add_argument("--master", metavar="URL",
                    help="Spark master: local[*] (default), local[N], spark://host:7077, yarn, ...; "
                         "under spark-submit its --master is used unless this is given")
@@ -141,12 +152,15 @@ def spark_error_summary(error: Exception) -> str:
 
 def main(argv: list[str] | None = None, spark=None) -> int:
     """Run the job; `spark`: an existing session to use (and not stop), as the tests do."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.queries is not None and args.algorithm is None:
+        parser.error("--algorithm is required with --queries")
     log = _log(args.quiet)
     from rtf.errors import RtfError
     from rtf.replay import ReplayConfig, ReplayError, package_zip, run_replay
 
-    config = ReplayConfig(dumps=args.dump, queries=args.queries, output=args.output,
+    config = ReplayConfig(dumps=args.dump, queries=args.queries, index=args.index, output=args.output,
                           algorithm=args.algorithm, taxonomy=args.taxonomy,
                           partitions=args.partitions, timed=not args.pipelined,
                           overwrite=args.overwrite, query_partitions=args.query_partitions,

@@ -354,6 +354,41 @@ def test_bad_arguments_are_one_line_errors(spark, inputs, tmp_path, capsys):
         assert message in err and len(err.strip().splitlines()) == 1 and not out.exists()
 
 
+@spark_test
+def test_a_saved_index_gives_the_lines_of_rtf_match_index(spark, inputs, tmp_path, capsys):
+    import contextlib
+    import io
+
+    from rtf.cli import main as rtf_main
+
+    dumps, ref_files, queries, taxonomy, n_bad = inputs
+    index, expected_file = tmp_path / "q.idx", tmp_path / "expected.jsonl"
+    with contextlib.redirect_stderr(io.StringIO()):
+        assert rtf_main(["index", "build", "--queries", str(queries), "--algorithm", "rtfm",
+                         "--taxonomy", taxonomy, "--output", str(index)]) == 0
+        assert rtf_main(["match", "--index", str(index), "--publications", *map(str, ref_files),
+                         "--skip-invalid", "--output", str(expected_file)]) == 0
+    expected = sorted(expected_file.read_text(encoding="utf-8").splitlines())
+    out = tmp_path / "out"
+    assert run_script(spark, "--dump", dumps, "--index", index, "--partitions", 2, "--output", out) == 0
+    assert len(expected) > 50 and spark_lines(out) == expected
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["algorithm"] == "rtfm" and metrics["bad_lines_skipped"] == n_bad
+    assert metrics["index"]["bytes"] == index.stat().st_size  # the file's bytes, not a pickle
+    assert 1 <= metrics["index"]["loads"] <= len({p["worker"] for p in metrics["partitions"]})
+
+    # What the index fixes is refused in one line, before any Spark work.
+    capsys.readouterr()
+    for extra, message in [(["--algorithm", "rtfs"], "the index"), (["--taxonomy", taxonomy], "--taxonomy"),
+                           (["--query-partitions", 2], "--query-partitions")]:
+        bad_out = tmp_path / "bad"
+        assert run_script(spark, "--dump", dumps, "--index", index, *extra, "--output", bad_out) == 1
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1 and not bad_out.exists()
+    with pytest.raises(SystemExit):  # argparse: --queries and --index exclude each other
+        run_script(spark, "--dump", dumps, "--index", index, "--queries", queries, "--output", out)
+
+
 # ---------------------------------------------------------- query partitions
 
 

@@ -134,6 +134,25 @@ def test_a_bad_file_is_refused_with_one_clear_error(damage, message, tmp_path):
         Engine.load(bad)
 
 
+def test_load_from_bytes_equals_load_from_file_and_refuses_truncated_bytes(workload, dbpedia_taxonomy,
+                                                                          tmp_path):
+    records, pubs = workload
+    engine = Engine("rtfs", taxonomy=dbpedia_taxonomy)
+    for r in records[:150]:
+        engine.register(r["query"], r["id"], r["subscriber"])
+    engine.save(tmp_path / "q.idx")
+    data = (tmp_path / "q.idx").read_bytes()
+    from_file, from_bytes = Engine.load(tmp_path / "q.idx"), store.load_engine_bytes(data, "broadcast")
+    assert [(q.id, q.subscriber, q.query) for q in from_bytes.queries()] == \
+        [(q.id, q.subscriber, q.query) for q in from_file.queries()]
+    assert from_bytes.taxonomy == from_file.taxonomy == dbpedia_taxonomy
+    expected = run(from_file, pubs[:100])
+    assert expected and run(from_bytes, pubs[:100]) == expected
+    for cut in (len(data) - 1, len(data) // 2, store.HEADER.size, 3):
+        with pytest.raises(IndexFileError, match=r"^broadcast: .*(truncated|not an rtf index)"):
+            store.load_engine_bytes(data[:cut], "broadcast")
+
+
 def test_a_missing_file_is_an_index_error(tmp_path):
     with pytest.raises(IndexFileError, match="cannot read"):
         Engine.load(tmp_path / "nothing.idx")
