@@ -126,6 +126,7 @@ class BenchParams:
     isolate: bool = True
     memory: bool = True
     mix_name: str = "paper"  # a workload of rtf.workload.MIXES: paper or selective
+    index_cache: str | None = None  # a folder of saved engines reused across runs
 
     def step_size(self) -> int:
         return self.step or self.db[0]
@@ -284,9 +285,26 @@ class GcClock:
 gc_clock = GcClock()
 
 
+def cached_index_path(cache_dir, algorithm: str, wl: Workload, end: int, taxonomy) -> Path:
+    """Where `--index-cache` keeps the engine of `algorithm` holding the first `end`
+    queries of `wl`: named by a digest of those queries, so another workload never
+    reuses it."""
+    h = hashlib.sha256(f"{algorithm}\n{end}\n".encode())
+    for qid, text, sub in zip(wl.ids[:end], wl.texts[:end], wl.subscribers[:end]):
+        h.update(f"{qid}\t{sub}\t{text}\n".encode())
+    if taxonomy is not None:
+        h.update(repr(sorted(taxonomy.parent_table().items())).encode())
+    return Path(cache_dir) / f"{algorithm}-{end}-{h.hexdigest()[:16]}.rtfidx"
+
+
 def time_algorithm(algorithm: str, wl: Workload, pubs: list, db: Sequence[int], step: int,
-                   taxonomy) -> list[dict]:
-    """Insert in steps and filter `pubs` at each DB size; one dict per DB size."""
+                   taxonomy, cache_dir=None) -> list[dict]:
+    """Insert in steps and filter `pubs` at each DB size; one dict per DB size.
+
+    With `cache_dir`, the engine at a DB size is loaded from there when a
+    previous run saved it (its insert time is then the load: ``loaded``), and
+    saved there (untimed) otherwise.
+    """
     from rtf.engine import Engine, freeze_long_lived
     from rtf.text import text_index
 
@@ -294,22 +312,34 @@ def time_algorithm(algorithm: str, wl: Workload, pubs: list, db: Sequence[int], 
     engine = Engine(algorithm, taxonomy=taxonomy)
     sizes = [p.size_bytes for p in pubs]
     rows, plan = [], chunks(db, step)
-    inserted_at, steps_s = 0, []
+    inserted_at, steps_s, loaded = 0, [], False
     batch = max(1, min(step, 1000))
     for start, end in plan:
-        t_step = 0.0
-        bar = progress(range(start, end, batch), f"{algorithm} FT{wl.ft_pr} insert {end:,}",
-                       unit="kq" if batch == 1000 else "batch")
-        for b in bar:
-            t = time.perf_counter()
-            _register(engine, wl, b, min(b + batch, end))
-            t_step += time.perf_counter() - t
-        steps_s.append(t_step)
+        target = min(d for d in db if d >= end)  # the DB size this step leads to
+        cached = cached_index_path(cache_dir, algorithm, wl, target, taxonomy) if cache_dir else None
+        if cached is not None and cached.exists():
+            if end == target:  # the steps up to here were skipped: load instead
+                t = time.perf_counter()
+                engine = Engine.load(cached)
+                steps_s, loaded = [time.perf_counter() - t], True
+        else:
+            t_step = 0.0
+            bar = progress(range(start, end, batch), f"{algorithm} FT{wl.ft_pr} insert {end:,}",
+                           unit="kq" if batch == 1000 else "batch")
+            for b in bar:
+                t = time.perf_counter()
+                _register(engine, wl, b, min(b + batch, end))
+                t_step += time.perf_counter() - t
+            steps_s.append(t_step)
+            if cached is not None and end == target:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                engine.save(cached)
         if end not in db:
             continue
         insert_s = sum(steps_s)
         inserted = end - inserted_at
         inserted_at, steps_s = end, []
+        was_loaded, loaded = loaded, False
 
         text_index.cache_clear()
         freeze_long_lived()  # what a long-running matcher does after loading its queries
@@ -331,7 +361,7 @@ def time_algorithm(algorithm: str, wl: Workload, pubs: list, db: Sequence[int], 
         ordered = sorted(times)
         rows.append({
             "algorithm": algorithm, "ft_pr": wl.ft_pr, "db": end, "publications": len(pubs),
-            "inserted": inserted, "insert_s": insert_s,
+            "inserted": inserted, "insert_s": insert_s, "loaded": was_loaded,
             "insert_ms_per_query": 1000 * insert_s / inserted if inserted else None,
             "filter_ms_mean": 1000 * total / len(pubs) if pubs else float("nan"),
             "filter_ms_p50": 1000 * _percentile(ordered, 0.50),
@@ -524,7 +554,7 @@ def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) 
             seen = pubs[:params.pubs_for(alg)]
             t = time.perf_counter()
             alg_rows = _run_isolated(params.isolate, time_algorithm, alg, wl, seen, params.db,
-                                     step, taxonomy)
+                                     step, taxonomy, params.index_cache)
             if params.memory:
                 mem = _run_isolated(params.isolate, memory_profile, alg, wl, params.db, step,
                                     taxonomy)
@@ -941,6 +971,9 @@ def add_command(sub) -> None:
                    help="run every algorithm in this process instead of a fresh one each "
                         "(for profiling; less isolated)")
     p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc memory pass")
+    p.add_argument("--index-cache", metavar="DIR",
+                   help="save each engine built at a DB size in DIR, and load it on the next run with "
+                        "the same queries instead of registering them (insert s is then the load)")
     p.set_defaults(func=cmd_bench)
 
 
@@ -963,7 +996,8 @@ def params_from_args(args) -> BenchParams:
         ft_pr=args.ft_pr, algorithms=args.algorithms, pubs=args.pubs,
         ibroker_pubs=args.ibroker_pubs, naive_pubs=args.naive_pubs, seed=args.seed,
         step=args.step, taxonomy=args.taxonomy, queries=args.queries,
-        isolate=not args.in_process, memory=not args.no_memory, mix_name=args.mix_name)
+        isolate=not args.in_process, memory=not args.no_memory, mix_name=args.mix_name,
+        index_cache=args.index_cache)
 
 
 def cmd_bench(args) -> int:

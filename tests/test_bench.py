@@ -443,3 +443,19 @@ def test_the_selective_mix_is_more_selective_than_the_paper_mix(dbpedia_vocabula
         hits = _matches_per_publication(generate_queries(dbpedia_vocabulary, 300, seed, mix), pubs)
         share[name] = sum(hits.values()) / len(pubs) / 300
     assert share["selective"] < 0.04 and share["selective"] < share["paper"] / 2, share
+
+
+def test_index_cache_loads_the_engines_a_previous_run_saved(world, tmp_path, capsys):
+    cache = tmp_path / "cache"
+    args = bench_args(world, "--in-process", "--no-memory", "--index-cache", str(cache))
+    code, first, _, _ = run_json(capsys, tmp_path, *args)
+    assert code == 0 and not any(r["loaded"] for r in first["runs"])
+    assert len(list(cache.glob("*.rtfidx"))) == 3 * 2  # three algorithms at two DB sizes
+    code, again, _, _ = run_json(capsys, tmp_path, *args)
+    assert code == 0 and all(r["loaded"] for r in again["runs"])
+    # the loaded engines answer exactly as the registered ones did
+    assert [(r["algorithm"], r["db"], r["digest"]) for r in again["runs"]] == \
+           [(r["algorithm"], r["db"], r["digest"]) for r in first["runs"]]
+    # another workload (another seed) never reuses them
+    code, other, _, _ = run_json(capsys, tmp_path, *args, "--seed", "5")
+    assert code == 0 and not any(r["loaded"] for r in other["runs"])
