@@ -245,12 +245,6 @@ class RegisteredBranch:
     keep_names: tuple[tuple[str, ...], ...] = ()
     projection: tuple[str, ...] = ()
     star: "StarPlan | None" = None
-    #: For a star branch on the subject: the projected variable, or "" when
-    #: it projects nothing (its answer on a one-subject publication is then
-    #: known without looking); None for every other branch.
-    on_subject: str | None = None
-    #: The query's only branch (its solutions need no union with another's).
-    alone: bool = False
     #: The query's OPTIONAL groups and later FILTERs (`rtf.optional`), or None.
     optional: "OptionalPart | None" = None
 
@@ -438,14 +432,13 @@ class QueryTable:
             self.slot_query[rb.slot] = query_id
             self.tuple_count += len(shapes)
             # A star answer would skip the OPTIONAL groups: such a branch is joined.
-            rb.star = star = star_plan(rb) if optional is None else None
-            if star is not None and (star.var is None or star.on_subject):
-                rb.on_subject = star.var if star.projected else ""
+            rb.star = star_plan(rb) if optional is None else None
             branches.append(rb)
-        for rb in branches:
-            rb.alone = len(branches) == 1
-            if rb.alone and rb.on_subject is not None:
-                self.slot_answer[rb.slot] = self._answer_code(rb.on_subject)
+        # A query's only branch, a star about the subject: its answer on a one-subject
+        # publication ({var: subject}, or the unit solution "") is known without looking.
+        star = branches[0].star if len(branches) == 1 else None
+        if star is not None and (star.var is None or star.on_subject):
+            self.slot_answer[branches[0].slot] = self._answer_code(star.var if star.projected else "")
         self.queries[query_id] = tuple(branches)
         return new_shapes, branches
 
