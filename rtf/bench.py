@@ -581,6 +581,14 @@ def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) 
             r["engine_stats"] = memory.get((r["ft_pr"], r["algorithm"])) or None
 
     params_out = asdict(params)
+    # Paths as given relative to where the bench ran (``../shared/data/...`` from a
+    # clone), so a saved JSON names no one machine's folders.
+    for key in ("publications", "taxonomy", "queries", "index_cache"):
+        value = params_out.get(key)
+        if isinstance(value, list):
+            params_out[key] = [os.path.relpath(v) for v in value]
+        elif value:
+            params_out[key] = os.path.relpath(value)
     params_out.update(step=step, publications_read=len(all_pubs), publications_filtered=len(pubs),
                       publications_per_algorithm={a: len(pubs[:params.pubs_for(a)])
                                                   for a in params.algorithms},

@@ -459,3 +459,12 @@ def test_index_cache_loads_the_engines_a_previous_run_saved(world, tmp_path, cap
     # another workload (another seed) never reuses them
     code, other, _, _ = run_json(capsys, tmp_path, *args, "--seed", "5")
     assert code == 0 and not any(r["loaded"] for r in other["runs"])
+
+
+def test_json_names_input_paths_relative_to_where_the_bench_ran(world, tmp_path, capsys, monkeypatch):
+    import os
+    monkeypatch.chdir(tmp_path)
+    code, doc, _, _ = run_json(capsys, tmp_path, *bench_args(os.path.abspath(world), "--in-process", "--no-memory"))
+    assert code == 0
+    assert doc["params"]["publications"] == [os.path.relpath(world, tmp_path)]
+    assert not any(p.startswith("/") for p in doc["params"]["publications"])
