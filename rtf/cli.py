@@ -5,6 +5,7 @@
     rtf demo                                the example queries on the DBpedia sample
     rtf index build|info|add|remove         save queries once; rtf match --index IDX reuses them
     rtf gen-queries / rtf bench             workloads and the RTF paper's evaluation
+    rtf serve --data DIR                    a broker over HTTP: durable queries, pushed matches
 
 Every command prints errors as one readable line (with line and column for
 queries) and exits non-zero; never a traceback.
@@ -618,7 +619,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", metavar="FILE", help="write matches here (default: stdout)")
     p.set_defaults(func=cmd_demo)
 
-    for name in ("workload", "bench", "index_cli"):
+    for name in ("workload", "bench", "index_cli", "server.command"):
         try:
             module = __import__(f"rtf.{name}", fromlist=["add_command"])
         except ImportError:

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import logging
 import os
 import re
@@ -78,7 +79,7 @@ from rtf.errors import PublicationError
 from rtf.publication import Publication, Triple
 from rtf.terms import display_iri
 
-__all__ = ["ReadStats", "read_publications", "parse_ntriples_lines", "detect_format",
+__all__ = ["ReadStats", "read_publications", "publications_from_bytes", "parse_ntriples_lines", "detect_format",
            "open_binary", "LiveStream", "UnknownFormatError", "CHUNK_BYTES"]
 
 log = logging.getLogger(__name__)
@@ -663,32 +664,54 @@ def read_publications(paths: str | os.PathLike | Iterable[str | os.PathLike],
 def _read(sources: list[tuple[str, ox.RdfFormat, str | None]], by_graph: bool,
           skip_invalid: bool, stats: ReadStats, follow: bool = False,
           idle_timeout: float | None = None) -> Iterator[Publication]:
-    keys = _quad_keys if by_graph else _triple_keys
     for source, fmt, compression in sources:
         label = "<stdin>" if source == STDIN else source
-
-        def on_bad(bad: BadLine | Break, label: str = label) -> None:
-            if isinstance(bad, Break):
-                if not skip_invalid:
-                    raise bad.error()
-                stats.breaks.append(bad)
-                return
-            error = PublicationError(bad.message, source=label, line=bad.line)
-            if not skip_invalid:
-                raise error
-            stats.skipped_lines += 1
-            if len(stats.errors) < MAX_KEPT_ERRORS:
-                stats.errors.append(error)
-
         with open_binary(source, compression, follow, idle_timeout) as raw:
-            stats.files += 1
-            f = GuardedReader(raw, eager=follow or source == STDIN)
-            batches = (_line_batches if fmt in _LINE_FORMATS
-                       else _turtle_batches if fmt == ox.RdfFormat.TURTLE
-                       else _stream_batches)(f, fmt, keys, stats)
-            # The break, if any, comes after the last batch read before it, and
-            # before the publication it cut short is handed on.
-            yield from _group(_rows(chain(batches, f.end(label)), on_bad, stats), by_graph, stats)
+            yield from _read_file(raw, label, fmt, by_graph, skip_invalid, stats,
+                                  eager=follow or source == STDIN)
+
+
+def _read_file(raw: IO[bytes], label: str, fmt: ox.RdfFormat, by_graph: bool,
+               skip_invalid: bool, stats: ReadStats, eager: bool = False) -> Iterator[Publication]:
+    """The publications of one open binary file `raw`, named `label` in errors."""
+    keys = _quad_keys if by_graph else _triple_keys
+
+    def on_bad(bad: BadLine | Break) -> None:
+        if isinstance(bad, Break):
+            if not skip_invalid:
+                raise bad.error()
+            stats.breaks.append(bad)
+            return
+        error = PublicationError(bad.message, source=label, line=bad.line)
+        if not skip_invalid:
+            raise error
+        stats.skipped_lines += 1
+        if len(stats.errors) < MAX_KEPT_ERRORS:
+            stats.errors.append(error)
+
+    stats.files += 1
+    f = GuardedReader(raw, eager=eager)
+    batches = (_line_batches if fmt in _LINE_FORMATS
+               else _turtle_batches if fmt == ox.RdfFormat.TURTLE
+               else _stream_batches)(f, fmt, keys, stats)
+    # The break, if any, comes after the last batch read before it, and
+    # before the publication it cut short is handed on.
+    yield from _group(_rows(chain(batches, f.end(label)), on_bad, stats), by_graph, stats)
+
+
+def publications_from_bytes(data: bytes, format: str | ox.RdfFormat, group_by: str = "subject",
+                            source: str = "<bytes>") -> list[Publication]:
+    """The publications of the RDF document `data` (an HTTP body, say), all at once.
+
+    As `read_publications` reads a file, with the same grouping and format
+    names (``"nt"``, ``"ttl"``, ``"nq"``, ``"trig"``, ...), but strict: the
+    first malformed line or statement raises `PublicationError` naming
+    `source` and the line, and nothing is returned.
+    """
+    if group_by not in ("subject", "graph"):
+        raise ValueError(f"group_by must be 'subject' or 'graph', not {group_by!r}")
+    fmt, _ = detect_format(source, format)
+    return list(_read_file(io.BytesIO(data), source, fmt, group_by == "graph", False, ReadStats()))
 
 
 def parse_ntriples_lines(lines: Iterable[str], source: str = "<lines>"

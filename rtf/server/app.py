@@ -1,0 +1,372 @@
+"""The HTTP API of `rtf serve` (docs/server.md): a FastAPI app over a `Broker`.
+
+Engine work and SQLite writes run in worker threads (the event loop keeps
+streaming events meanwhile); the streams live on the loop. Every error is
+``{"error": "<one line>"}`` (with ``line`` and ``column`` for a query).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel, Field
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.exceptions import HTTPException
+
+import rtf
+from rtf.errors import PublicationError, QueryError
+from rtf.server.auth import ANYONE, Principal, Tokens
+from rtf.server.broker import Broker
+from rtf.server.registry import NotOwnerError
+
+log = logging.getLogger("rtf.server")
+
+#: Content types of publications, and the reader's format names.
+RDF_TYPES = {
+    "application/n-triples": "nt", "text/plain": "nt",
+    "text/turtle": "ttl", "application/x-turtle": "ttl",
+    "application/n-quads": "nq", "application/trig": "trig",
+    "application/rdf+xml": "rdf",
+}
+
+#: Longest query id accepted, characters.
+MAX_ID_CHARS = 1024
+
+#: Events read from the outbox at a time when a subscriber catches up.
+BACKLOG_PAGE = 1000
+
+#: Seconds between two keep-alive comments on an idle stream.
+PING_S = 15
+
+
+class QueryIn(BaseModel):
+    """A query to register."""
+
+    query: str = Field(description="The query text (docs/language.md)")
+    subscriber: str | None = Field(None, description="Who receives its matches (a subscriber "
+                                   "token's own name when omitted)")
+    metadata: dict[str, Any] | None = Field(None, description="Kept with the query, returned by GET")
+
+
+class Refused(HTTPException):
+    """An error answer: status and one readable line (plus fields)."""
+
+    def __init__(self, status: int, message: str, **fields):
+        super().__init__(status, message)
+        self.fields = fields
+
+
+def create_app(broker: Broker, tokens: Tokens | None = None,
+               on_ready=None) -> FastAPI:
+    """The app serving `broker`; `tokens` turns authentication on; `on_ready()` is
+    called once the app has started (the server prints its address then)."""
+    shutdown = anyio.Event()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        broker.hub.bind(asyncio.get_running_loop())
+        if broker.registry.changes_since_snapshot:
+            broker.snapshot_in_background()  # the next start loads instead of replaying
+        if on_ready is not None:
+            on_ready()
+        try:
+            yield
+        finally:
+            shutdown.set()
+            broker.hub.wake_all()
+            await run_in_threadpool(broker.close)
+
+    app = FastAPI(title="rtf serve", version=rtf.__version__, lifespan=lifespan,
+                  description="Continuous full-text SPARQL queries over RDF publications: "
+                              "register queries, post publications, receive matches "
+                              "(docs/server.md).")
+    app.add_middleware(BodyLimit, limit=broker.config.max_body, metrics=broker.metrics)
+
+    # ------------------------------------------------------------ errors
+
+    @app.exception_handler(HTTPException)
+    async def refused(request: Request, exc: HTTPException):
+        broker.metrics.bad_requests.labels(str(exc.status_code)).inc()
+        body = {"error": exc.detail, **getattr(exc, "fields", {})}
+        headers = getattr(exc, "headers", None)
+        return JSONResponse(body, exc.status_code, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        broker.metrics.bad_requests.labels("400").inc()
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        return JSONResponse({"error": f"bad request: {where}: {first.get('msg', 'invalid')}"}, 400)
+
+    # ------------------------------------------------------------- auth
+
+    async def principal(request: Request) -> Principal:
+        if tokens is None:
+            return ANYONE
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        found = tokens.principal(token.strip()) if scheme.lower() == "bearer" else None
+        if found is None:
+            raise _unauthorized(bool(header))
+        return found
+
+    def owner_of_writes(who: Principal) -> str | None:
+        """The subscriber whose queries `who` may change (None: any, for admin)."""
+        return None if who.is_admin else who.subscriber
+
+    # ----------------------------------------------------------- queries
+
+    @app.put("/queries/{query_id:path}", status_code=201, tags=["queries"],
+             responses={200: {"description": "Replaced a query of that id"},
+                        400: {"description": "Invalid query (message, line, column)"}})
+    async def put_query(body: QueryIn, query_id: str = Path(description="The query's id"),
+                        who: Principal = Depends(principal)):
+        """Register a continuous query (or replace the one of that id); answered once it is
+        committed to disk."""
+        _check_id(query_id)
+        subscriber = body.subscriber
+        if who.role == "subscriber":
+            if subscriber is None:
+                subscriber = who.subscriber
+            elif subscriber != who.subscriber:
+                raise Refused(403, f"token of subscriber {who.subscriber!r} cannot register "
+                                   f"queries for {subscriber!r}")
+        elif not who.is_admin:
+            raise Refused(403, f"a {who} token cannot register queries")
+        try:
+            created = await run_in_threadpool(broker.registry.put, query_id, body.query,
+                                              subscriber, body.metadata, owner_of_writes(who))
+        except QueryError as e:
+            raise Refused(400, f"invalid query: {e}", line=e.line, column=e.column) from None
+        except NotOwnerError as e:
+            raise Refused(403, str(e)) from None
+        broker.changed()
+        return JSONResponse({"id": query_id, "subscriber": subscriber, "created": created},
+                            201 if created else 200)
+
+    @app.get("/queries", tags=["queries"])
+    async def list_queries(subscriber: str | None = Query(None, description="Only this "
+                                                          "subscriber's queries"),
+                           after: int = Query(0, ge=0, description="The cursor `next` of the "
+                                              "previous page"),
+                           limit: int = Query(1000, ge=1, le=10_000),
+                           who: Principal = Depends(principal)):
+        """The registered queries, in registration order, a page at a time."""
+        if not who.is_admin:
+            if who.role != "subscriber" or subscriber not in (None, who.subscriber):
+                raise Refused(403, f"a {who} token cannot list "
+                                   f"{'queries' if subscriber is None else repr(subscriber) + chr(39) + 's queries'}")
+            subscriber = who.subscriber
+        rows = await run_in_threadpool(broker.registry.store.page, subscriber, after, limit)
+        return {"queries": [r.as_json() for r in rows],
+                "next": rows[-1].seq if len(rows) == limit else None}
+
+    @app.get("/queries/{query_id:path}", tags=["queries"])
+    async def get_query(query_id: str, who: Principal = Depends(principal)):
+        """One registered query."""
+        row = await run_in_threadpool(broker.registry.get, query_id)
+        if row is None:
+            raise Refused(404, f"no registered query with id {query_id!r}")
+        if not who.may_act_for(row.subscriber):
+            raise Refused(403, f"query {query_id!r} belongs to another subscriber")
+        return row.as_json()
+
+    @app.delete("/queries/{query_id:path}", status_code=204, tags=["queries"])
+    async def delete_query(query_id: str, who: Principal = Depends(principal)):
+        """Remove a query for good."""
+        if who.role == "publisher":
+            raise Refused(403, "a publisher token cannot remove queries")
+        try:
+            await run_in_threadpool(broker.registry.delete, query_id, owner_of_writes(who))
+        except KeyError:
+            raise Refused(404, f"no registered query with id {query_id!r}") from None
+        except NotOwnerError as e:
+            raise Refused(403, str(e)) from None
+        broker.changed()
+        return Response(status_code=204)
+
+    # ------------------------------------------------------ publications
+
+    @app.post("/publications", tags=["publications"],
+              openapi_extra={"requestBody": {"required": True, "content": {
+                  t: {"schema": {"type": "string"}} for t in RDF_TYPES}}},
+              responses={200: {"content": {"application/x-ndjson": {}},
+                               "description": "The matches, one `rtf match` line each"}})
+    async def post_publications(request: Request,
+                                group_by: str = Query("subject", pattern="^(subject|graph)$"),
+                                who: Principal = Depends(principal)):
+        """Match the publications of an RDF document; push the matches to subscribers."""
+        if not who.may_publish():
+            raise Refused(403, f"a {who} token cannot publish")
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        fmt = RDF_TYPES.get(content_type)
+        if fmt is None:
+            raise Refused(415, f"cannot read {content_type or 'a body without Content-Type'}; "
+                               f"send one of {', '.join(RDF_TYPES)}")
+        body = await request.body()
+        try:
+            lines, publications = await run_in_threadpool(broker.publish, body, fmt, group_by)
+        except PublicationError as e:
+            raise Refused(400, f"bad RDF: {e}") from None
+        return Response("".join(line + "\n" for line in lines), media_type="application/x-ndjson",
+                        headers={"X-RTF-Publications": str(publications),
+                                 "X-RTF-Matches": str(len(lines))})
+
+    # ----------------------------------------------------------- streams
+
+    @app.get("/subscribers/{name}/matches", tags=["subscribers"],
+             responses={200: {"content": {"text/event-stream": {}},
+                              "description": "Server-Sent Events: match, gap, cut"}})
+    async def stream_matches(request: Request, name: str,
+                             last_event_id: int | None = Query(None, ge=0, description="As the "
+                                                               "Last-Event-ID header"),
+                             who: Principal = Depends(principal)):
+        """The subscriber's matches as Server-Sent Events, resuming after Last-Event-ID."""
+        if not who.may_act_for(name):
+            raise Refused(403, f"a {who} token cannot read the stream of {name!r}")
+        header = request.headers.get("last-event-id")
+        if header is not None:
+            try:
+                last_event_id = int(header)
+            except ValueError:
+                raise Refused(400, f"Last-Event-ID must be an event id, not {header!r}") from None
+        return EventSourceResponse(_events(broker, name, last_event_id), ping=PING_S,
+                                   shutdown_event=shutdown, headers={"Cache-Control": "no-store"})
+
+    # ------------------------------------------------------------- other
+
+    @app.get("/health", tags=["service"])
+    async def health():
+        """Whether the server serves, and what."""
+        return {"status": "ok", "version": rtf.__version__, "algorithm": broker.engine.algorithm,
+                "queries": len(broker.engine), "last_event_id": broker.outbox.last_id,
+                "startup": broker.registry.startup}
+
+    @app.get("/metrics", tags=["service"], response_class=Response,
+             responses={200: {"content": {"text/plain": {}}}})
+    async def metrics(who: Principal = Depends(principal)):
+        """Prometheus metrics."""
+        if not who.is_admin:
+            raise Refused(403, f"a {who} token cannot read the metrics")
+        return Response(generate_latest(broker.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+def _unauthorized(had_header: bool) -> Refused:
+    error = Refused(401, "unknown token" if had_header
+                    else "a bearer token is needed (Authorization: Bearer TOKEN)")
+    error.headers = {"WWW-Authenticate": "Bearer"}
+    return error
+
+
+def _check_id(query_id: str) -> None:
+    if not query_id or len(query_id) > MAX_ID_CHARS:
+        raise Refused(400, f"a query id must have 1 to {MAX_ID_CHARS} characters")
+
+
+async def _events(broker: Broker, subscriber: str, last_event_id: int | None):
+    """The SSE events of one connection: the backlog after `last_event_id`, then live ones.
+
+    The stream is opened before the outbox is read, so an event committed
+    meanwhile is seen twice (outbox and queue) rather than never: ids at or
+    below the last one sent are skipped.
+    """
+    hub, outbox, metrics = broker.hub, broker.outbox, broker.metrics
+    stream = hub.open(subscriber)
+    try:
+        if last_event_id is None:
+            sent = outbox.last_id  # from now on
+        else:
+            sent = last_event_id
+            pruned = await run_in_threadpool(outbox.pruned_through, subscriber)
+            if pruned > sent:
+                yield ServerSentEvent(json.dumps({"from": sent + 1, "to": pruned}), event="gap")
+                sent = pruned
+            while True:
+                rows = await run_in_threadpool(outbox.since, subscriber, sent, BACKLOG_PAGE)
+                for event_id, data in rows:
+                    yield ServerSentEvent(data, event="match", id=str(event_id))
+                    sent = event_id
+                metrics.delivered.inc(len(rows))
+                if len(rows) < BACKLOG_PAGE:
+                    break
+        while True:
+            event = await stream.next()
+            if event is None:
+                if not stream.cut:
+                    return
+                yield ServerSentEvent(json.dumps({
+                    "reason": f"the subscriber fell more than {hub.queue_size} events behind; "
+                              "reconnect with Last-Event-ID to read the rest from the outbox",
+                    "last_event_id": sent}), event="cut")
+                return
+            event_id, data = event
+            if event_id <= sent:
+                continue
+            yield ServerSentEvent(data, event="match", id=str(event_id))
+            metrics.delivered.inc()
+            sent = event_id
+    finally:
+        hub.close(stream)
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over `limit` bytes gets ``413``, whether it
+    says its length (refused before reading) or not (refused once it passes)."""
+
+    def __init__(self, app, limit: int, metrics):
+        self.app = app
+        self.limit = limit
+        self.metrics = metrics
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            return await self._refuse(scope, receive, send)
+        received = 0
+        too_large = False
+        responded = False
+
+        async def limited_receive():
+            nonlocal received, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    too_large = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message):
+            nonlocal responded
+            if too_large:
+                return  # the app's answer to a cut-off body is replaced by ours
+            responded = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, guarded_send)
+        except Exception:
+            if not too_large:
+                raise
+        if too_large and not responded:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope, receive, send):
+        self.metrics.bad_requests.labels("413").inc()
+        response = JSONResponse({"error": f"the request body is over the limit of {self.limit} "
+                                          "bytes (rtf serve --max-body)"}, 413)
+        await response(scope, receive, send)

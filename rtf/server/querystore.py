@@ -1,0 +1,193 @@
+"""The registered queries on disk: a SQLite table, the broker's source of truth.
+
+One row per registered query: its id, text, subscriber, metadata (JSON) and
+`seq`, a number that grows with every registration (a replaced query gets a
+new one). The index snapshot remembers the `seq` of every query it holds, so
+that at start the broker can tell which rows came after it (`Registry`).
+
+WAL journal, ``synchronous=FULL``: when `put` returns, the row is on disk
+and survives the process being killed or the machine losing power.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS queries (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    id         TEXT NOT NULL UNIQUE,
+    query      TEXT NOT NULL,
+    subscriber TEXT,
+    metadata   TEXT
+);
+CREATE INDEX IF NOT EXISTS queries_by_subscriber ON queries (subscriber, seq);
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class StoredQuery(NamedTuple):
+    """A row of the query table."""
+
+    seq: int
+    id: str
+    query: str
+    subscriber: str | None
+    metadata: dict | None
+
+    def as_json(self) -> dict:
+        """What the HTTP API shows of it."""
+        return {"id": self.id, "subscriber": self.subscriber, "query": self.query,
+                "metadata": self.metadata or {}}
+
+
+def connect(path: Path, synchronous: str) -> sqlite3.Connection:
+    """A connection to the SQLite file `path` in WAL mode, usable from any thread
+    (callers serialise their use of it)."""
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA synchronous={synchronous}")
+    return db
+
+
+def _row(row) -> StoredQuery:
+    seq, qid, text, subscriber, metadata = row
+    return StoredQuery(seq, qid, text, subscriber, json.loads(metadata) if metadata else None)
+
+
+class QueryStore:
+    """The query table of ``DIR/queries.sqlite3``; every method is thread-safe."""
+
+    FILE = "queries.sqlite3"
+
+    def __init__(self, directory: Path):
+        self.path = Path(directory) / self.FILE
+        self._db = connect(self.path, "FULL")
+        self._db.executescript(SCHEMA)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------- writing
+
+    def begin_put(self, query_id: str, query: str, subscriber: str | None,
+                  metadata: Mapping | None) -> "PendingWrite":
+        """Start writing a registration (replacing any row of that id); the caller
+        commits it once the engine took the query, or rolls it back."""
+        self._lock.acquire()
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            old = self._db.execute("SELECT subscriber FROM queries WHERE id = ?", (query_id,)).fetchone()
+            self._db.execute("DELETE FROM queries WHERE id = ?", (query_id,))
+            cur = self._db.execute(
+                "INSERT INTO queries (id, query, subscriber, metadata) VALUES (?, ?, ?, ?)",
+                (query_id, query, subscriber,
+                 json.dumps(dict(metadata), ensure_ascii=False) if metadata else None))
+            return PendingWrite(self, cur.lastrowid, old)
+        except BaseException:
+            self._abort()
+            raise
+
+    def begin_delete(self, query_id: str) -> "PendingWrite":
+        """Start removing the row of `query_id` (as `begin_put`)."""
+        self._lock.acquire()
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            old = self._db.execute("SELECT subscriber FROM queries WHERE id = ?", (query_id,)).fetchone()
+            self._db.execute("DELETE FROM queries WHERE id = ?", (query_id,))
+            return PendingWrite(self, None, old)
+        except BaseException:
+            self._abort()
+            raise
+
+    def _abort(self) -> None:
+        try:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+        finally:
+            self._lock.release()
+
+    # ------------------------------------------------------------- reading
+
+    def get(self, query_id: str) -> StoredQuery | None:
+        with self._lock:
+            row = self._db.execute("SELECT seq, id, query, subscriber, metadata FROM queries "
+                                   "WHERE id = ?", (query_id,)).fetchone()
+        return _row(row) if row else None
+
+    def page(self, subscriber: str | None = None, after: int = 0, limit: int = 1000
+             ) -> list[StoredQuery]:
+        """Up to `limit` rows with ``seq > after`` in registration order (of one subscriber)."""
+        sql = "SELECT seq, id, query, subscriber, metadata FROM queries WHERE seq > ?"
+        args: list = [after]
+        if subscriber is not None:
+            sql += " AND subscriber = ?"
+            args.append(subscriber)
+        sql += " ORDER BY seq LIMIT ?"
+        args.append(limit)
+        with self._lock:
+            return [_row(r) for r in self._db.execute(sql, args).fetchall()]
+
+    def all(self) -> Iterator[StoredQuery]:
+        """Every row, in registration order (read page by page)."""
+        after = 0
+        while rows := self.page(after=after, limit=10_000):
+            yield from rows
+            after = rows[-1].seq
+
+    def versions(self) -> dict[str, int]:
+        """id -> seq of every row."""
+        with self._lock:
+            return dict(self._db.execute("SELECT id, seq FROM queries").fetchall())
+
+    def count(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+
+    def setting(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_setting(self, key: str, value: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)",
+                             (key, value))
+
+
+class PendingWrite:
+    """A write begun on the query table and not yet committed (it holds the table's lock)."""
+
+    def __init__(self, store: QueryStore, seq: int | None, old_row: tuple | None):
+        self._store = store
+        #: The new row's seq (None for a removal).
+        self.seq = seq
+        #: Whether a row of that id existed, and its subscriber.
+        self.replaced = old_row is not None
+        self.old_subscriber = old_row[0] if old_row else None
+        self._open = True
+
+    def commit(self) -> None:
+        """Make the write durable (the table's file is synced before this returns)."""
+        self._finish("COMMIT")
+
+    def rollback(self) -> None:
+        self._finish("ROLLBACK")
+
+    def _finish(self, how: str) -> None:
+        if not self._open:
+            return
+        self._open = False
+        try:
+            self._store._db.execute(how)
+        except BaseException:
+            self._store._abort()
+            raise
+        self._store._lock.release()
