@@ -48,6 +48,10 @@ BACKLOG_PAGE = 1000
 #: Seconds between two keep-alive comments on an idle stream.
 PING_S = 15
 
+#: Seconds a stream may wait for its client to take one event before it is
+#: dropped (a client that stopped reading; its matches stay in the outbox).
+SEND_TIMEOUT_S = 30
+
 
 class QueryIn(BaseModel):
     """A query to register."""
@@ -241,7 +245,8 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
             except ValueError:
                 raise Refused(400, f"Last-Event-ID must be an event id, not {header!r}") from None
         return EventSourceResponse(_events(broker, name, last_event_id), ping=PING_S,
-                                   shutdown_event=shutdown, headers={"Cache-Control": "no-store"})
+                                   send_timeout=SEND_TIMEOUT_S, shutdown_event=shutdown,
+                                   headers={"Cache-Control": "no-store"})
 
     # ------------------------------------------------------------- other
 

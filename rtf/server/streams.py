@@ -26,13 +26,14 @@ class Stream:
     def __init__(self, subscriber: str, maxsize: int):
         self.subscriber = subscriber
         self.queue: asyncio.Queue[tuple[int, str]] = asyncio.Queue(maxsize)
-        self.cut = False
+        self.cut = False  # fell behind: its connection ends with a `cut` event
+        self.closed = False  # the server is stopping
         self._wake = asyncio.Event()
 
     async def next(self) -> tuple[int, str] | None:
-        """The next event, or None once the stream is cut."""
+        """The next event, or None once the stream is cut or closed."""
         while True:
-            if self.cut:
+            if self.cut or self.closed:
                 return None
             if not self.queue.empty():
                 return self.queue.get_nowait()
@@ -91,5 +92,5 @@ class Hub:
         """Wake every stream (at shutdown), so that none waits forever."""
         for streams in self._streams.values():
             for stream in streams:
-                stream.cut = True
+                stream.closed = True
                 stream._wake.set()
