@@ -181,6 +181,11 @@ class GapEvent:
     from_id: int
     to_id: int
 
+    @property
+    def id(self) -> int:
+        """The id to resume after (`to_id`), as with `MatchEvent.id`."""
+        return self.to_id
+
 
 Event = MatchEvent | GapEvent
 
@@ -225,13 +230,17 @@ def _segment(value: str, what: str) -> str:
     return quote(value, safe="")
 
 
-def _json(response: httpx.Response) -> Any:
+def _json(response: httpx.Response) -> dict[str, Any]:
+    """The answer's JSON object; a ServerError when it is something else."""
     try:
-        return response.json()
-    except ValueError as e:
+        value = response.json()
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
         raise ServerError(response.status_code,
                           f"the server answered {response.request.method} {response.request.url.path} "
-                          f"with a body that is not JSON: {response.text[:200]!r}") from e
+                          f"with a body that is not a JSON object: {response.text[:200]!r}")
+    return value
 
 
 # ---------------------------------------------------------------- the client
@@ -355,7 +364,8 @@ class Client:
 
         `last_event_id`: None starts with the matches published from now on; N
         starts after event N (0: everything the outbox holds). To resume after
-        an iterator ended, pass the `id` of the last event it gave.
+        an iterator ended, pass the `id` of the last event it gave (a
+        GapEvent's is its `to_id`).
 
         With `reconnect` (the default), when the server cuts the stream (the
         subscriber fell behind), the connection drops or the server restarts,
