@@ -433,6 +433,12 @@ class Client:
                                     position = last
                                     yield GapEvent(first, last)
                                     deadline.reset()
+                            elif sse.event == "open":
+                                # Where the server starts this stream: resume from
+                                # there if the connection drops before any event.
+                                data = _event_data(sse.data, response)
+                                if position is None and isinstance(data.get("last_event_id"), int):
+                                    position = data["last_event_id"]
                             elif sse.event == "cut":
                                 data = _event_data(sse.data, response)
                                 if position is None and isinstance(data.get("last_event_id"), int):

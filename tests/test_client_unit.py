@@ -414,6 +414,24 @@ def test_a_cut_before_any_event_resumes_from_the_cuts_last_event_id(sleeps):
     assert fake.last_ids() == [None, "41"]
 
 
+def opened(last_event_id: int) -> str:
+    return f"id: {last_event_id}\nevent: open\ndata: {json.dumps({'last_event_id': last_event_id})}\n\n"
+
+
+def test_a_drop_before_any_match_resumes_from_where_the_server_opened_the_stream(sleeps):
+    fake = Fake(stream(opened(17), end=dropped()), stream(opened(17), match(18)))
+    with client(fake) as broker:
+        assert ids(itertools.islice(broker.matches("alice"), 1)) == [18]
+    assert fake.last_ids() == [None, "17"]
+
+
+def test_the_open_event_never_moves_a_known_position(sleeps):
+    fake = Fake(stream(match(5), end=dropped()), stream(opened(3), match(6)))
+    with client(fake) as broker:
+        assert ids(itertools.islice(broker.matches("alice"), 2)) == [5, 6]
+    assert fake.last_ids() == [None, "5"]
+
+
 def test_a_dropped_stream_and_a_restarting_server_are_reconnected_with_backoff(sleeps):
     fake = Fake(stream(match(1), end=dropped()),
                 *[httpx.ConnectError] * 8,                    # the server restarts

@@ -290,10 +290,11 @@ async def _events(broker: Broker, subscriber: str, last_event_id: int | None):
     hub, outbox, metrics = broker.hub, broker.outbox, broker.metrics
     stream = hub.open(subscriber)
     try:
-        if last_event_id is None:
-            sent = outbox.last_id  # from now on
-        else:
-            sent = last_event_id
+        sent = outbox.last_id if last_event_id is None else last_event_id  # None: from now on
+        # Where this connection starts, as an event id: a client that drops
+        # before any match resumes from here (EventSource does it by itself).
+        yield ServerSentEvent(json.dumps({"last_event_id": sent}), event="open", id=str(sent))
+        if last_event_id is not None:
             pruned = await run_in_threadpool(outbox.pruned_through, subscriber)
             if pruned > sent:
                 yield ServerSentEvent(json.dumps({"from": sent + 1, "to": pruned}), event="gap")
