@@ -407,6 +407,14 @@ def percentiles(values: list[float]) -> dict:
             "p99_ms": 1000 * _percentile(ordered, 0.99), "max_ms": 1000 * ordered[-1]}
 
 
+def timeline(pub: Publishing) -> list[int]:
+    """Publications answered in each second of the publishing phase (does the rate hold?)."""
+    counts = [0] * (int(pub.ended - pub.started) + 1)
+    for p in pub.posts:
+        counts[min(len(counts) - 1, int(p.answered - pub.started))] += p.publications
+    return counts
+
+
 def expected_and_compare(records: list[dict], refused: set[str], algorithm: str,
                          pub: Publishing, subscribers: list[Subscriber]) -> dict:
     """Match the posted publications with a local engine holding the same queries; compare
@@ -438,7 +446,11 @@ def expected_and_compare(records: list[dict], refused: set[str], algorithm: str,
         if post.status != 200:
             continue
         lines: list[str] = []
-        for p in publications_from_bytes(post.body, "nt"):
+        posted = publications_from_bytes(post.body, "nt")
+        if post.publications != len(posted):
+            errors.append(f"POST #{index}: X-RTF-Publications {post.publications}, "
+                          f"expected {len(posted)}")
+        for p in posted:
             t = time.perf_counter()
             found = engine.match(p)
             filter_times.append(time.perf_counter() - t)
@@ -459,8 +471,6 @@ def expected_and_compare(records: list[dict], refused: set[str], algorithm: str,
             answers_reordered += 1
         else:
             errors.append(f"POST #{index}: answered {len(answer)} matches, expected {len(lines)}")
-        if post.publications != len(publications_from_bytes(post.body, "nt")):
-            errors.append(f"POST #{index}: X-RTF-Publications {post.publications}")
 
     delivered = duplicates = unexpected = out_of_order = 0
     latencies: list[float] = []
@@ -691,6 +701,7 @@ def run(args) -> dict:
                        "posts_per_s": len(pub.posts) / wall if wall else None,
                        "matches": matches, "matches_per_s": matches / wall if wall else None,
                        "post_round_trip": percentiles([p.answered - p.sent for p in pub.posts]),
+                       "per_second": timeline(pub),
                        "server_cpu_pct": cpu_share(cpu0, cpu1),
                        "bench_cpu_pct": cpu_share(my0, my1)},
         "drain": drained,
