@@ -63,7 +63,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
