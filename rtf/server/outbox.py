@@ -6,9 +6,14 @@ event: a number that grows across all subscribers and restarts (the SSE
 back with ``Last-Event-ID: N`` reads its events after N from here.
 
 Retention, per subscriber: the newest `max_events` events, none older than
-`max_age` seconds; older ones are deleted as new ones arrive (every
-`PRUNE_EVERY` appended events), and the highest id deleted is remembered so
-that a subscriber asking from before it is told what it missed (a gap).
+`max_age` seconds. The count is kept exactly: each append deletes, in the
+same transaction, the oldest events of every subscriber it took over the
+limit (found from the oldest end of the subscriber's index, so the work
+follows what is deleted, never the outbox's size). The age limit is applied
+at most every `EXPIRE_CHECK_S` seconds, when events are appended or read,
+through an index on the creation time. The highest id deleted per
+subscriber is remembered, so that a subscriber asking from before it is
+told what it missed (a gap).
 
 WAL, ``synchronous=NORMAL``: an appended event survives the process dying;
 the last moments may be lost if the machine itself fails.
@@ -31,6 +36,7 @@ CREATE TABLE IF NOT EXISTS events (
     data       TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_subscriber ON events (subscriber, id);
+CREATE INDEX IF NOT EXISTS events_by_created ON events (created);
 CREATE TABLE IF NOT EXISTS pruned (subscriber TEXT PRIMARY KEY, through INTEGER NOT NULL);
 """
 
@@ -38,8 +44,8 @@ CREATE TABLE IF NOT EXISTS pruned (subscriber TEXT PRIMARY KEY, through INTEGER 
 MAX_EVENTS = 100_000
 MAX_AGE_S = 7 * 24 * 3600
 
-#: Appended events between two prunings.
-PRUNE_EVERY = 10_000
+#: Seconds between two applications of the age limit (at most).
+EXPIRE_CHECK_S = 1.0
 
 
 class Outbox:
@@ -56,7 +62,12 @@ class Outbox:
         self._lock = threading.Lock()
         row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
         self._last_id = row[0] if row else 0
-        self._since_prune = 0
+        #: Events held per subscriber (read once; kept up to date by every change).
+        self._counts: dict[str, int] = dict(self._db.execute(
+            "SELECT subscriber, COUNT(*) FROM events GROUP BY subscriber").fetchall())
+        self._expired_at = 0.0
+        with self._lock:
+            self._apply_retention(list(self._counts), time.time())
 
     @property
     def last_id(self) -> int:
@@ -64,28 +75,39 @@ class Outbox:
         return self._last_id
 
     def append(self, events: Iterable[tuple[str, str]]) -> list[tuple[int, str, str]]:
-        """Store ``(subscriber, data)`` events in one transaction; return them
-        as ``(id, subscriber, data)`` with their new ids, in order."""
+        """Store ``(subscriber, data)`` events in one transaction (retention
+        applied in it); return them as ``(id, subscriber, data)`` with their new
+        ids, in order."""
         now = time.time()
         with self._lock:
             first = self._last_id + 1
             numbered = [(i, sub, data) for i, (sub, data) in enumerate(events, first)]
             if not numbered:
                 return []
-            with self._db:  # BEGIN ... COMMIT (ROLLBACK on error)
+            touched: dict[str, int] = {}
+            for _, sub, _ in numbered:
+                touched[sub] = touched.get(sub, 0) + 1
+            counts = dict(self._counts)
+            for sub, n in touched.items():
+                counts[sub] = counts.get(sub, 0) + n
+            with self._db:  # BEGIN ... COMMIT (ROLLBACK on error: nothing changes)
                 self._db.execute("BEGIN")
                 self._db.executemany(
                     "INSERT INTO events (id, subscriber, created, data) VALUES (?, ?, ?, ?)",
                     [(i, sub, now, data) for i, sub, data in numbered])
+                self._trim(counts, touched)
+            self._counts = counts
             self._last_id = numbered[-1][0]
-            self._since_prune += len(numbered)
-            if self._since_prune >= PRUNE_EVERY:
-                self._prune(now)
+            if now - self._expired_at >= EXPIRE_CHECK_S:
+                self._expire(now)
         return numbered
 
     def since(self, subscriber: str, after: int, limit: int = 1000) -> list[tuple[int, str]]:
         """Up to `limit` events of `subscriber` with ids above `after`: ``(id, data)``."""
         with self._lock:
+            now = time.time()
+            if now - self._expired_at >= EXPIRE_CHECK_S:
+                self._expire(now)
             return self._db.execute(
                 "SELECT id, data FROM events WHERE subscriber = ? AND id > ? ORDER BY id LIMIT ?",
                 (subscriber, after, limit)).fetchall()
@@ -97,32 +119,64 @@ class Outbox:
                                    (subscriber,)).fetchone()
         return row[0] if row else 0
 
-    def count(self) -> int:
+    def count(self, subscriber: str | None = None) -> int:
+        """Events held (for one subscriber, or in all)."""
         with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+            return self._counts.get(subscriber, 0) if subscriber is not None else sum(self._counts.values())
 
     def prune(self) -> None:
-        """Apply retention now."""
+        """Apply retention now (both limits, every subscriber)."""
         with self._lock:
-            self._prune(time.time())
+            self._apply_retention(list(self._counts), time.time())
 
-    def _prune(self, now: float) -> None:
-        self._since_prune = 0
+    def _apply_retention(self, subscribers: list[str], now: float) -> None:
+        counts = dict(self._counts)
+        with self._db:
+            self._db.execute("BEGIN")
+            self._trim(counts, subscribers)
+        self._counts = counts
+        self._expire(now)
+
+    def _trim(self, counts: dict[str, int], subscribers) -> None:
+        """Delete the oldest events of each of `subscribers` over `max_events`
+        (inside the caller's transaction; `counts` updated)."""
         db = self._db
+        for sub in subscribers:
+            excess = counts.get(sub, 0) - self.max_events
+            if excess <= 0:
+                continue
+            row = db.execute(
+                "SELECT id FROM events WHERE subscriber = ? ORDER BY id LIMIT 1 OFFSET ?",
+                (sub, excess - 1)).fetchone()
+            if row is None:  # cannot happen while the counts are right; never crash on it
+                continue
+            (through,) = row
+            db.execute("DELETE FROM events WHERE subscriber = ? AND id <= ?", (sub, through))
+            self._note_pruned(sub, through)
+            counts[sub] -= excess
+
+    def _expire(self, now: float) -> None:
+        """Delete the events older than `max_age`."""
+        self._expired_at = now
+        db = self._db
+        cutoff = now - self.max_age
+        doomed = db.execute("SELECT subscriber, COUNT(*), MAX(id) FROM events WHERE created < ? "
+                            "GROUP BY subscriber", (cutoff,)).fetchall()
+        if not doomed:
+            return
+        counts = dict(self._counts)
         with db:
             db.execute("BEGIN")
-            doomed = db.execute(  # per subscriber: the highest id that goes
-                """SELECT subscriber, MAX(id) FROM (
-                       SELECT subscriber, id, created,
-                              ROW_NUMBER() OVER (PARTITION BY subscriber ORDER BY id DESC) AS rank
-                       FROM events)
-                   WHERE rank > ? OR created < ? GROUP BY subscriber""",
-                (self.max_events, now - self.max_age)).fetchall()
-            for subscriber, through in doomed:
-                db.execute("DELETE FROM events WHERE subscriber = ? AND id <= ?", (subscriber, through))
-                db.execute("INSERT INTO pruned (subscriber, through) VALUES (?, ?) "
-                           "ON CONFLICT (subscriber) DO UPDATE SET through = MAX(through, excluded.through)",
-                           (subscriber, through))
+            db.execute("DELETE FROM events WHERE created < ?", (cutoff,))
+            for sub, n, through in doomed:
+                self._note_pruned(sub, through)
+                counts[sub] -= n
+        self._counts = {sub: n for sub, n in counts.items() if n > 0}
+
+    def _note_pruned(self, subscriber: str, through: int) -> None:
+        self._db.execute("INSERT INTO pruned (subscriber, through) VALUES (?, ?) "
+                         "ON CONFLICT (subscriber) DO UPDATE SET through = MAX(through, excluded.through)",
+                         (subscriber, through))
 
     def close(self) -> None:
         with self._lock:

@@ -30,13 +30,15 @@ class Stream:
         self.closed = False  # the server is stopping
         self._wake = asyncio.Event()
 
-    async def next(self) -> tuple[int, str] | None:
-        """The next event, or None once the stream is cut or closed."""
+    async def next_batch(self, limit: int) -> list[tuple[int, str]] | None:
+        """The queued events (at least one, at most `limit`; waits for one),
+        or None once the stream is cut or closed."""
         while True:
             if self.cut or self.closed:
                 return None
             if not self.queue.empty():
-                return self.queue.get_nowait()
+                queue = self.queue
+                return [queue.get_nowait() for _ in range(min(limit, queue.qsize()))]
             self._wake.clear()
             await self._wake.wait()
 
