@@ -142,7 +142,7 @@ def _lock_folder(data: Path):
 def _listen(host: str, port: int) -> socket.socket:
     """A listening socket on `host`:`port` (port 0: any free one)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
