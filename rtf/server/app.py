@@ -48,6 +48,10 @@ BACKLOG_PAGE = 1000
 #: Seconds between two keep-alive comments on an idle stream.
 PING_S = 15
 
+#: Seconds a stream has, once the server shuts down, to end by itself before it is
+#: cancelled (less than uvicorn's graceful shutdown timeout in rtf.server.command).
+SHUTDOWN_GRACE_S = 2.0
+
 
 class QueryIn(BaseModel):
     """A query to register."""
@@ -70,11 +74,19 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
                on_ready=None) -> FastAPI:
     """The app serving `broker`; `tokens` turns authentication on; `on_ready()` is
     called once the app has started (the server prints its address then)."""
+    # Set by sse-starlette once it sees the server shutting down (uvicorn waits for
+    # the open connections before the lifespan ends): the streams then end by
+    # themselves, each response complete, instead of being cancelled mid-response.
     shutdown = anyio.Event()
+
+    async def close_streams_at_shutdown():
+        await shutdown.wait()
+        broker.hub.close_all()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         broker.hub.bind(asyncio.get_running_loop())
+        watcher = asyncio.get_running_loop().create_task(close_streams_at_shutdown())
         if broker.registry.changes_since_snapshot:
             broker.snapshot_in_background()  # the next start loads instead of replaying
         if on_ready is not None:
@@ -83,7 +95,8 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
             yield
         finally:
             shutdown.set()
-            broker.hub.wake_all()
+            broker.hub.close_all()
+            watcher.cancel()
             await run_in_threadpool(broker.close)
 
     app = FastAPI(title="rtf serve", version=rtf.__version__, lifespan=lifespan,
@@ -241,7 +254,8 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
             except ValueError:
                 raise Refused(400, f"Last-Event-ID must be an event id, not {header!r}") from None
         return EventSourceResponse(_events(broker, name, last_event_id), ping=PING_S,
-                                   shutdown_event=shutdown, headers={"Cache-Control": "no-store"})
+                                   shutdown_event=shutdown, shutdown_grace_period=SHUTDOWN_GRACE_S,
+                                   headers={"Cache-Control": "no-store"})
 
     # ------------------------------------------------------------- other
 

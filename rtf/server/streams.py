@@ -26,13 +26,16 @@ class Stream:
     def __init__(self, subscriber: str, maxsize: int):
         self.subscriber = subscriber
         self.queue: asyncio.Queue[tuple[int, str]] = asyncio.Queue(maxsize)
+        #: It fell behind: its connection ends with a ``cut`` event.
         self.cut = False
+        #: The server shuts down: its connection ends (the client reconnects later).
+        self.closed = False
         self._wake = asyncio.Event()
 
     async def next(self) -> tuple[int, str] | None:
-        """The next event, or None once the stream is cut."""
+        """The next event, or None once the stream is cut or closed."""
         while True:
-            if self.cut:
+            if self.cut or self.closed:
                 return None
             if not self.queue.empty():
                 return self.queue.get_nowait()
@@ -56,12 +59,14 @@ class Hub:
         self.queue_size = queue_size
         self._streams: dict[str, set[Stream]] = defaultdict(set)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._closing = False
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
     def open(self, subscriber: str) -> Stream:
         stream = Stream(subscriber, self.queue_size)
+        stream.closed = self._closing
         self._streams[subscriber].add(stream)
         self.metrics.streams.inc()
         return stream
@@ -79,7 +84,7 @@ class Hub:
         streams = self._streams
         for event_id, subscriber, data in events:
             for stream in streams.get(subscriber, ()):
-                if not stream.cut and not stream._put((event_id, data)):
+                if not (stream.cut or stream.closed) and not stream._put((event_id, data)):
                     self.metrics.streams_cut.inc()
 
     def deliver_threadsafe(self, events: list[tuple[int, str, str]]) -> None:
@@ -87,9 +92,11 @@ class Hub:
         if events and self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self.deliver, events)
 
-    def wake_all(self) -> None:
-        """Wake every stream (at shutdown), so that none waits forever."""
+    def close_all(self) -> None:
+        """At shutdown: end every stream, and each one opened from now on, at once
+        (without a ``cut`` event: nothing was lost, the client reconnects)."""
+        self._closing = True
         for streams in self._streams.values():
             for stream in streams:
-                stream.cut = True
+                stream.closed = True
                 stream._wake.set()
