@@ -6,9 +6,11 @@ event: a number that grows across all subscribers and restarts (the SSE
 back with ``Last-Event-ID: N`` reads its events after N from here.
 
 Retention, per subscriber: the newest `max_events` events, none older than
-`max_age` seconds; older ones are deleted as new ones arrive (every
-`PRUNE_EVERY` appended events), and the highest id deleted is remembered so
-that a subscriber asking from before it is told what it missed (a gap).
+`max_age` seconds; older ones are deleted as new ones arrive (after every
+`PRUNE_EVERY` or `max_events` appended events, whichever is fewer, and at
+least every `PRUNE_INTERVAL_S` or `max_age` seconds), and the highest id
+deleted is remembered so that a subscriber asking from before it is told
+what it missed (a gap).
 
 WAL, ``synchronous=NORMAL``: an appended event survives the process dying;
 the last moments may be lost if the machine itself fails.
@@ -38,8 +40,11 @@ CREATE TABLE IF NOT EXISTS pruned (subscriber TEXT PRIMARY KEY, through INTEGER 
 MAX_EVENTS = 100_000
 MAX_AGE_S = 7 * 24 * 3600
 
-#: Appended events between two prunings.
+#: Appended events between two prunings (at most; fewer when `max_events` is smaller).
 PRUNE_EVERY = 10_000
+#: Seconds between two prunings (at most; less when `max_age` is shorter), so
+#: that a quiet outbox still forgets what is older than `max_age`.
+PRUNE_INTERVAL_S = 3600.0
 
 
 class Outbox:
@@ -57,6 +62,9 @@ class Outbox:
         row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
         self._last_id = row[0] if row else 0
         self._since_prune = 0
+        self._pruned_at = time.time()
+        self._prune_every = min(PRUNE_EVERY, max_events)
+        self._prune_interval = min(PRUNE_INTERVAL_S, max_age)
 
     @property
     def last_id(self) -> int:
@@ -79,7 +87,8 @@ class Outbox:
                     [(i, sub, now, data) for i, sub, data in numbered])
             self._last_id = numbered[-1][0]
             self._since_prune += len(numbered)
-            if self._since_prune >= PRUNE_EVERY:
+            if (self._since_prune >= self._prune_every
+                    or now - self._pruned_at >= self._prune_interval):
                 self._prune(now)
         return numbered
 
@@ -108,6 +117,7 @@ class Outbox:
 
     def _prune(self, now: float) -> None:
         self._since_prune = 0
+        self._pruned_at = now
         db = self._db
         with db:
             db.execute("BEGIN")
