@@ -237,7 +237,7 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
 
     # ----------------------------------------------------------- streams
 
-    @app.get("/subscribers/{name}/matches", tags=["subscribers"],
+    @app.get("/subscribers/{name:path}/matches", tags=["subscribers"],
              responses={200: {"content": {"text/event-stream": {}},
                               "description": "Server-Sent Events: match, gap, cut"}})
     async def stream_matches(request: Request, name: str,
