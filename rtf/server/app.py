@@ -249,10 +249,10 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
             raise Refused(403, f"a {who} token cannot read the stream of {name!r}")
         header = request.headers.get("last-event-id")
         if header is not None:
-            try:
-                last_event_id = int(header)
-            except ValueError:
-                raise Refused(400, f"Last-Event-ID must be an event id, not {header!r}") from None
+            # int() would also take "-3" (a gap event from -2) and "1_000"
+            if not (header.isascii() and header.isdigit()):
+                raise Refused(400, f"Last-Event-ID must be an event id, not {header!r}")
+            last_event_id = int(header)
         return EventSourceResponse(_events(broker, name, last_event_id), ping=PING_S,
                                    shutdown_event=shutdown, shutdown_grace_period=SHUTDOWN_GRACE_S,
                                    headers={"Cache-Control": "no-store"})
