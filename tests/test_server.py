@@ -288,8 +288,11 @@ def test_reconnecting_subscriber_gets_every_match_once_in_order(server):
         # ?last_event_id= works as the header does
         r = http.get(f"/subscribers/{sub}/matches", params={"last_event_id": "x"})
         assert r.status_code == 400
-        r = http.get(f"/subscribers/{sub}/matches", headers={"Last-Event-ID": "x"})
-        assert r.status_code == 400 and "Last-Event-ID" in r.json()["error"]
+        for bad in ("x", "-1", "1_0", ""):  # (a stream opened by mistake is not read)
+            with http.stream("GET", f"/subscribers/{sub}/matches",
+                             headers={"Last-Event-ID": bad}) as r:
+                assert r.status_code == 400, bad
+                assert "Last-Event-ID" in json.loads(r.read())["error"]
         with server.client() as h2, connect_sse(h2, "GET", f"/subscribers/{sub}/matches",
                                                 params={"last_event_id": received[2].id}) as src:
             assert [e.data for e in take(src.iter_sse(), 6)] == seen[3:]
