@@ -144,8 +144,17 @@ class ServerProcess:
             self._finish()
             raise ServerFailed(f"rtf serve exited with status {code} before serving; "
                                f"stderr:\n{self.stderr}")
-        self.wait_healthy(max(deadline - time.monotonic(), 1.0))
+        try:
+            self.wait_healthy(max(deadline - time.monotonic(), 1.0))
+        except BaseException:
+            self._force_stop()
+            raise
         return self
+
+    def restart(self) -> "ServerProcess":
+        """SIGTERM, then `start` again on the same folder with the same arguments."""
+        self.terminate()
+        return self.start()
 
     def _read_stderr(self, process: subprocess.Popen) -> None:
         for line in process.stderr:
@@ -194,6 +203,10 @@ class ServerProcess:
         """SIGTERM (a clean shutdown: the server writes its snapshot) and wait: the exit status.
         `ServerFailed` (after a SIGKILL) if it does not exit within `timeout`."""
         return self._signal(signal.SIGTERM, timeout)
+
+    def interrupt(self, timeout: float = STOP_TIMEOUT) -> int:
+        """SIGINT (Ctrl-C: a clean shutdown too) and wait: the exit status (130)."""
+        return self._signal(signal.SIGINT, timeout)
 
     def kill(self) -> int:
         """SIGKILL (a crash) and wait: the exit status (-9)."""

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from unittest import mock
 
-import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -387,7 +386,9 @@ def test_body_limit(size, chunked, status):
     asyncio.run(run())
 
 
-def _asgi_client(app) -> httpx.AsyncClient:
+def _asgi_client(app):
+    """An httpx client calling `app` in-process (httpx comes with rtf.client's dependencies)."""
+    httpx = pytest.importorskip("httpx")
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://rtf")
 
 
