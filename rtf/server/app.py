@@ -55,6 +55,10 @@ PING_S = 15
 #: dropped (a client that stopped reading; its matches stay in the outbox).
 SEND_TIMEOUT_S = 30
 
+#: Seconds a stream has, once the server shuts down, to end by itself before it is
+#: cancelled (less than uvicorn's graceful shutdown timeout in rtf.server.command).
+SHUTDOWN_GRACE_S = 2.0
+
 
 class QueryIn(BaseModel):
     """A query to register."""
@@ -77,11 +81,19 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
                on_ready=None) -> FastAPI:
     """The app serving `broker`; `tokens` turns authentication on; `on_ready()` is
     called once the app has started (the server prints its address then)."""
+    # Set by sse-starlette once it sees the server shutting down (uvicorn waits for
+    # the open connections before the lifespan ends): the streams then end by
+    # themselves, each response complete, instead of being cancelled mid-response.
     shutdown = anyio.Event()
+
+    async def close_streams_at_shutdown():
+        await shutdown.wait()
+        broker.hub.close_all()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         broker.hub.bind(asyncio.get_running_loop())
+        watcher = asyncio.get_running_loop().create_task(close_streams_at_shutdown())
         if broker.registry.changes_since_snapshot:
             broker.snapshot_in_background()  # the next start loads instead of replaying
         if on_ready is not None:
@@ -90,7 +102,8 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
             yield
         finally:
             shutdown.set()
-            broker.hub.wake_all()
+            broker.hub.close_all()
+            watcher.cancel()
             await run_in_threadpool(broker.close)
 
     app = FastAPI(title="rtf serve", version=rtf.__version__, lifespan=lifespan,
@@ -231,7 +244,7 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
 
     # ----------------------------------------------------------- streams
 
-    @app.get("/subscribers/{name}/matches", tags=["subscribers"],
+    @app.get("/subscribers/{name:path}/matches", tags=["subscribers"],
              responses={200: {"content": {"text/event-stream": {}},
                               "description": "Server-Sent Events: match, gap, cut"}})
     async def stream_matches(request: Request, name: str,
@@ -243,12 +256,13 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
             raise Refused(403, f"a {who} token cannot read the stream of {name!r}")
         header = request.headers.get("last-event-id")
         if header is not None:
-            try:
-                last_event_id = int(header)
-            except ValueError:
-                raise Refused(400, f"Last-Event-ID must be an event id, not {header!r}") from None
+            # int() would also take "-3" (a gap event from -2) and "1_000"
+            if not (header.isascii() and header.isdigit()):
+                raise Refused(400, f"Last-Event-ID must be an event id, not {header!r}")
+            last_event_id = int(header)
         return EventSourceResponse(_events(broker, name, last_event_id), ping=PING_S,
                                    send_timeout=SEND_TIMEOUT_S, shutdown_event=shutdown,
+                                   shutdown_grace_period=SHUTDOWN_GRACE_S,
                                    headers={"Cache-Control": "no-store"})
 
     # ------------------------------------------------------------- other

@@ -59,12 +59,14 @@ class Hub:
         self.queue_size = queue_size
         self._streams: dict[str, set[Stream]] = defaultdict(set)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._closing = False
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
     def open(self, subscriber: str) -> Stream:
         stream = Stream(subscriber, self.queue_size)
+        stream.closed = self._closing
         self._streams[subscriber].add(stream)
         self.metrics.streams.inc()
         return stream
@@ -82,7 +84,7 @@ class Hub:
         streams = self._streams
         for event_id, subscriber, data in events:
             for stream in streams.get(subscriber, ()):
-                if not stream.cut and not stream._put((event_id, data)):
+                if not (stream.cut or stream.closed) and not stream._put((event_id, data)):
                     self.metrics.streams_cut.inc()
 
     def deliver_threadsafe(self, events: list[tuple[int, str, str]]) -> None:
@@ -90,8 +92,10 @@ class Hub:
         if events and self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self.deliver, events)
 
-    def wake_all(self) -> None:
-        """Wake every stream (at shutdown), so that none waits forever."""
+    def close_all(self) -> None:
+        """At shutdown: end every stream, and each one opened from now on, at once
+        (without a ``cut`` event: nothing was lost, the client reconnects)."""
+        self._closing = True
         for streams in self._streams.values():
             for stream in streams:
                 stream.closed = True

@@ -1,0 +1,509 @@
+"""The pieces of `rtf serve` in-process (docs/server.md): the query table and the
+registry that keeps the engine equal to it, the outbox and its retention, the
+tokens file, the body limit, the live streams, and the publish path.
+
+Hypothesis drives the registry and the outbox through random sequences of
+operations against plain models (a dict, a list), failing commits included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sqlite3
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from rtf.cli import match_line
+from rtf.engine import Engine
+from rtf.errors import PublicationError, QueryError
+from rtf.reader import publications_from_bytes
+from rtf.server import outbox as outbox_module
+from rtf.server.app import BodyLimit, create_app
+from rtf.server.auth import ANYONE, Principal, Tokens, TokensFileError
+from rtf.server.broker import Broker, BrokerConfig
+from rtf.server.command import _listen
+from rtf.server.metrics import Metrics
+from rtf.server.outbox import Outbox
+from rtf.server.querystore import PendingWrite, QueryStore
+from rtf.server.registry import NotOwnerError, Registry
+from rtf.server.streams import Hub
+
+EX = "http://ex.org/"
+WORDS = ["rio", "games", "gold", "chess"]
+
+
+def query(word: str | None, select: bool = False) -> str:
+    ft = f' FILTER ftcontains(?t, "{word}")' if word else ""
+    return f"{'SELECT ?s ?t WHERE' if select else 'ASK'} {{ ?s <{EX}title> ?t{ft} }}"
+
+
+def body(*titles: str) -> bytes:
+    return "".join(f'<{EX}p{i}> <{EX}title> "{t}" .\n' for i, t in enumerate(titles)).encode()
+
+
+BODY = body("Olympic games in Rio", "gold", "chess and games", "nothing")
+
+
+@contextmanager
+def folder():
+    with tempfile.TemporaryDirectory() as d:
+        yield Path(d)
+
+
+# ------------------------------------------------------------ QueryStore
+
+
+def test_querystore_rows_pages_and_settings(tmp_path):
+    store = QueryStore(tmp_path)
+    for i in range(5):
+        pending = store.begin_put(f"q{i}", query(None), "alice" if i % 2 else None,
+                                  {"i": i} if i else None)
+        assert not pending.replaced
+        pending.commit()
+    pending = store.begin_put("q1", query("rio"), "bob", None)  # replaced: a new seq, at the end
+    assert pending.replaced and pending.old_subscriber == "alice"
+    pending.commit()
+    assert [r.id for r in store.all()] == ["q0", "q2", "q3", "q4", "q1"]
+    first = store.page(limit=2)
+    assert [r.id for r in first] == ["q0", "q2"]
+    assert [r.id for r in store.page(after=first[-1].seq, limit=2)] == ["q3", "q4"]
+    assert [r.id for r in store.page("alice")] == ["q3"]
+    assert store.get("q1").as_json() == {"id": "q1", "subscriber": "bob", "query": query("rio"),
+                                         "metadata": {}}
+    assert store.get("q4").metadata == {"i": 4}
+    assert store.versions() == {r.id: r.seq for r in store.all()}
+    # a removal, and a write rolled back, leave what they should
+    store.begin_delete("q2").commit()
+    pending = store.begin_put("q0", "changed", None, None)
+    pending.rollback()
+    pending.rollback()  # twice is harmless
+    gone = store.begin_delete("nope")
+    assert not gone.replaced
+    gone.rollback()
+    assert store.get("q0").query == query(None) and store.get("q2") is None
+    assert store.count() == 4
+    store.set_setting("snapshot", "x")
+    store.set_setting("snapshot", "y")
+    assert store.setting("snapshot") == "y" and store.setting("other") is None
+    store.close()
+    again = QueryStore(tmp_path)  # on disk
+    assert [r.id for r in again.all()] == ["q0", "q3", "q4", "q1"] and again.setting("snapshot") == "y"
+    again.close()
+
+
+def test_querystore_lock_is_released_after_a_failed_begin(tmp_path):
+    store = QueryStore(tmp_path)
+    with pytest.raises(sqlite3.Error):
+        store.begin_put("q", None, None, None)  # NOT NULL query: the insert fails
+    store.begin_put("q", query(None), None, None).commit()  # not deadlocked
+    assert store.count() == 1
+    store.close()
+
+
+# -------------------------------------------------------------- Registry
+
+
+class CommitFails(Exception):
+    pass
+
+
+_ops = st.lists(st.one_of(
+    st.tuples(st.just("put"), st.integers(0, 5), st.sampled_from([None, *WORDS]),
+              st.sampled_from([None, "alice", "bob"])),
+    st.tuples(st.just("delete"), st.integers(0, 5)),
+    st.tuples(st.just("put-fails"), st.integers(0, 5), st.sampled_from(WORDS)),
+    st.tuples(st.just("delete-fails"), st.integers(0, 5)),
+    st.tuples(st.just("bad-query"), st.integers(0, 5)),
+    st.tuples(st.just("not-owner"), st.integers(0, 5)),
+    st.tuples(st.just("snapshot"),),
+    st.tuples(st.just("reopen"),),
+), max_size=25)
+
+
+def _check(registry: Registry, model: dict):
+    engine = registry.engine
+    assert sorted(q.id for q in engine.queries()) == sorted(model)
+    for qid, (text, subscriber) in model.items():
+        row = registry.get(qid)
+        assert (row.query, row.subscriber) == (text, subscriber)
+        assert engine.get(qid).subscriber == subscriber
+        assert engine.get(qid).metadata["seq"] == row.seq
+    assert registry.store.count() == len(model)
+    # and it answers as an engine holding the model's queries
+    reference = Engine()
+    for qid, (text, subscriber) in model.items():
+        reference.register(text, qid, subscriber)
+    pubs = publications_from_bytes(BODY, "nt")
+    assert [(m.query_id, m.subscriber) for p in pubs for m in engine.match(p)] == [
+        (m.query_id, m.subscriber) for p in pubs for m in reference.match(p)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(_ops)
+def test_registry_follows_a_dict_model(ops):
+    with folder() as d:
+        registry = Registry(d)
+        model: dict[str, tuple[str, str | None]] = {}
+        for op in ops:
+            kind, args = op[0], op[1:]
+            qid = f"q{args[0]}" if args else None
+            if kind == "put":
+                _, word, subscriber = args
+                created = registry.put(qid, query(word), subscriber, {"w": word})
+                assert created == (qid not in model)
+                model[qid] = (query(word), subscriber)
+            elif kind == "delete":
+                if qid in model:
+                    registry.delete(qid)
+                    del model[qid]
+                else:
+                    with pytest.raises(KeyError):
+                        registry.delete(qid)
+            elif kind in ("put-fails", "delete-fails"):
+                with mock.patch.object(PendingWrite, "commit", side_effect=CommitFails):
+                    with pytest.raises((CommitFails, KeyError)):
+                        if kind == "put-fails":
+                            registry.put(qid, query(args[1], select=True), "carol")
+                        else:
+                            registry.delete(qid)
+            elif kind == "bad-query":
+                with pytest.raises(QueryError):
+                    registry.put(qid, "ASK { ?s ?p }", "alice")
+            elif kind == "not-owner":
+                if qid in model:  # nobody in the model is mallory
+                    with pytest.raises(NotOwnerError):
+                        registry.put(qid, query("x"), "mallory", owner="mallory")
+                    with pytest.raises(NotOwnerError):
+                        registry.delete(qid, owner="mallory")
+            elif kind == "snapshot":
+                registry.snapshot()
+                assert registry.changes_since_snapshot == 0
+            elif kind == "reopen":
+                registry.close()
+                registry = Registry(d)
+                assert registry.startup["failed"] == 0
+            _check(registry, model)
+        registry.close()
+        again = Registry(d)  # a crash here: whatever the snapshot, the table wins
+        _check(again, model)
+        again.close()
+
+
+def test_registry_snapshot_then_replay(tmp_path):
+    registry = Registry(tmp_path)
+    for i in range(6):
+        registry.put(f"q{i}", query(WORDS[i % 4]), "alice")
+    assert registry.changes_since_snapshot == 6
+    registry.snapshot()
+    registry.put("q0", query("gold"), "bob")   # replaced after the snapshot
+    registry.delete("q1")                      # removed after it
+    registry.put("q9", query(None), None)      # added after it
+    registry.close()  # no snapshot at close: as after a crash
+    again = Registry(tmp_path)
+    assert again.startup == {"from": "snapshot", "replayed": 2, "removed": 2, "failed": 0,
+                             "queries": 6}
+    assert again.engine.get("q0").subscriber == "bob" and "q1" not in again.engine
+    assert again.changes_since_snapshot == 4
+    again.close()
+    # another algorithm, or a snapshot whose writing never finished: rebuilt from the table
+    other = Registry(tmp_path, algorithm="naive")
+    assert other.startup["from"] == "rebuilt" and other.engine.algorithm == "naive"
+    other.snapshot()
+    other.store.set_setting("snapshot", "")  # as if the process died while writing it
+    other.close()
+    last = Registry(tmp_path, algorithm="naive")
+    assert last.startup["from"] == "rebuilt" and len(last.engine) == 6
+    last.close()
+
+
+def test_registry_row_that_no_longer_registers_is_skipped(tmp_path):
+    registry = Registry(tmp_path)
+    registry.put("good", query("rio"), None)
+    registry.close()
+    store = QueryStore(tmp_path)
+    store.begin_put("old", "ASK { ?s ?p }", None, None).commit()  # as an older rtf might have
+    store.close()
+    again = Registry(tmp_path)
+    assert again.startup["failed"] == 1 and list(again.engine.queries())[0].id == "good"
+    again.close()
+
+
+# ---------------------------------------------------------------- Outbox
+
+
+_appends = st.lists(st.one_of(
+    st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 999)), max_size=12),
+    st.just("prune"), st.just("reopen")), max_size=20)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_appends, st.integers(1, 8))
+def test_outbox_follows_a_list_model(steps, max_events):
+    with folder() as d:
+        box = Outbox(d, max_events=max_events)
+        appended: list[tuple[int, str, str]] = []
+        for step in steps:
+            if step == "prune":
+                box.prune()
+            elif step == "reopen":
+                box.close()
+                box = Outbox(d, max_events=max_events)
+            else:
+                events = [(sub, f"{sub}-{n}") for sub, n in step]
+                numbered = box.append(events)
+                first = appended[-1][0] + 1 if appended else 1
+                assert numbered == [(i, s, data) for i, (s, data) in enumerate(events, first)]
+                appended += numbered
+            assert box.last_id == (appended[-1][0] if appended else 0)
+            for sub in "abc":
+                mine = [(i, data) for i, s, data in appended if s == sub]
+                kept = box.since(sub, 0, 10_000)
+                # exactly the newest max_events are kept, after every append
+                assert kept == mine[len(mine) - len(kept):]
+                assert len(kept) == min(len(mine), max_events)
+                dropped = mine[:len(mine) - len(kept)]
+                assert box.pruned_through(sub) == (dropped[-1][0] if dropped else 0)
+                for after in (0, *(i for i, _ in mine[::3])):
+                    assert box.since(sub, after, 2) == [e for e in kept if e[0] > after][:2]
+        assert box.count() == sum(len(box.since(s, 0, 10_000)) for s in "abc")
+        box.close()
+
+
+def test_outbox_retention_by_age_even_when_quiet(tmp_path):
+    clock = mock.Mock()
+    clock.time.return_value = 1000.0
+    with mock.patch.object(outbox_module, "time", clock):
+        box = Outbox(tmp_path, max_events=1000, max_age=100)
+        box.append([("a", "old-1"), ("b", "old-2")])
+        clock.time.return_value = 1050.0
+        box.append([("a", "mid")])
+        assert box.count() == 3
+        clock.time.return_value = 1120.0  # 'old' is 120 s old, 'mid' 70 s; 120 s since a prune
+        box.append([("a", "new")])
+        assert [d for _, d in box.since("a", 0)] == ["mid", "new"]
+        assert box.since("b", 0) == []
+        assert box.pruned_through("a") == 1 and box.pruned_through("b") == 2
+        box.close()
+
+
+# ----------------------------------------------------------------- Tokens
+
+
+def test_tokens_file_roles(tmp_path):
+    f = tmp_path / "tokens"
+    f.write_text("# who\n\n  admin-token-0123456789   admin  # the operator\n"
+                 "pub-token-0123456789 publisher\nalice-token-0123456789 subscriber:alice\n"
+                 "colon-token-0123456789 subscriber:a:b\n")
+    tokens = Tokens.from_file(f)
+    assert len(tokens) == 4
+    admin = tokens.principal("admin-token-0123456789")
+    publisher = tokens.principal("pub-token-0123456789")
+    alice = tokens.principal("alice-token-0123456789")
+    assert (admin, publisher, alice) == (Principal("admin"), Principal("publisher"),
+                                         Principal("subscriber", "alice"))
+    assert tokens.principal("subscriber:a:b") is None
+    assert tokens.principal("colon-token-0123456789").subscriber == "a:b"
+    assert tokens.principal("") is None and tokens.principal("admin") is None
+    assert admin.is_admin and admin.may_publish() and admin.may_act_for("anyone")
+    assert publisher.may_publish() and not publisher.may_act_for(None)
+    assert not publisher.may_act_for("alice") and not alice.may_publish()
+    assert alice.may_act_for("alice") and not alice.may_act_for("bob")
+    assert not alice.may_act_for(None)
+    assert str(alice) == "subscriber:alice" and str(publisher) == "publisher"
+    assert ANYONE.is_admin
+
+
+@pytest.mark.parametrize("text, says", [
+    ("", "no tokens"),
+    ("# only comments\n\n", "no tokens"),
+    ("short admin\n", ":1: a token needs at least 16"),
+    ("0123456789abcdef\n", ":1: expected 'TOKEN ROLE', got 1"),
+    ("0123456789abcdef root\n", "unknown role 'root'"),
+    ("0123456789abcdef subscriber:\n", "needs a subscriber name"),
+    ("# x\n0123456789abcdef admin\n0123456789abcdef admin\n", ":3: this token is already listed"),
+    (b"\xff\xfe", "cannot read the tokens file"),
+])
+def test_tokens_file_errors(tmp_path, text, says):
+    f = tmp_path / "tokens"
+    f.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(TokensFileError) as e:
+        Tokens.from_file(f)
+    assert says in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(TokensFileError, match="cannot read"):
+        Tokens.from_file(tmp_path / "missing")
+
+
+# --------------------------------------------------------------- BodyLimit
+
+
+def _limited_app(limit: int):
+    async def echo(request):
+        data = await request.body()
+        return JSONResponse({"bytes": len(data)})
+
+    metrics = Metrics()
+    app = BodyLimit(Starlette(routes=[Route("/", echo, methods=["POST"])]), limit, metrics)
+    return app, metrics
+
+
+@pytest.mark.parametrize("size, chunked, status", [
+    (100, False, 200), (100, True, 200), (101, False, 413), (101, True, 413),
+    (0, False, 200), (5000, True, 413), (5000, False, 413)])
+def test_body_limit(size, chunked, status):
+    app, metrics = _limited_app(100)
+    data = b"x" * size
+
+    async def pieces():
+        for i in range(0, size, 7):
+            yield data[i:i + 7]
+
+    async def run():
+        async with _asgi_client(app) as client:
+            r = await client.post("/", content=pieces() if chunked else data)
+            assert ("content-length" in r.request.headers) == (not chunked)
+            assert r.status_code == status
+            if status == 200:
+                assert r.json() == {"bytes": size}
+            else:
+                assert "100 bytes" in r.json()["error"] and "--max-body" in r.json()["error"]
+            assert metrics.bad_requests.labels("413")._value.get() == (status == 413)
+            assert (await client.get("/")).status_code == 405  # others go through untouched
+
+    asyncio.run(run())
+
+
+def _asgi_client(app):
+    """An httpx client calling `app` in-process (httpx comes with rtf.client's dependencies)."""
+    httpx = pytest.importorskip("httpx")
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://rtf")
+
+
+# ------------------------------------------------------------------ Hub
+
+
+def test_hub_delivers_cuts_and_closes():
+    async def run():
+        metrics = Metrics()
+        hub = Hub(metrics, queue_size=3)
+        hub.bind(asyncio.get_running_loop())
+        a1, a2, b = hub.open("a"), hub.open("a"), hub.open("b")
+        hub.deliver([(1, "a", "x"), (2, "b", "y"), (3, "a", "z")])
+        assert await a1.next_batch(10) == [(1, "x"), (3, "z")]  # all that waits, in order
+        assert await b.next_batch(10) == [(2, "y")]
+        hub.deliver_threadsafe([(4, "a", "w")])  # from the loop's thread too: in order
+        assert await a1.next_batch(1) == [(4, "w")]
+        hub.deliver([(5, "a", "1"), (6, "a", "2")])  # a2 holds 1, 3, 4: full, then cut
+        assert a2.cut and not a1.cut and await a2.next_batch(10) is None
+        assert metrics.streams_cut._value.get() == 1
+        hub.close(a2)
+        hub.close(a2)  # twice is harmless
+        waiting = asyncio.ensure_future(b.next_batch(10))
+        await asyncio.sleep(0)
+        hub.close_all()  # shutdown: streams end, not cut
+        assert await waiting is None and b.closed and not b.cut
+        late = hub.open("c")
+        assert await late.next_batch(10) is None and late.closed
+        assert metrics.streams._value.get() == 3  # a1, b, late
+    asyncio.run(run())
+
+
+# ------------------------------------------------------------- publishing
+
+
+def _broker(d: Path, **kw) -> Broker:
+    return Broker(BrokerConfig(Path(d), **kw))
+
+
+def test_publish_answers_rtf_match_lines_and_stores_subscriber_events(tmp_path):
+    broker = _broker(tmp_path)
+    queries = {"rio": (query("rio", True), "alice"), "games": (query("games"), "bob"),
+               "any": (query(None, True), None), "gold": (query("gold"), "alice")}
+    reference = Engine()
+    for qid, (text, sub) in queries.items():
+        broker.registry.put(qid, text, sub)
+        reference.register(text, qid, sub)
+    lines, n = broker.publish(BODY, "nt")
+    expected = [match_line(p.id, m) for p in publications_from_bytes(BODY, "nt")
+                for m in reference.match(p)]
+    assert n == 4 and lines == expected
+    pushed = [line for line in lines if json.loads(line)["subscriber"]]
+    assert [d for _, d in broker.outbox.since("alice", 0)] + [
+        d for _, d in broker.outbox.since("bob", 0)] == sorted(
+        pushed, key=lambda line: json.loads(line)["subscriber"])
+    ids = [i for i, _ in broker.outbox.since("alice", 0)] + [i for i, _ in broker.outbox.since("bob", 0)]
+    assert sorted(ids) == list(range(1, len(pushed) + 1))
+    assert broker.metrics.publications._value.get() == 4
+    assert broker.metrics.matches._value.get() == len(lines)
+    assert broker.metrics.events._value.get() == len(pushed)
+    # bad RDF: nothing is matched, stored or counted
+    with pytest.raises(PublicationError):
+        broker.publish(BODY + b"<a> <b> .\n", "nt")
+    assert broker.outbox.last_id == len(pushed)
+    assert broker.metrics.publications._value.get() == 4
+    # a graph per publication
+    nq = (f'<{EX}x> <{EX}title> "rio" <{EX}g> .\n<{EX}y> <{EX}title> "games" <{EX}g> .\n').encode()
+    lines, n = broker.publish(nq, "nq", "graph")
+    assert n == 1 and {json.loads(line)["publication"] for line in lines} == {f"{EX}g"}
+    broker.close()
+    assert (tmp_path / "snapshot.idx").exists()
+    again = _broker(tmp_path)
+    assert again.registry.startup["from"] == "snapshot" and again.outbox.last_id > len(pushed)
+    again.close()
+
+
+def test_app_in_process(tmp_path):
+    """The routes without a server process: a quick check of the wiring."""
+    broker = _broker(tmp_path)
+    app = create_app(broker)
+
+    async def run():
+        async with app.router.lifespan_context(app), _asgi_client(app) as client:
+            r = await client.put("/queries/a/b", json={"query": query("rio"), "subscriber": "s"})
+            assert r.status_code == 201
+            assert (await client.get("/queries/a/b")).json()["id"] == "a/b"  # ids hold slashes
+            r = await client.post("/publications", content=BODY, headers={
+                "Content-Type": "application/n-triples; charset=utf-8"})
+            assert r.status_code == 200 and r.headers["X-RTF-Publications"] == "4"
+            assert r.headers["X-RTF-Matches"] == "1"
+            assert (await client.get("/health")).json()["last_event_id"] == 1
+            assert (await client.get("/openapi.json")).status_code == 200
+
+    asyncio.run(run())
+    assert (tmp_path / "snapshot.idx").exists()  # written when the app stopped
+
+
+# ------------------------------------------------------------------- socket
+
+
+def test_listening_socket_gives_connections_tcp_nodelay():
+    """asyncio sets TCP_NODELAY only on IPPROTO_TCP sockets: without it every response
+    written in two sends waited for the client's delayed ACK (~40 ms)."""
+    sock = _listen("127.0.0.1", 0)
+
+    async def run():
+        found = asyncio.get_running_loop().create_future()
+
+        async def on_connect(reader, writer):
+            s = writer.get_extra_info("socket")
+            found.set_result(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(on_connect, sock=sock)
+        async with server:
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            value = await found
+            writer.close()
+        return value
+
+    assert asyncio.run(run()) != 0
