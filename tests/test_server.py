@@ -125,7 +125,15 @@ def stream(server: ServerProcess | httpx.Client, subscriber: str,
             timeout=httpx.Timeout(30.0, read=timeout)))
         assert source.response.status_code == 200, source.response.read()
         assert source.response.headers["content-type"].startswith("text/event-stream")
-        yield source.iter_sse()
+        events = source.iter_sse()
+        # Every connection starts with an `open` event naming where it starts
+        # (the Last-Event-ID given, else the newest event id): read, checked, not passed on.
+        opened = next(events)
+        assert opened.event == "open", opened
+        assert int(opened.id) == json.loads(opened.data)["last_event_id"] >= 0
+        if last_event_id is not None and str(last_event_id).isdigit():
+            assert int(opened.id) == int(last_event_id)
+        yield events
 
 
 def take(events, n: int) -> list:
@@ -299,7 +307,9 @@ def test_reconnecting_subscriber_gets_every_match_once_in_order(server):
                 assert "Last-Event-ID" in json.loads(r.read())["error"]
         with server.client() as h2, connect_sse(h2, "GET", f"/subscribers/{sub}/matches",
                                                 params={"last_event_id": received[2].id}) as src:
-            assert [e.data for e in take(src.iter_sse(), 6)] == seen[3:]
+            events = src.iter_sse()
+            assert next(events).id == received[2].id  # the open event says where it starts
+            assert [e.data for e in take(events, 6)] == seen[3:]
 
     # publishing while it connects and disconnects, concurrently
     done = threading.Event()

@@ -1,0 +1,130 @@
+"""rtf.client against a real `rtf serve` process on loopback.
+
+tests/test_client_unit.py checks the client against scripted answers; here
+the same calls go to the server: the answers must be what a local Engine
+gives, the errors what a local Engine raises, and the match iterator must
+survive the server being killed and restarted without losing or repeating a
+match.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("httpx")
+pytest.importorskip("httpx_sse")
+
+from rtf import Engine  # noqa: E402
+from rtf.cli import match_line  # noqa: E402
+from rtf.client import (AuthenticationError, Client, MatchEvent, NotFoundError,  # noqa: E402
+                        PermissionDeniedError)
+from rtf.errors import QueryError  # noqa: E402
+from rtf.parser import parse_query  # noqa: E402
+from rtf.reader import publications_from_bytes  # noqa: E402
+
+from tests.serverproc import ServerProcess  # noqa: E402
+
+P = "<http://ex.org/c/p>"
+
+
+def q(word: str) -> str:
+    return f'SELECT ?s WHERE {{ ?s {P} ?t FILTER ftcontains(?t, "{word}") }}'
+
+
+def body(i: int, words: str) -> str:
+    return f'<http://ex.org/c/s{i}> {P} "{words}" .\n'
+
+
+def local_lines(queries: dict[str, tuple[str, str]], rdf: str) -> list[dict]:
+    engine = Engine()
+    for qid, (text, subscriber) in queries.items():
+        engine.register(text, qid, subscriber)
+    return [json.loads(match_line(pub.id, m))
+            for pub in publications_from_bytes(rdf.encode(), "nt") for m in engine.match(pub)]
+
+
+def test_client_round_trip_equals_a_local_engine(tmp_path):
+    queries = {"rio": (q("rio"), "alice"), "games": (q("games"), "bob"), "x/y z": (q("olympic"), "alice")}
+    rdf = body(1, "Olympic Games in Rio") + body(2, "rio carnival") + body(3, "nothing")
+    with ServerProcess(tmp_path / "d") as server, Client(server.url) as broker:
+        for qid, (text, subscriber) in queries.items():
+            assert broker.register(qid, text, subscriber, metadata={"n": 1})["created"] is True
+        assert broker.get("x/y z") == {"id": "x/y z", "subscriber": "alice", "query": q("olympic"),
+                                       "metadata": {"n": 1}}
+        assert [r["id"] for r in broker.queries(page_size=2)] == list(queries)
+        assert [r["id"] for r in broker.queries(subscriber="bob")] == ["games"]
+        assert broker.publish(rdf) == local_lines(queries, rdf)
+        broker.unregister("games")
+        with pytest.raises(KeyError):
+            broker.get("games")
+        with pytest.raises(NotFoundError):
+            broker.unregister("games")
+        del queries["games"]
+        assert broker.publish(rdf) == local_lines(queries, rdf)
+        bad = 'ASK { ?s ?p ?t FILTER ftcontains(?t, "a" ftand) }'
+        with pytest.raises(QueryError) as remote:
+            broker.register("bad", bad)
+        with pytest.raises(QueryError) as local:
+            parse_query(bad)
+        assert (remote.value.line, remote.value.column, str(remote.value)) == (
+            local.value.line, local.value.column, str(local.value))
+        assert broker.health()["queries"] == 2
+
+
+def test_matches_survive_a_killed_and_restarted_server_exactly_once(tmp_path):
+    """The iterator reconnects by itself (Last-Event-ID) across a SIGKILL and a restart."""
+    data = tmp_path / "d"
+    server = ServerProcess(data).start()
+    port = server.port
+    received: list[MatchEvent] = []
+    with Client(server.url) as broker:
+        broker.register("rio", q("rio"), "alice")
+        events = broker.matches("alice", timeout=20)
+        first = broker.publish(body(0, "rio"))  # before the iterator connects: not for it
+        reader_ready = threading.Event()
+
+        def read(n: int):
+            reader_ready.set()
+            received.extend(itertools.islice(events, n))
+
+        # connect: the first event comes after this publication, so read it in a thread
+        t = threading.Thread(target=read, args=(3,))
+        t.start()
+        reader_ready.wait()
+        sent = []
+        try:
+            for i in range(1, 3):
+                while 'rtf_streams 1.0' not in broker.metrics():  # publish once the stream is open
+                    time.sleep(0.02)
+                sent += broker.publish(body(i, f"rio {i}"))
+            server.kill()  # SIGKILL: the stream drops
+            server = ServerProcess(data, "--port", port).start()
+            sent += broker.publish(body(3, "rio again"))
+            t.join(30)
+        finally:
+            server.stop()
+    assert not t.is_alive()
+    assert first and [e.match for e in received] == sent
+    ids = [e.id for e in received]
+    assert ids == sorted(set(ids))
+
+
+def test_client_errors_for_tokens(tmp_path):
+    tokens = tmp_path / "tokens"
+    tokens.write_text("admin-token-0123456789 admin\nalice-token-0123456789 subscriber:alice\n")
+    with ServerProcess(tmp_path / "d", "--tokens", tokens) as server:
+        with Client(server.url) as anonymous, pytest.raises(AuthenticationError):
+            anonymous.register("q", q("rio"))
+        with Client(server.url, token="alice-token-0123456789") as alice:
+            assert alice.register("mine", q("rio"))["subscriber"] == "alice"
+            with pytest.raises(PermissionDeniedError):
+                alice.publish(body(1, "rio"))
+            with pytest.raises(PermissionDeniedError):
+                next(alice.matches("bob"))
+        with Client(server.url, token="admin-token-0123456789") as admin:
+            assert [m["query"] for m in admin.publish(body(1, "rio"))] == ["mine"]
