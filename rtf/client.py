@@ -436,8 +436,10 @@ class Client:
                             elif sse.event == "open":
                                 # Where the server starts this stream: resume from
                                 # there if the connection drops before any event.
+                                # (Lower than asked only when the server's outbox is
+                                # younger than our position: follow it, or skip its events.)
                                 data = _event_data(sse.data, response)
-                                if position is None and isinstance(data.get("last_event_id"), int):
+                                if isinstance(data.get("last_event_id"), int):
                                     position = data["last_event_id"]
                             elif sse.event == "cut":
                                 data = _event_data(sse.data, response)

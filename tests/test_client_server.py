@@ -128,3 +128,18 @@ def test_client_errors_for_tokens(tmp_path):
                 next(alice.matches("bob"))
         with Client(server.url, token="admin-token-0123456789") as admin:
             assert [m["query"] for m in admin.publish(body(1, "rio"))] == ["mine"]
+
+
+def test_a_last_event_id_beyond_the_outbox_skips_nothing_new(tmp_path):
+    """A client that comes back to a server whose data folder was replaced."""
+    with ServerProcess(tmp_path / "d") as server, Client(server.url) as broker:
+        broker.register("rio", q("rio"), "alice")
+        got: list = []
+        events = broker.matches("alice", last_event_id=10**9, timeout=20)
+        t = threading.Thread(target=lambda: got.extend(itertools.islice(events, 1)))
+        t.start()
+        while 'rtf_streams 1.0' not in broker.metrics():
+            time.sleep(0.02)
+        sent = broker.publish(body(1, "rio"))
+        t.join(30)
+    assert [e.match for e in got] == sent

@@ -307,7 +307,9 @@ async def _events(broker: Broker, subscriber: str, last_event_id: int | None):
     hub, outbox, metrics = broker.hub, broker.outbox, broker.metrics
     stream = hub.open(subscriber)
     try:
-        sent = outbox.last_id if last_event_id is None else last_event_id  # None: from now on
+        # None: from now on. An id above the newest (the data folder was replaced
+        # since the client last read) is read as the newest, so nothing new is skipped.
+        sent = outbox.last_id if last_event_id is None else min(last_event_id, outbox.last_id)
         # Where this connection starts, as an event id: a client that drops
         # before any match resumes from here (EventSource does it by itself).
         yield ServerSentEvent(json.dumps({"last_event_id": sent}), event="open", id=str(sent))
