@@ -125,15 +125,13 @@ class Registry:
                 try:
                     engine.register(parsed, query_id, subscriber, {SEQ: pending.seq})
                 except BaseException:
-                    if old is not None:
-                        engine.register(old.query, query_id, old.subscriber, old.metadata)
+                    _restore(engine, old)
                     raise
                 try:
                     pending.commit()
                 except BaseException:
                     engine.unregister(query_id)
-                    if old is not None:
-                        engine.register(old.query, query_id, old.subscriber, old.metadata)
+                    _restore(engine, old)
                     raise
         finally:
             pending.rollback()  # a no-op once committed
@@ -156,8 +154,7 @@ class Registry:
                 try:
                     pending.commit()
                 except BaseException:
-                    if old is not None:
-                        engine.register(old.query, query_id, old.subscriber, old.metadata)
+                    _restore(engine, old)
                     raise
         finally:
             pending.rollback()
@@ -188,6 +185,12 @@ class Registry:
 
     def close(self) -> None:
         self.store.close()
+
+
+def _restore(engine: Engine, old) -> None:
+    """Register again the query a failed change had taken out (None: there was none)."""
+    if old is not None:
+        engine.register(old.query, old.id, old.subscriber, old.metadata)
 
 
 def _file_digest(path: str | os.PathLike | None) -> str:
