@@ -55,15 +55,12 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -75,11 +72,13 @@ except ImportError as e:  # pragma: no cover - a message rather than a traceback
     sys.exit(f"serve_load: {e.name} is missing: pip install httpx httpx-sse")
 
 import psutil
+from prometheus_client.parser import text_string_to_metric_families
 
 import rtf
 from rtf import datasets
+from rtf.server.process import ServerProcess
 
-#: Seconds to wait for the server's "listening on" line.
+#: Seconds the server may take to start serving (it may rebuild an index).
 STARTUP_TIMEOUT_S = 120
 #: Seconds the server may take to stop (it writes a snapshot) before it is killed.
 SHUTDOWN_TIMEOUT_S = 120
@@ -87,86 +86,16 @@ SHUTDOWN_TIMEOUT_S = 120
 POLL_S = 0.05
 #: Consecutive stream failures after which a subscriber gives up.
 MAX_STREAM_FAILURES = 20
-_LISTENING = re.compile(r"listening on (http://\S+)")
 
 
 # ---------------------------------------------------------------- server
 
 
-class Server:
-    """A ``rtf serve`` process of our own, on a free loopback port."""
-
-    def __init__(self, data: Path, algorithm: str):
-        self.data = data
-        code = "import sys; from rtf.cli import main; sys.exit(main(sys.argv[1:]))"
-        self.command = [sys.executable, "-c", code, "serve", "--data", str(data),
-                        "--port", "0", "--host", "127.0.0.1", "--algorithm", algorithm]
-        self.process: subprocess.Popen | None = None
-        self.url: str | None = None
-        self.banner = ""
-        self.stderr_tail: deque[str] = deque(maxlen=50)
-        self._listening = threading.Event()
-
-    def start(self) -> None:
-        t0 = time.perf_counter()
-        # A session of its own: a Ctrl-C at the terminal reaches us, and we stop it.
-        self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                        text=True, start_new_session=True)
-        threading.Thread(target=self._read_stderr, name="server-stderr", daemon=True).start()
-        while not self._listening.wait(POLL_S):
-            if self.process.poll() is not None:
-                raise RuntimeError(f"rtf serve exited with status {self.process.returncode}:\n"
-                                   + "".join(self.stderr_tail))
-            if time.perf_counter() - t0 > STARTUP_TIMEOUT_S:
-                raise RuntimeError(f"rtf serve did not listen within {STARTUP_TIMEOUT_S} s")
-        self.startup_s = time.perf_counter() - t0
-
-    def _read_stderr(self) -> None:
-        assert self.process is not None and self.process.stderr is not None
-        for line in self.process.stderr:
-            self.stderr_tail.append(line)
-            found = _LISTENING.search(line)
-            if found and not self._listening.is_set():
-                self.url = found.group(1)
-                self.banner = line.strip()
-                self._listening.set()
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    def stop(self) -> float:
-        """SIGTERM (the server snapshots and exits), then SIGKILL if it lingers; seconds taken."""
-        if self.process is None or self.process.poll() is not None:
-            return 0.0
-        t0 = time.perf_counter()
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(SHUTDOWN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        return time.perf_counter() - t0
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
-
 def server_metrics(client: httpx.Client) -> dict[str, float]:
     """The server's Prometheus samples without labels, by name."""
     text = client.get("/metrics").raise_for_status().text
-    found = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#") and "{" not in line:
-            name, _, value = line.rpartition(" ")
-            try:
-                found[name] = float(value)
-            except ValueError:
-                pass
-    return found
+    return {sample.name: sample.value for family in text_string_to_metric_families(text)
+            for sample in family.samples if not sample.labels}
 
 
 # -------------------------------------------------------------- workload
@@ -599,7 +528,9 @@ def run(args) -> dict:
     else:
         tmp = tempfile.mkdtemp(prefix="rtf-serve-load-")
         data = Path(tmp)
-    server = Server(data, args.algorithm)
+    # A session of its own: a Ctrl-C at the terminal reaches us, and we stop it.
+    server = ServerProcess(data, "--host", "127.0.0.1", "--algorithm", args.algorithm,
+                           start_timeout=STARTUP_TIMEOUT_S, new_session=True)
     deadline = time.monotonic() + args.timeout
     watchdog = threading.Timer(args.timeout, _abort, (server, args.timeout))
     watchdog.daemon = True
@@ -607,7 +538,9 @@ def run(args) -> dict:
     stop = threading.Event()
     subscribers: list[Subscriber] = []
     try:
+        t0 = time.perf_counter()
         server.start()
+        startup_s = time.perf_counter() - t0
         log(server.banner)
         url = server.url
         assert url is not None
@@ -648,7 +581,9 @@ def run(args) -> dict:
                 log(f"py-spy failed ({profiler.returncode}): {err.strip()[-500:]}")
     finally:
         stop.set()
-        shutdown_s = server.stop()
+        t0 = time.perf_counter()
+        server.stop(SHUTDOWN_TIMEOUT_S)
+        shutdown_s = time.perf_counter() - t0
         for s in subscribers:
             s.join(10)
         if tmp is not None:
@@ -688,7 +623,7 @@ def run(args) -> dict:
                        "ft_pr": args.ft_pr, "mix": "selective", "algorithm": args.algorithm,
                        "publications_source": [_public(p) for p in args.publications or
                                                datasets.dbpedia_files()]},
-        "server": {"banner": server.banner.replace(str(data), "DATA"), "startup_s": server.startup_s,
+        "server": {"banner": server.banner.replace(str(data), "DATA"), "startup_s": startup_s,
                    "shutdown_s": shutdown_s, "health": health,
                    "filter_seconds_mean_ms": 1000 * metrics.get("rtf_filter_seconds_sum", 0)
                    / max(1, metrics.get("rtf_filter_seconds_count", 0)),
@@ -725,10 +660,11 @@ def _public(path) -> str:
     return os.path.relpath(path)
 
 
-def _abort(server: Server, timeout: float) -> None:
+def _abort(server: ServerProcess, timeout: float) -> None:
     print(f"serve_load: the hard timeout of {timeout:g} s struck; killing the server",
           file=sys.stderr, flush=True)
-    server.kill()
+    if server.running:
+        server.kill()
     os._exit(2)
 
 

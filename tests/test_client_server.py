@@ -27,7 +27,7 @@ from rtf.errors import QueryError  # noqa: E402
 from rtf.parser import parse_query  # noqa: E402
 from rtf.reader import publications_from_bytes  # noqa: E402
 
-from tests.serverproc import ServerProcess  # noqa: E402
+from rtf.server.process import ServerProcess  # noqa: E402
 
 P = "<http://ex.org/c/p>"
 

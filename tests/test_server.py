@@ -1,6 +1,6 @@
 """`rtf serve` as real processes on loopback (docs/server.md, issue 12).
 
-Each test talks HTTP to a server started by `tests.serverproc` (httpx and
+Each test talks HTTP to a server started by `rtf.server.process` (httpx and
 httpx-sse, not rtf.client): register, publish and receive; restart and
 crash (SIGTERM, SIGKILL) on the same data folder; reconnecting streams;
 tokens; bad input and limits; the folder lock; snapshots; metrics; and a
@@ -38,7 +38,7 @@ from rtf.cli import main as rtf_main  # noqa: E402
 from rtf.cli import match_line  # noqa: E402
 from rtf.engine import Engine  # noqa: E402
 from rtf.reader import publications_from_bytes  # noqa: E402
-from tests.serverproc import ServerProcess, run_serve  # noqa: E402
+from rtf.server.process import ServerProcess, run_serve  # noqa: E402
 
 NT = "application/n-triples"
 MAX_BODY = 200_000

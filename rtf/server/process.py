@@ -1,4 +1,4 @@
-"""Real ``rtf serve`` processes on loopback, for tests and benchmarks.
+"""``rtf serve`` in a child process on loopback: for tests, benchmarks and scripts.
 
 `ServerProcess` starts ``python -m rtf.cli serve --data DIR --port 0 ...``,
 reads the port from the "rtf serve: listening on URL" line the server
@@ -78,8 +78,12 @@ class ServerProcess:
     """One ``rtf serve`` process on a free loopback port (started by `start`)."""
 
     def __init__(self, data: str | os.PathLike, *args, token: str | None = None,
-                 env: dict | None = None, start_timeout: float = START_TIMEOUT):
+                 env: dict | None = None, start_timeout: float = START_TIMEOUT,
+                 new_session: bool = False):
+        """`new_session`: start the server in a session of its own, so that a Ctrl-C
+        at the terminal reaches only the caller (which then stops the server)."""
         self.data = Path(data)
+        self.new_session = new_session
         self.args = [str(a) for a in args]
         #: Sent as ``Authorization: Bearer TOKEN`` by `client` and `wait_healthy` unless told otherwise.
         self.token = token
@@ -88,6 +92,8 @@ class ServerProcess:
         self.process: subprocess.Popen | None = None
         #: ``http://127.0.0.1:PORT`` once started.
         self.url: str | None = None
+        #: The "listening on" line of the current run.
+        self.banner = ""
         self._lines: list[str] = []
         self._listening = threading.Event()
         self._reader: threading.Thread | None = None
@@ -128,7 +134,7 @@ class ServerProcess:
         self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                         text=True, encoding="utf-8", errors="replace",
-                                        env=_env(self.env))
+                                        env=_env(self.env), start_new_session=self.new_session)
         _running.add(self)
         self._reader = threading.Thread(target=self._read_stderr, args=(self.process,),
                                         name=f"rtf-serve-{self.process.pid}-stderr", daemon=True)
@@ -163,6 +169,7 @@ class ServerProcess:
                 m = LISTENING.match(line)
                 if m:
                     self.url = m.group(1)
+                    self.banner = line.strip()
                     self._listening.set()
         self._listening.set()  # EOF: the process is gone; start() stops waiting
 
@@ -212,13 +219,14 @@ class ServerProcess:
         """SIGKILL (a crash) and wait: the exit status (-9)."""
         return self._signal(signal.SIGKILL, STOP_TIMEOUT)
 
-    def stop(self) -> int | None:
-        """SIGTERM, then SIGKILL if it hangs; never raises. The exit status (None if not started)."""
+    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
+        """SIGTERM, then SIGKILL if it has not exited within `timeout` s; never raises.
+        The exit status (None if not started)."""
         if self.process is None:
             return None
         if self.running:
             try:
-                return self.terminate()
+                return self.terminate(timeout)
             except ServerFailed:
                 pass
         self._finish()
