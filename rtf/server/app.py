@@ -72,8 +72,8 @@ class QueryIn(BaseModel):
 class Refused(HTTPException):
     """An error answer: status and one readable line (plus fields)."""
 
-    def __init__(self, status: int, message: str, **fields):
-        super().__init__(status, message)
+    def __init__(self, status: int, message: str, headers: dict | None = None, **fields):
+        super().__init__(status, message, headers)
         self.fields = fields
 
 
@@ -184,8 +184,8 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
         """The registered queries, in registration order, a page at a time."""
         if not who.is_admin:
             if who.role != "subscriber" or subscriber not in (None, who.subscriber):
-                raise Refused(403, f"a {who} token cannot list "
-                                   f"{'queries' if subscriber is None else repr(subscriber) + chr(39) + 's queries'}")
+                whose = "queries" if subscriber is None else f"{subscriber!r}'s queries"
+                raise Refused(403, f"a {who} token cannot list {whose}")
             subscriber = who.subscriber
         rows = await run_in_threadpool(broker.registry.store.page, subscriber, after, limit)
         return {"queries": [r.as_json() for r in rows],
@@ -286,10 +286,9 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
 
 
 def _unauthorized(had_header: bool) -> Refused:
-    error = Refused(401, "unknown token" if had_header
-                    else "a bearer token is needed (Authorization: Bearer TOKEN)")
-    error.headers = {"WWW-Authenticate": "Bearer"}
-    return error
+    return Refused(401, "unknown token" if had_header
+                   else "a bearer token is needed (Authorization: Bearer TOKEN)",
+                   headers={"WWW-Authenticate": "Bearer"})
 
 
 def _check_id(query_id: str) -> None:

@@ -81,28 +81,27 @@ class QueryStore:
                   metadata: Mapping | None) -> "PendingWrite":
         """Start writing a registration (replacing any row of that id); the caller
         commits it once the engine took the query, or rolls it back."""
-        self._lock.acquire()
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-            old = self._db.execute("SELECT subscriber FROM queries WHERE id = ?", (query_id,)).fetchone()
-            self._db.execute("DELETE FROM queries WHERE id = ?", (query_id,))
-            cur = self._db.execute(
-                "INSERT INTO queries (id, query, subscriber, metadata) VALUES (?, ?, ?, ?)",
-                (query_id, query, subscriber,
-                 json.dumps(dict(metadata), ensure_ascii=False) if metadata else None))
-            return PendingWrite(self, cur.lastrowid, old)
-        except BaseException:
-            self._abort()
-            raise
+        return self._begin(query_id, (query, subscriber,
+                                      json.dumps(dict(metadata), ensure_ascii=False) if metadata else None))
 
     def begin_delete(self, query_id: str) -> "PendingWrite":
         """Start removing the row of `query_id` (as `begin_put`)."""
+        return self._begin(query_id, None)
+
+    def _begin(self, query_id: str, new_row: tuple | None) -> "PendingWrite":
+        """Take the table's lock, begin a transaction, remove the row of `query_id`
+        and insert `new_row` ``(query, subscriber, metadata)`` in its place, if given."""
         self._lock.acquire()
         try:
             self._db.execute("BEGIN IMMEDIATE")
             old = self._db.execute("SELECT subscriber FROM queries WHERE id = ?", (query_id,)).fetchone()
             self._db.execute("DELETE FROM queries WHERE id = ?", (query_id,))
-            return PendingWrite(self, None, old)
+            seq = None
+            if new_row is not None:
+                seq = self._db.execute(
+                    "INSERT INTO queries (id, query, subscriber, metadata) VALUES (?, ?, ?, ?)",
+                    (query_id, *new_row)).lastrowid
+            return PendingWrite(self, seq, old)
         except BaseException:
             self._abort()
             raise
