@@ -5,5 +5,6 @@ on uvicorn), `auth` (bearer tokens and roles), `broker` (publishing, the
 outbox, snapshots), `registry` (the engine and the SQLite query table, kept
 equal), `querystore` and `outbox` (the two SQLite files), `streams` (live
 Server-Sent Events connections), `metrics` (Prometheus), `command` (the
-``rtf serve`` command line). `rtf.client` is the Python client.
+``rtf serve`` command line), `process` (a server in a child process, for tests,
+benchmarks and scripts). `rtf.client` is the Python client.
 """
