@@ -17,7 +17,7 @@ import os
 
 import pytest
 
-from rtf import datasets
+from rtf.io import datasets
 
 #: Queries registered in each engine, and publications filtered per round
 #: (override with RTF_BENCH_QUERIES and RTF_BENCH_PUBLICATIONS).
@@ -40,37 +40,37 @@ def _need_data():
 def dbpedia_publications():
     """Every publication of the sample (the queries' vocabulary)."""
     _need_data()
-    from rtf.bench import load_publications
+    from rtf.bench.inputs import load_publications
     return load_publications([str(f) for f in datasets.dbpedia_files()])
 
 
 @pytest.fixture(scope="session")
 def filtered_publications(dbpedia_publications):
     """A random slice of the sample, the same for every engine."""
-    from rtf.bench import sample_publications
+    from rtf.bench.inputs import sample_publications
     return sample_publications(dbpedia_publications, N_PUBLICATIONS, SEED)
 
 
 @pytest.fixture(scope="session")
 def query_records(dbpedia_publications):
     """`rtf bench`'s workload: N_QUERIES generated queries at FT_pr = 50 %."""
-    from rtf.bench import bench_mix
-    from rtf.workload import generate_queries
+    from rtf.bench.inputs import bench_mix
+    from rtf.bench.workload import generate_queries
     return generate_queries(dbpedia_publications, N_QUERIES, seed=SEED, mix=bench_mix(FT_PR))
 
 
 @pytest.fixture(scope="session")
 def workload(query_records):
     """The same queries, parsed once: registration benchmarks do not time the parser."""
-    from rtf.bench import parse_workload
+    from rtf.bench.inputs import parse_workload
     return parse_workload(query_records, FT_PR, N_QUERIES)
 
 
 @pytest.fixture(scope="session")
 def selective_workload(dbpedia_publications):
     """N_SELECTIVE_QUERIES queries of the selective mix (``rtf bench --mix selective``), parsed."""
-    from rtf.bench import bench_mix, parse_workload
-    from rtf.workload import generate_queries
+    from rtf.bench.inputs import bench_mix, parse_workload
+    from rtf.bench.workload import generate_queries
     records = generate_queries(dbpedia_publications, N_SELECTIVE_QUERIES, seed=SEED,
                                mix=bench_mix(FT_PR, "selective"))
     return parse_workload(records, FT_PR, N_SELECTIVE_QUERIES)
@@ -79,5 +79,5 @@ def selective_workload(dbpedia_publications):
 @pytest.fixture(scope="session")
 def selective_publications(dbpedia_publications):
     """The publications the selective workload filters (a random slice of the sample)."""
-    from rtf.bench import sample_publications
+    from rtf.bench.inputs import sample_publications
     return sample_publications(dbpedia_publications, N_SELECTIVE_PUBLICATIONS, SEED)

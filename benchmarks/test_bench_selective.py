@@ -1,6 +1,6 @@
 """pytest-benchmark cases: filtering under the selective workload (issue 10).
 
-``rtf bench --mix selective``'s queries (`rtf.workload.Mix.selective`:
+``rtf bench --mix selective``'s queries (`rtf.bench.workload.Mix.selective`:
 about 2 % of the queries match a DBpedia publication, so the index, not
 the per-match work, decides the time) loaded once into rtfs, rtfm and
 ibroker; each round filters the same publications through each. Sizes
@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from rtf.bench import _percentile
+from rtf.bench.timing import percentile
 from rtf.engine import Engine, freeze_long_lived
 
 SELECTIVE_ALGORITHMS = ("rtfs", "rtfm", "ibroker")
@@ -69,7 +69,7 @@ def test_filter_selective(benchmark, selective_workload, selective_publications,
         workload="selective", queries=n_queries, publications=n_pubs, matches=matches,
         matches_per_pub=matches / n_pubs,
         matching_share_pct=100 * matches / n_pubs / n_queries,
-        pubs_per_s=n_pubs / sum(times), latency_ms_p50=1000 * _percentile(ordered, 0.50),
-        latency_ms_p99=1000 * _percentile(ordered, 0.99))
+        pubs_per_s=n_pubs / sum(times), latency_ms_p50=1000 * percentile(ordered, 0.50),
+        latency_ms_p99=1000 * percentile(ordered, 0.99))
     reference = selective_engines.setdefault("_matches", matches)
     assert matches == reference, f"{algorithm} finds {matches} matches, another engine {reference}"

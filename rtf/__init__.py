@@ -13,21 +13,24 @@ satisfies and with which bindings::
     for match in engine.match(publication):     # Publication, rdflib Graph or triples
         print(match.query_id, match.subscriber, match.bindings)
 
-The pieces, in the order data flows through them: `rtf.parser` (text to
-`rtf.model`), `rtf.decompose` (branches of tuple conjuncts), the indexes
-(`rtf.naive`, `rtf.trieforest`, `rtf.ibroker_baseline`), `rtf.filter` and
-`rtf.join` (the shared filtering algorithm), `rtf.engine` (the facade).
+The pieces, in the order data flows through them (each a folder or module,
+docs/architecture.md): `rtf.query` (what a query means), `rtf.parser` (text
+to the query model), `rtf.io` (publications in, saved indexes, output),
+the indexes (`rtf.naive`, `rtf.trieforest`, `rtf.ibroker_baseline`),
+`rtf.filter` and `rtf.matching` (the shared filtering algorithm and its
+parts), `rtf.engine` (the facade); then the applications: `rtf.bench`,
+`rtf.spark`, `rtf.server` (and its client), `rtf.cli`.
 """
 
 __version__ = "0.1.0"
 
-# The public API, imported on first use (PEP 562) so that `import rtf.text`
+# The public API, imported on first use (PEP 562) so that `import rtf.query.text`
 # in a Spark executor does not pay for the parser and every engine.
 _API = {
     "ALGORITHMS": "rtf.engine", "Algorithm": "rtf.engine", "Engine": "rtf.engine",
     "Match": "rtf.engine", "RegisteredQuery": "rtf.engine",
-    "Publication": "rtf.publication", "Taxonomy": "rtf.taxonomy",
-    "parse_query": "rtf.parser", "read_publications": "rtf.reader",
+    "Publication": "rtf.io.publication", "Taxonomy": "rtf.io.taxonomy",
+    "parse_query": "rtf.parser", "read_publications": "rtf.io.reader",
     "RtfError": "rtf.errors", "QueryError": "rtf.errors", "QuerySyntaxError": "rtf.errors",
     "UnsupportedQueryError": "rtf.errors", "QueryTooComplexError": "rtf.errors",
     "PublicationError": "rtf.errors", "TaxonomyError": "rtf.errors",

@@ -9,6 +9,7 @@ memory.
 >>> engine = Engine()
 >>> engine.register('SELECT ?s WHERE { ?s <http://ex/p> ?o FILTER ftcontains(?o, "rio") }', "q1")
 'q1'
+>>> from rtf import Publication
 >>> pub = Publication("http://ex/a", [("<http://ex/a>", "<http://ex/p>", '"Games in Rio"')])
 >>> [(m.query_id, m.bindings) for m in engine.match(pub)]
 [('q1', [{'s': '<http://ex/a>'}])]
@@ -26,15 +27,17 @@ from operator import attrgetter, itemgetter
 from os import PathLike
 from typing import Literal as TypingLiteral
 
-from rtf.errors import QueryError, QueryTooComplexError
-from rtf.expressions import check_regexes, compile_filter
+from rtf.errors import IndexFileError, QueryError, QueryTooComplexError, RtfError
 from rtf.filter import QueryIndex
-from rtf.model import Query
+from rtf.io import store
+from rtf.io.publication import as_publication
+from rtf.io.taxonomy import Taxonomy
+from rtf.matching.query_table import bulk_memos, shrunk
 from rtf.parser import parse_query
-from rtf.query_table import bulk_memos, shrunk
-from rtf.publication import Publication, as_publication
-from rtf.taxonomy import Taxonomy
-from rtf.terms import IRI, Literal
+from rtf.query.expressions import compile_filter
+from rtf.query.model import Query
+from rtf.query.regex import check_regexes
+from rtf.query.terms import IRI, Literal
 
 #: The name of a matching algorithm (all four give the same answers).
 Algorithm = TypingLiteral["naive", "rtfm", "rtfs", "ibroker"]
@@ -137,13 +140,13 @@ class Match(tuple):
     def explain(self, publication, source) -> list[dict]:
         """Why this match: per solution, the branch that matched and each
         satisfied ``ftcontains`` with its variable, literal, character spans
-        and words (see `rtf.explain`).
+        and words (see `rtf.matching.explain`).
 
         Computed now, from `publication` (the one matched) and `source` (the
         `Engine` that matched it, a `RegisteredQuery` or a `Query`): matching
         keeps nothing for it, so it costs nothing unless asked for.
         """
-        from rtf.explain import explain_match
+        from rtf.matching.explain import explain_match
         return explain_match(self, publication, source)
 
     def __iter__(self):
@@ -257,10 +260,10 @@ class Engine:
         ValueError, and every problem in the query itself a `QueryError`
         with line and column where known: text that does not parse, a
         construct outside the spec, a constant regex pattern that cannot run
-        (`rtf.expressions.InvalidRegexError`), a query nested too deeply.
+        (`rtf.query.regex.InvalidRegexError`), a query nested too deeply.
         """
         if not isinstance(query, (str, Query)):
-            raise TypeError(f"query must be a str or an rtf.model.Query, not {type(query).__name__}")
+            raise TypeError(f"query must be a str or an rtf.query.model.Query, not {type(query).__name__}")
         if query_id is not None:
             _check_id(query_id)
         if subscriber is not None and not isinstance(subscriber, str):
@@ -400,7 +403,7 @@ class Engine:
             with bulk_memos():  # many queries at once: shapes and layouts computed once each
                 for query, query_id, subscriber, *metadata in records:
                     if not isinstance(query, Query):
-                        raise TypeError(f"expected an rtf.model.Query, not {type(query).__name__}")
+                        raise TypeError(f"expected an rtf.query.model.Query, not {type(query).__name__}")
                     done.append(self.register(query, query_id, subscriber, *metadata))
         except BaseException:
             for query_id in reversed(done):
@@ -413,10 +416,19 @@ class Engine:
         """Save the registered queries, taxonomy, algorithm and solution cap to `path`.
 
         Atomic: `path` is replaced only once the whole file is on disk (see
-        `rtf.store` and docs/index-format.md). Returns the file size in bytes.
+        `rtf.io.store` and docs/index-format.md). Returns the file size in bytes.
         """
-        from rtf.store import save_engine
-        return save_engine(self, path)
+        return store.write_index(self._saved(), path)
+
+    @_synchronized
+    def to_bytes(self) -> bytes:
+        """The bytes `save` would write: the saved-index format, to send or keep elsewhere."""
+        return store.encode_index(self._saved())
+
+    def _saved(self) -> store.SavedIndex:
+        return store.SavedIndex(self.algorithm, self.max_solutions, self.taxonomy,
+                                [(rq.query, rq.id, rq.subscriber, rq.metadata) for rq in self._queries.values()],
+                                self._next_id)
 
     @classmethod
     def load(cls, path: str | PathLike) -> "Engine":
@@ -426,8 +438,33 @@ class Engine:
         index of this format version (truncated, corrupt, foreign); nothing
         is loaded then.
         """
-        from rtf.store import load_engine
-        return load_engine(path)
+        return cls.from_bytes(store.read_index_bytes(path), str(path))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, source: str = "<bytes>") -> "Engine":
+        """The engine saved in the index-file bytes `data` (as `load`, without the file).
+
+        Every check of `load` applies; `source` names the bytes in error
+        messages. The Spark jobs broadcast an index file's bytes and each
+        worker builds its engine here.
+        """
+        saved = store.decode_index(data, source)
+        if saved.algorithm not in ALGORITHMS:
+            raise IndexFileError(f"{source}: unknown algorithm {saved.algorithm!r}")
+        was_enabled = gc.isenabled()
+        gc.disable()  # millions of long-lived objects, no cycles (see store.decode_index)
+        try:
+            engine = cls(saved.algorithm, taxonomy=saved.taxonomy, max_solutions=saved.max_solutions)
+            engine.register_parsed(saved.queries)
+        except (RtfError, KeyError, TypeError, ValueError, IndexError, AttributeError,
+                RecursionError) as e:
+            raise IndexFileError(f"{source}: the index content is malformed: "
+                                 f"{type(e).__name__}: {e}") from None
+        finally:
+            if was_enabled:
+                gc.enable()
+        engine._next_id = saved.next_id
+        return engine
 
     def __contains__(self, query_id: str) -> bool:
         """Whether a query of that id is registered (TypeError if `query_id` is not a str)."""

@@ -70,3 +70,9 @@ class IndexFileError(RtfError, ValueError):
     """A saved query index that cannot be loaded: not an index, truncated, corrupt
     (checksum), of another format version, or with content this rtf refuses.
     Nothing is loaded when it is raised."""
+
+
+def position(text: str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of a character offset."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1

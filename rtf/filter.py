@@ -1,7 +1,7 @@
 """The filtering algorithm shared by the indexed engines (RTF paper, 3.2).
 
 An index (RTFm's or RTFs's trie forest, or the iBroker inverted index)
-stores tuple shapes (see `rtf.query_table`). For a publication it collects,
+stores tuple shapes (see `rtf.matching.query_table`). For a publication it collects,
 per shape, the triples that satisfy the shape's structure -- constants,
 variables, wildcards -- and contain its required words. Everything after
 that is common to all indexes, so that only the indexing differs between
@@ -10,8 +10,8 @@ them:
 1. phrase, proximity, prefix and ``ftnot`` constraints are checked on the
    triple's text (the side structure checked after traversal);
 2. the query table counts, set-at-a-time, which branches have all their
-   shapes satisfied (`rtf.query_table.QueryTable.complete_slots`);
-3. each complete branch is answered by `rtf.solutions`: star branches by
+   shapes satisfied (`rtf.matching.query_table.QueryTable.complete_slots`);
+3. each complete branch is answered by `rtf.matching.solutions`: star branches by
    intersecting one variable's values, the others by the G-ToPSS join,
    residual filters and projection.
 """
@@ -24,11 +24,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from rtf.model import Query
-from rtf.query_table import QueryTable, RegisteredBranch, TupleShape, shrunk
-from rtf.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
-from rtf.terms import is_literal, lexical_form
-from rtf.text import text_index
+from rtf.query.model import Query
+from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape, shrunk
+from rtf.matching.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
+from rtf.query.terms import is_literal, lexical_form
+from rtf.query.text import text_index
 
 Triple = tuple[str, str, str]
 Solutions = dict[str, set | frozenset]

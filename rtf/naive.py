@@ -3,7 +3,7 @@
 It evaluates every registered query on every publication, straight from
 the query as written: each triple pattern is matched against the
 publication's triples, the pattern tables are hash-joined, and the filters
-are applied with SPARQL's three-valued logic (`rtf.expressions`). It does
+are applied with SPARQL's three-valued logic (`rtf.query.expressions`). It does
 not use the disjunctive normal form, the tuple conjuncts, the query table
 or the shared join of `rtf.filter`, so it checks all of them independently.
 
@@ -28,11 +28,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rtf.expressions import passes
+from rtf.query.expressions import passes
 from rtf.filter import JOIN_ROWS_PER_SOLUTION, QueryIndex, Solutions, Triple
-from rtf.model import Query, TriplePattern, operand_variables
-from rtf.optional import PublicationTriples, group_solutions
-from rtf.terms import TypePath, Wildcard, is_variable
+from rtf.query.model import Query, TriplePattern, operand_variables
+from rtf.matching.optional import PublicationTriples, group_solutions
+from rtf.query.terms import TypePath, Wildcard, is_variable
 
 Row = tuple[str, ...]
 
@@ -247,7 +247,7 @@ def _project(cols, rows, projection, limit, truncated):
 def group_query_solutions(query: Query, triples, virtual, grouped=None,
                           limit: int | None = None) -> tuple[set[tuple], bool]:
     """Distinct projected solutions of a query whose WHERE has UNION or OPTIONAL: SPARQL's
-    algebra straight from the query as written (`rtf.optional.group_solutions`)."""
+    algebra straight from the query as written (`rtf.matching.optional.group_solutions`)."""
     max_rows = None if limit is None else limit * JOIN_ROWS_PER_SOLUTION
     rows, cut = group_solutions(query.where, PublicationTriples(triples, virtual), max_rows)
     found: set[tuple] = set()

@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None, spark=None) -> int:
         parser.error("--algorithm is required with --queries")
     log = _log(args.quiet)
     from rtf.errors import RtfError
-    from rtf.replay import ReplayConfig, ReplayError, package_zip, run_replay
+    from rtf.spark.replay import ReplayConfig, ReplayError, package_zip, run_replay
 
     config = ReplayConfig(dumps=args.dump, queries=args.queries, index=args.index, output=args.output,
                           algorithm=args.algorithm, taxonomy=args.taxonomy,

@@ -27,7 +27,7 @@ from scaling import run_match, run_spark, sorted_lines
 
 
 def main(argv=None) -> int:
-    from rtf import datasets
+    from rtf.io import datasets
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 epilog=__doc__.split("\n\n", 1)[1],

@@ -30,7 +30,7 @@ SCRIPT = HERE / "dbpedia_eval.py"
 def run_match(dumps: list[str], queries: str, taxonomy: str | None, algorithm: str,
               out: Path) -> dict:
     """`rtf match` over the dump files, in a process of its own; its --stats, timed."""
-    from rtf.replay import dump_files
+    from rtf.spark.replay import dump_files
 
     files = dump_files(dumps)
     cmd = [sys.executable, "-m", "rtf.cli", "match", "--queries", queries, "--publications", *files,
@@ -71,7 +71,7 @@ def sorted_lines(paths) -> list[str]:
 
 
 def main(argv=None) -> int:
-    from rtf import datasets
+    from rtf.io import datasets
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 epilog=__doc__.split("\n\n", 1)[1],

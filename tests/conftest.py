@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from rtf import datasets
+from rtf.io import datasets
 
 
 def _need_data():
@@ -17,7 +17,7 @@ def _need_data():
 @pytest.fixture(scope="session")
 def dbpedia_taxonomy():
     _need_data()
-    from rtf.taxonomy import Taxonomy
+    from rtf.io.taxonomy import Taxonomy
     return Taxonomy.from_file(datasets.dbpedia_ontology())
 
 
@@ -30,7 +30,7 @@ def _file(name: str):
 def dbpedia_slice():
     """A mixed slice: the verbatim-format files, typed db8k resources, real abstracts."""
     _need_data()
-    from rtf.reader import read_publications
+    from rtf.io.reader import read_publications
     pubs = list(read_publications([_file("nordlys"), _file("esbm")]))
     pubs += list(itertools.islice(read_publications([_file("db8k28")]), 700))
     for name in ("renlg", "knowledgenet", "ml1m"):
@@ -41,5 +41,5 @@ def dbpedia_slice():
 @pytest.fixture(scope="session")
 def dbpedia_all():
     _need_data()
-    from rtf.reader import read_publications
+    from rtf.io.reader import read_publications
     return list(read_publications(datasets.dbpedia_files()))

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rtf import bench
+from rtf.bench import inputs, timing
 from rtf.cli import main
 
 EX = "http://ex.org/"
@@ -93,7 +93,7 @@ def test_a_wrong_engine_makes_the_bench_fail_loudly(world, tmp_path, capsys, mon
 
     monkeypatch.setattr(Engine, "match", lossy_match)
     code, doc, stdout, _ = run_json(capsys, tmp_path, *bench_args(world))
-    assert code == bench.EXIT_MISMATCH
+    assert code == inputs.EXIT_MISMATCH
     assert "MATCH MISMATCH" in stdout
     assert not any(r["matches_agree"] for r in doc["runs"])
     bad = [r for r in doc["runs"] if r["mismatch"]]
@@ -181,16 +181,16 @@ def test_selective_bench_reports_selectivity_and_latency(world, tmp_path, capsys
 
 
 def test_steps_end_at_every_db_size():
-    assert bench.chunks([20, 40], 20) == [(0, 20), (20, 40)]
-    assert bench.chunks([20, 50], 20) == [(0, 20), (20, 40), (40, 50)]
-    assert bench.chunks([5, 12], 5) == [(0, 5), (5, 10), (10, 12)]
+    assert inputs.chunks([20, 40], 20) == [(0, 20), (20, 40)]
+    assert inputs.chunks([20, 50], 20) == [(0, 20), (20, 40), (40, 50)]
+    assert inputs.chunks([5, 12], 5) == [(0, 5), (5, 10), (10, 12)]
 
 
 def test_percentiles_interpolate_between_ranks():
     values = [1.0, 2.0, 3.0, 4.0]
-    assert bench._percentile(values, 0.5) == 2.5
-    assert bench._percentile(values, 0.99) == pytest.approx(3.97)
-    assert bench._percentile([7.0], 0.99) == 7.0
+    assert timing.percentile(values, 0.5) == 2.5
+    assert timing.percentile(values, 0.99) == pytest.approx(3.97)
+    assert timing.percentile([7.0], 0.99) == 7.0
 
 
 # ------------------------------------------------------------ the workload generator
@@ -198,19 +198,17 @@ def test_percentiles_interpolate_between_ranks():
 
 @pytest.fixture(scope="module")
 def world_pubs(world):
-    from rtf.reader import read_publications
+    from rtf.io.reader import read_publications
     return list(read_publications([world]))
 
 
 def _examples():
-    from pathlib import Path
-
-    import rtf
-    return Path(rtf.__file__).resolve().parent / "examples"
+    from rtf.io.datasets import examples_dir
+    return examples_dir()
 
 
 def test_generator_is_deterministic_by_seed(world_pubs):
-    from rtf.workload import Mix, generate_queries
+    from rtf.bench.workload import Mix, generate_queries
 
     mix = Mix.all_operators(0.5)
     first = generate_queries(world_pubs, 200, seed=5, mix=mix)
@@ -231,7 +229,7 @@ def test_gen_queries_command_is_deterministic_and_rtf_match_reads_it(world, tmp_
 
 def test_queries_are_stars_of_at_most_four_tuples_with_ft_pr_applied(world_pubs):
     from rtf.parser import parse_query
-    from rtf.workload import Mix, generate_queries
+    from rtf.bench.workload import Mix, generate_queries
 
     literal_tuples = {0.0: [0, 0], 1.0: [0, 0]}
     for ft_pr in (0.0, 1.0):
@@ -258,9 +256,9 @@ def test_queries_are_stars_of_at_most_four_tuples_with_ft_pr_applied(world_pubs)
 
 def test_terms_are_drawn_from_the_multiset_of_words(tmp_path):
     """A word that fills 95 % of the text fills about 95 % of the terms."""
-    from rtf.reader import read_publications
-    from rtf.text import words
-    from rtf.workload import Mix, generate_queries
+    from rtf.io.reader import read_publications
+    from rtf.query.text import words
+    from rtf.bench.workload import Mix, generate_queries
 
     lines = [f'<{EX}r{i}> <{EX}text> "{" ".join(["common"] * 19 + [f"rare{i}"])}" .'
              for i in range(20)]
@@ -279,9 +277,9 @@ def test_terms_are_drawn_from_the_multiset_of_words(tmp_path):
 def test_generated_queries_all_parse_and_register_in_every_engine(world, source):
     from rtf.engine import ALGORITHMS, Engine
     from rtf.parser import parse_query
-    from rtf.reader import read_publications
-    from rtf.taxonomy import Taxonomy
-    from rtf.workload import Mix, generate_queries
+    from rtf.io.reader import read_publications
+    from rtf.io.taxonomy import Taxonomy
+    from rtf.bench.workload import Mix, generate_queries
 
     if source == "world":
         pubs, taxonomy = list(read_publications([world])), Taxonomy.from_edges(
@@ -310,7 +308,7 @@ def test_the_bench_workload_replaces_queries_the_parser_refuses(monkeypatch):
     records = [{"id": "a", "query": "ASK { ?s ?p ?o }"}, {"id": "b", "query": "NOT A QUERY"},
                {"id": "c", "query": "ASK { ?s <http://ex/p> ?o }"}]
     more = lambda round_, k: [{"id": f"x{round_}_{i}", "query": "ASK { ?s ?p ?o }"} for i in range(k)]
-    wl = bench.parse_workload(records, 50, 3, more)
+    wl = inputs.parse_workload(records, 50, 3, more)
     assert wl.ids == ["a", "c", "x1_0"] and wl.rejected == 1
 
 
@@ -334,7 +332,7 @@ def _matches_per_publication(records, publications, algorithm="rtfs"):
 
 
 def test_selective_mix_is_deterministic_by_seed(world_pubs):
-    from rtf.workload import Mix, generate_queries
+    from rtf.bench.workload import Mix, generate_queries
 
     first = generate_queries(world_pubs, 200, seed=5, mix=Mix.selective())
     assert generate_queries(list(world_pubs), 200, seed=5, mix=Mix.selective()) == first
@@ -346,8 +344,8 @@ def test_selective_mix_does_not_depend_on_the_hash_seed(world):
     import subprocess
     import sys
 
-    code = ("import json, sys; from rtf.reader import read_publications; "
-            "from rtf.workload import Mix, generate_queries; "
+    code = ("import json, sys; from rtf.io.reader import read_publications; "
+            "from rtf.bench.workload import Mix, generate_queries; "
             f"print(json.dumps(generate_queries(list(read_publications([{world!r}])), 100, seed=3, "
             "mix=Mix.selective())))")
     outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -358,7 +356,7 @@ def test_selective_mix_does_not_depend_on_the_hash_seed(world):
 def test_selective_queries_are_typed_stars_of_informative_own_words(world_pubs):
     """Every query asks ?s a C (one class) plus 1-3 distinct properties, in the paper's shape."""
     from rtf.parser import parse_query
-    from rtf.workload import Mix, generate_queries
+    from rtf.bench.workload import Mix, generate_queries
 
     texts = {w for p in world_pubs for o in p.literals() for w in o.split('"')[1].casefold().split()}
     for rec in generate_queries(world_pubs, 150, seed=2, mix=Mix.selective(1.0)):
@@ -379,9 +377,9 @@ def test_selective_queries_are_typed_stars_of_informative_own_words(world_pubs):
 
 def test_selective_words_skip_the_common_ones(tmp_path):
     """'common' fills 95 % of the text and is in every publication: never an informative term."""
-    from rtf.reader import read_publications
-    from rtf.text import words
-    from rtf.workload import Mix, generate_queries
+    from rtf.io.reader import read_publications
+    from rtf.query.text import words
+    from rtf.bench.workload import Mix, generate_queries
 
     lines = [f'<{EX}r{i}> <{RDF_TYPE}> <{EX}C{i % 3}> .\n'
              f'<{EX}r{i}> <{EX}text> "{" ".join(["common"] * 19 + [f"rare{i}"])}" .'
@@ -406,12 +404,12 @@ def test_selective_words_skip_the_common_ones(tmp_path):
 
 @pytest.fixture(scope="module")
 def dbpedia_vocabulary(dbpedia_all):
-    from rtf.workload import Vocabulary
+    from rtf.bench.workload import Vocabulary
     return Vocabulary(dbpedia_all)
 
 
 def test_engines_agree_on_the_selective_mix(world_pubs, dbpedia_slice):
-    from rtf.workload import Mix, generate_queries
+    from rtf.bench.workload import Mix, generate_queries
 
     for pubs, n, filtered in ((world_pubs, 120, world_pubs), (dbpedia_slice, 400, dbpedia_slice[::20])):
         records = generate_queries(pubs, n, seed=4, mix=Mix.selective())
@@ -422,7 +420,7 @@ def test_engines_agree_on_the_selective_mix(world_pubs, dbpedia_slice):
 
 def test_every_selective_query_matches_its_source_publication(dbpedia_slice):
     """Class, properties, constants and words all come from one publication: it matches."""
-    from rtf.workload import Mix, generate_queries
+    from rtf.bench.workload import Mix, generate_queries
 
     pubs = dbpedia_slice[::8]
     hits = _matches_per_publication(generate_queries(pubs, 300, seed=1, mix=Mix.selective()), pubs)
@@ -434,8 +432,8 @@ def test_every_selective_query_matches_its_source_publication(dbpedia_slice):
 def test_the_selective_mix_is_more_selective_than_the_paper_mix(dbpedia_vocabulary, seed):
     """On a DBpedia sample the share of queries matching a publication drops from ~11 % (paper)
     to ~2 % (selective, docs/benchmarks.md); with 300 queries x 60 publications, below 4 %."""
-    from rtf.bench import sample_publications
-    from rtf.workload import Mix, generate_queries
+    from rtf.bench.inputs import sample_publications
+    from rtf.bench.workload import Mix, generate_queries
 
     pubs = sample_publications(dbpedia_vocabulary.publications, 60, seed)
     share = {}

@@ -160,7 +160,7 @@ def test_bad_option_values_are_one_line_usage_errors(capsys, argv, message):
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from rtf.cli import match_line  # noqa: E402
+from rtf.io.output import match_line  # noqa: E402
 from rtf.engine import Match  # noqa: E402
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)

@@ -1,4 +1,4 @@
-"""rtf.client against a real `rtf serve` process on loopback.
+"""rtf.server.client against a real `rtf serve` process on loopback.
 
 tests/test_client_unit.py checks the client against scripted answers; here
 the same calls go to the server: the answers must be what a local Engine
@@ -20,12 +20,12 @@ pytest.importorskip("httpx")
 pytest.importorskip("httpx_sse")
 
 from rtf import Engine  # noqa: E402
-from rtf.cli import match_line  # noqa: E402
-from rtf.client import (AuthenticationError, Client, MatchEvent, NotFoundError,  # noqa: E402
+from rtf.io.output import match_line  # noqa: E402
+from rtf.server.client import (AuthenticationError, Client, MatchEvent, NotFoundError,  # noqa: E402
                         PermissionDeniedError)
 from rtf.errors import QueryError  # noqa: E402
 from rtf.parser import parse_query  # noqa: E402
-from rtf.reader import publications_from_bytes  # noqa: E402
+from rtf.io.reader import publications_from_bytes  # noqa: E402
 
 from rtf.server.process import ServerProcess  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""rtf.client against a fake server (httpx.MockTransport): the requests it sends
+"""rtf.server.client against a fake server (httpx.MockTransport): the requests it sends
 (URLs, percent-encoded ids, headers, bodies), how it maps error answers, the
 pages it follows, and the Server-Sent Events it parses and reconnects to.
 The contract is docs/server.md; no server process is started here."""
@@ -13,8 +13,8 @@ import time
 import httpx
 import pytest
 
-import rtf.client
-from rtf.client import (AuthenticationError, BadRequestError, Client, GapEvent, MatchEvent,
+import rtf.server.client
+from rtf.server.client import (AuthenticationError, BadRequestError, Client, GapEvent, MatchEvent,
                         NotFoundError, PayloadTooLargeError, PermissionDeniedError, ServerError,
                         ServerUnavailableError)
 from rtf.errors import QueryError, RtfError
@@ -96,14 +96,14 @@ def no_retry(monkeypatch):
     """Fails a test whose client would wait to try again."""
     def sleep(seconds):
         raise AssertionError(f"retried after {seconds} s")
-    monkeypatch.setattr(rtf.client, "_sleep", sleep)
+    monkeypatch.setattr(rtf.server.client, "_sleep", sleep)
 
 
 @pytest.fixture
 def sleeps(monkeypatch):
     """The reconnection delays, recorded instead of slept."""
     recorded: list[float] = []
-    monkeypatch.setattr(rtf.client, "_sleep", recorded.append)
+    monkeypatch.setattr(rtf.server.client, "_sleep", recorded.append)
     return recorded
 
 

@@ -17,8 +17,8 @@ from rdflib.namespace import RDFS
 
 from rtf import ALGORITHMS, Engine
 from rtf.parser import parse_query
-from rtf.terms import rdflib_key
-from rtf.workload import Mix, generate_queries
+from rtf.query.terms import rdflib_key
+from rtf.bench.workload import Mix, generate_queries
 
 INDEXED = [a for a in ALGORITHMS if a != "naive"]
 
@@ -82,7 +82,7 @@ def test_structural_answers_equal_rdflib_sparql(dbpedia_slice, dbpedia_taxonomy)
     """Star queries never join across subjects, and every subject is one
     publication, so the union of rtf's per-publication answers must equal
     rdflib's answers over the union graph plus the ontology's subClassOf edges."""
-    from rtf import datasets
+    from rtf.io import datasets
 
     pubs = [p for p in dbpedia_slice if len(p.triples) > 1][:500]
     mix = Mix(ft_pr=0.0, constant=0.3, value_filter=0.4, taxonomy=0.4)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ["rtf.parser", "rtf.engine", "rtf.text", "rtf.expressions", "rtf.publication",
-           "rtf.terms", "rtf.decompose", "rtf.taxonomy", "rtf.reader", "rtf.values",
-           "rtf.arguments", "rtf.workload", "rtf.explain"]
+MODULES = ["rtf.parser", "rtf.engine", "rtf.query.text", "rtf.query.expressions", "rtf.io.publication",
+           "rtf.query.terms", "rtf.query.decompose", "rtf.io.taxonomy", "rtf.io.reader", "rtf.query.values",
+           "rtf.cli.arguments", "rtf.bench.workload", "rtf.matching.explain"]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
@@ -44,10 +44,11 @@ def fresh_checkout(tmp_path):
     """A folder laid out as a clone beside ../shared/data: the README's paths resolve."""
     import os
 
-    from rtf import datasets
+    from rtf.io import datasets
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     (checkout / "rtf").symlink_to(ROOT / "rtf")
+    (checkout / "examples").symlink_to(ROOT / "examples")
     if datasets.available():
         (tmp_path / "shared").mkdir()
         (tmp_path / "shared" / "data").symlink_to(datasets.data_dir())
@@ -74,7 +75,7 @@ def test_readme_python_and_bundled_commands_run_as_written(fresh_checkout):
 
 @pytest.mark.slow
 def test_readme_dbpedia_commands_run_as_written(fresh_checkout):
-    from rtf import datasets
+    from rtf.io import datasets
     if not datasets.available():
         pytest.skip(datasets.missing_message())
     checkout, env = fresh_checkout

@@ -19,12 +19,13 @@ import pytest
 
 import rtf
 from rtf import Engine, Publication, RegisteredQuery
-from rtf.cli import main, sparql_term
-from rtf.reader import read_publications
+from rtf.cli import main
+from rtf.io.output import sparql_term
+from rtf.io.reader import read_publications
 
 EX = "http://ex.org/"
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "rtf" / "examples"
+EXAMPLES = ROOT / "examples"
 
 
 def nt(subject: str, text: str) -> str:
@@ -286,7 +287,7 @@ def test_sparql_json_is_what_rdflib_reads():
     doc = {"head": {"vars": [f"v{i}" for i in range(len(keys))]},
            "results": {"bindings": [{f"v{i}": sparql_term(k) for i, k in enumerate(keys)}]}}
     result = JSONResultParser().parse(io.StringIO(json.dumps(doc)))
-    from rtf.terms import rdflib_key
+    from rtf.query.terms import rdflib_key
     row = result.bindings[0]
     got = [rdflib_key(row[__import__("rdflib").Variable(f"v{i}")]) for i in range(len(keys))]
     assert got[0] == keys[0] and got[2:] == keys[2:] and got[1].startswith("_:")
@@ -330,7 +331,7 @@ def test_match_help_example_names_files_that_exist(capsys):
     with pytest.raises(SystemExit):
         main(["match", "--help"])
     help_text = capsys.readouterr().out
-    named = {w for w in help_text.split() if w.startswith("rtf/examples/")}
+    named = {w for w in help_text.split() if w.startswith("examples/")}
     assert named and all((ROOT / w).exists() for w in named)
 
 
@@ -358,7 +359,7 @@ def _figures(monkeypatch, tmp_path, doc):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from rtf.bench import write_plots
+    from rtf.bench.plots import write_plots
     plt.close("all")
     monkeypatch.setattr(plt, "close", lambda fig=None: None)
     written = write_plots(doc, tmp_path)

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from rtf import Engine, Publication
 from rtf.cli import main
-from rtf.explain import explain_solution, ft_hits
+from rtf.matching.explain import explain_solution, ft_hits
 from rtf.parser import parse_query
-from rtf.text import words
+from rtf.query.text import words
 
 EX = "http://ex.org/"
 

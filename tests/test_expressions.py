@@ -1,4 +1,4 @@
-"""Filter evaluation (`rtf.expressions`): three-valued logic and the filter functions.
+"""Filter evaluation (`rtf.query.expressions`): three-valued logic and the filter functions.
 
 A solution maps variable names to term keys. Tables list hand-checked
 cases with the reason each answer is right; SPARQL 1.1 §17.2 (errors and
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from rtf.expressions import compile_filter, evaluate, passes
-from rtf.model import (And, Compare, Contains, EffectiveBoolean, FTAnd, FTNot, FtContains, Lang,
+from rtf.query.expressions import compile_filter, evaluate, passes
+from rtf.query.model import (And, Compare, Contains, EffectiveBoolean, FTAnd, FTNot, FtContains, Lang,
                        LangMatches, Not, Or, Regex)
-from rtf.terms import IRI, XSD, BlankNode, Literal, Variable, literal_key
-from rtf.text import parse_ft_string
-from rtf.values import ERROR
+from rtf.query.terms import IRI, XSD, BlankNode, Literal, Variable, literal_key
+from rtf.query.text import parse_ft_string
+from rtf.query.values import ERROR
 
 X, Y, U = Variable("x"), Variable("y"), Variable("unbound")
 
@@ -198,7 +198,7 @@ REGEX_CASES = [
     ('"abc"', "(", None, ERROR, "an invalid pattern (FORX0002)"),
     ('"abc"', "[]a]", None, ERROR, "XPath has no empty class; Python would read ] as a member"),
     ('"abc"', "[a-z-[b]]", None, ERROR, "class subtraction: valid XPath that RE2 cannot express"),
-    # The RE2 dialect (rtf.expressions.xpath_regex): XPath meanings, linear time.
+    # The RE2 dialect (rtf.query.regex.xpath_regex): XPath meanings, linear time.
     ('"a.c"', "a.c", "q", True, "q: the pattern is a plain string"),
     ('"abc"', "a.c", "q", False, "q: '.' is only a dot"),
     ('"A.C"', "a.c", "qi", True, "q keeps i"),

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rtf import ALGORITHMS, Engine, Publication, QueryError
-from rtf.decompose import decompose
-from rtf.model import Compare, Query, Regex, TriplePattern
-from rtf.terms import IRI, XSD, Literal, Variable
+from rtf.query.decompose import decompose
+from rtf.query.model import Compare, Query, Regex, TriplePattern
+from rtf.query.terms import IRI, XSD, Literal, Variable
 
 EX = "http://e/"
 P = f"<{EX}p>"
@@ -88,7 +88,7 @@ def test_a_pattern_constant_without_a_key_is_refused_by_every_engine(algorithm):
 
 def test_an_error_inside_or_keeps_three_valued_logic(algorithm):
     # "\ud800" = ?t is an error; error || true is true, so the solution is kept.
-    from rtf.model import EffectiveBoolean, Or
+    from rtf.query.model import EffectiveBoolean, Or
     expr = Or((Compare("=", Variable("t"), Literal("\ud800")),
                EffectiveBoolean(Literal("true", XSD + "boolean"))))
     engine = Engine(algorithm)

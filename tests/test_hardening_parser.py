@@ -11,14 +11,14 @@ import tracemalloc
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from rtf import decompose as decompose_module
+from rtf.query import decompose as decompose_module
 from rtf.engine import ALGORITHMS, Engine
 from rtf.errors import QueryError, QuerySyntaxError, QueryTooComplexError, QueryTooLargeError
-from rtf.model import And, FTAnd, FtContains, Query
+from rtf.query.model import And, FTAnd, FtContains, Query
 from rtf.parser import MAX_NESTING_DEPTH, MAX_QUERY_BYTES, parse_query
 from rtf.parser.cache import ParseCache
-from rtf.publication import Publication
-from rtf.terms import IRI, XSD, Literal
+from rtf.io.publication import Publication
+from rtf.query.terms import IRI, XSD, Literal
 
 EX = "http://ex.org/"
 XSD_INT = XSD + "integer"

@@ -1,6 +1,6 @@
 """The iBroker baseline answers exactly as RTFm does, on hand-made queries.
 
-Queries are built as `rtf.model.Query` values (patterns, filters and their
+Queries are built as `rtf.query.model.Query` values (patterns, filters and their
 decomposition), not parsed, so these tests do not depend on the parser.
 Every test registers the same queries in an iBroker and an RTFm index and
 checks that both return the same solutions, and that these are the
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from rtf.decompose import decompose
+from rtf.query.decompose import decompose
 from rtf.ibroker_baseline import IBrokerIndex, make_ibroker_index
-from rtf.model import (Compare, FTAnd, FTNear, FTNot, FTOr, FtContains, Or, Query, TriplePattern)
-from rtf.terms import IRI, TYPE_PATH, TYPE_PATH_KEY, WILDCARD, Literal, Variable
-from rtf.text import parse_ft_string
+from rtf.query.model import (Compare, FTAnd, FTNear, FTNot, FTOr, FtContains, Or, Query, TriplePattern)
+from rtf.query.terms import IRI, TYPE_PATH, TYPE_PATH_KEY, WILDCARD, Literal, Variable
+from rtf.query.text import parse_ft_string
 from rtf.trieforest import make_rtf_index
 
 EX = "http://ex/"

@@ -1,4 +1,4 @@
-"""``rtf index`` and ``rtf match --index`` (rtf/index_cli.py), and the SIGKILL test."""
+"""``rtf index`` and ``rtf match --index`` (rtf/cli/index.py), and the SIGKILL test."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from dataclasses import replace
 
 import pytest
 
-from rtf import Engine, datasets
+from rtf import Engine
+
+from rtf.io import datasets
 from rtf.cli import main
-from rtf.workload import Mix, generate_queries
+from rtf.bench.workload import Mix, generate_queries
 
 
 def run(capsys, *argv):

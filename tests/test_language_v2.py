@@ -9,11 +9,11 @@ import pytest
 
 from rtf import ALGORITHMS, Engine
 from rtf.errors import QueryError
-from rtf.expressions import evaluate
+from rtf.query.expressions import evaluate
 from rtf.parser import parse_query
-from rtf.publication import Publication
-from rtf.terms import rdflib_key
-from rtf.values import ERROR
+from rtf.io.publication import Publication
+from rtf.query.terms import rdflib_key
+from rtf.query.values import ERROR
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 INT = f'^^<{XSD}integer>'

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from rtf.errors import QueryError, QuerySyntaxError, QueryTooComplexError, UnsupportedQueryError
-from rtf.model import (And, Compare, Contains, EffectiveBoolean, FTAnd, FTNear, FTNot, FTOr,
+from rtf.query.model import (And, Compare, Contains, EffectiveBoolean, FTAnd, FTNear, FTNot, FTOr,
                        FTTerm, FTWord, FtContains, Lang, LangMatches, Not, Or, Regex)
 from rtf.parser import parse_query
-from rtf.terms import (IRI, RDF_TYPE, TYPE_PATH, WILDCARD, XSD, BlankNode, Literal, Variable)
+from rtf.query.terms import (IRI, RDF_TYPE, TYPE_PATH, WILDCARD, XSD, BlankNode, Literal, Variable)
 
 EX = "http://ex.org/"
 P = f"PREFIX ex: <{EX}> "

@@ -1,4 +1,4 @@
-"""Query partitions (rtf/partition.py) without Spark: containment, groups, routing.
+"""Query partitions (rtf/spark/partition.py) without Spark: containment, groups, routing.
 
 The property: for every strategy and K, filtering a publication against only
 the groups its routing keys select, and unioning their matches, gives exactly
@@ -11,13 +11,13 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rtf.cli import register_all
+from rtf.io.queries import register_all
 from rtf.engine import Engine
 from rtf.parser import parse_query
-from rtf.partition import (ALWAYS, STRATEGIES, Router, build_group_matchers, contains,
+from rtf.spark.partition import (ALWAYS, STRATEGIES, Router, build_group_matchers, contains,
                            partition_queries, publication_keys, query_anchors, route)
-from rtf.publication import Publication
-from rtf.taxonomy import Taxonomy
+from rtf.io.publication import Publication
+from rtf.io.taxonomy import Taxonomy
 
 EX = "http://ex.org/"
 TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"

@@ -1,7 +1,7 @@
 """The reader: RDF files in, publications out (one behaviour per test).
 
 Small files are written to tmp_path; the DBpedia sample is read through
-`rtf.datasets` and the tests that need it skip when it is absent.
+`rtf.io.datasets` and the tests that need it skip when it is absent.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rtf import datasets, reader
+from rtf.io import datasets, reader
 from rtf.errors import PublicationError
-from rtf.reader import ReadStats, parse_ntriples_lines, read_publications
-from rtf.terms import RDF_TYPE, iri_key, rdflib_key
+from rtf.io.reader import ReadStats, parse_ntriples_lines, read_publications
+from rtf.query.terms import RDF_TYPE, iri_key, rdflib_key
 
 EX = "http://ex/"
 
@@ -359,7 +359,7 @@ def test_follow_reads_what_is_appended_until_idle(tmp_path):
     import threading
     import time
 
-    from rtf.reader import read_publications
+    from rtf.io.reader import read_publications
     feed = tmp_path / "feed.nt"
     feed.write_text('<http://ex/a> <http://ex/p> "1" .\n')
 
@@ -379,7 +379,7 @@ def test_follow_reads_what_is_appended_until_idle(tmp_path):
 def test_live_stream_tells_compression_and_gives_back_its_first_bytes(head, expected):
     import io
 
-    from rtf.reader import LiveStream
+    from rtf.io.sources import LiveStream
     stream = LiveStream(io.BytesIO(head + b"rest"))
     assert stream.peek_compression() == expected
     assert stream.read(2) + stream.read() == head + b"rest"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rtf import datasets
+from rtf.io import datasets
 
 pytest.importorskip("httpx")
 pytest.importorskip("httpx_sse")

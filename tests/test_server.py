@@ -1,7 +1,7 @@
 """`rtf serve` as real processes on loopback (docs/server.md, issue 12).
 
 Each test talks HTTP to a server started by `rtf.server.process` (httpx and
-httpx-sse, not rtf.client): register, publish and receive; restart and
+httpx-sse, not rtf.server.client): register, publish and receive; restart and
 crash (SIGTERM, SIGKILL) on the same data folder; reconnecting streams;
 tokens; bad input and limits; the folder lock; snapshots; metrics; and a
 differential run on the DBpedia sample against `rtf match`.
@@ -28,16 +28,16 @@ from pathlib import Path
 
 import pytest
 
-# httpx and httpx-sse come with rtf.client's dependencies (pyproject, client branch)
+# httpx and httpx-sse come with rtf.server.client's dependencies (pyproject, client branch)
 httpx = pytest.importorskip("httpx")
 connect_sse = pytest.importorskip("httpx_sse").connect_sse
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from rtf.cli import main as rtf_main  # noqa: E402
-from rtf.cli import match_line  # noqa: E402
+from rtf.io.output import match_line  # noqa: E402
 from rtf.engine import Engine  # noqa: E402
-from rtf.reader import publications_from_bytes  # noqa: E402
+from rtf.io.reader import publications_from_bytes  # noqa: E402
 from rtf.server.process import ServerProcess, run_serve  # noqa: E402
 
 NT = "application/n-triples"
@@ -828,8 +828,8 @@ def test_bad_tokens_file_exits_1_with_one_line(tmp_path, content, says):
 def _dbpedia_bodies(n_pubs: int, n_bodies: int) -> tuple[list[str], list]:
     """`n_bodies` N-Triples bodies holding `n_pubs` publications of the sample (verbatim
     lines, grouped by subject), and the publications to generate queries from."""
-    from rtf import datasets
-    from rtf.reader import read_publications
+    from rtf.io import datasets
+    from rtf.io.reader import read_publications
 
     if not datasets.available():
         pytest.skip(datasets.missing_message())
@@ -852,7 +852,7 @@ def _dbpedia_bodies(n_pubs: int, n_bodies: int) -> tuple[list[str], list]:
 
 @pytest.mark.parametrize("algorithm", ["rtfs", "naive"])
 def test_dbpedia_answers_equal_rtf_match(tmp_path, algorithm, capsys):
-    from rtf.workload import Mix, generate_queries
+    from rtf.bench.workload import Mix, generate_queries
 
     bodies, pubs = _dbpedia_bodies(100, 4)
     mix = Mix.selective(0.5)

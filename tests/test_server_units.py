@@ -24,10 +24,10 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from rtf.cli import match_line
+from rtf.io.output import match_line
 from rtf.engine import Engine
 from rtf.errors import PublicationError, QueryError
-from rtf.reader import publications_from_bytes
+from rtf.io.reader import publications_from_bytes
 from rtf.server import outbox as outbox_module
 from rtf.server.app import BodyLimit, create_app
 from rtf.server.auth import ANYONE, Principal, Tokens, TokensFileError
@@ -384,7 +384,7 @@ def test_body_limit(size, chunked, status):
 
 
 def _asgi_client(app):
-    """An httpx client calling `app` in-process (httpx comes with rtf.client's dependencies)."""
+    """An httpx client calling `app` in-process (httpx comes with rtf.server.client's dependencies)."""
     httpx = pytest.importorskip("httpx")
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://rtf")
 

@@ -1,4 +1,4 @@
-"""The Spark driver (spark/dbpedia_eval.py, rtf.replay) against `rtf match`.
+"""The Spark driver (spark/dbpedia_eval.py, rtf.spark.replay) against `rtf match`.
 
 One local[2] SparkSession serves the module. The inputs are a slice of the
 DBpedia sample laid out as DBpedia ships dumps: the nordlys resources split
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from rtf import datasets
+from rtf.io import datasets
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "spark" / "dbpedia_eval.py"
@@ -108,8 +108,8 @@ def inputs(tmp_path_factory):
     """(spark dump folder, reference files for rtf match, queries, taxonomy, bad line count)."""
     if NO_SPARK:
         pytest.skip(NO_SPARK)
-    from rtf.reader import read_publications
-    from rtf.workload import Mix, generate_queries, write_jsonl
+    from rtf.io.reader import read_publications
+    from rtf.bench.workload import Mix, generate_queries, write_jsonl
 
     base = tmp_path_factory.mktemp("spark")
     dumps, ref = base / "dump", base / "ref"
@@ -152,7 +152,7 @@ def inputs(tmp_path_factory):
     # them per query, or one query can take minutes on a 200-triple resource.
     records = [r for r in records if r["query"].count(" * ") <= 2]
     records += generate_queries(pubs, 60, seed=8, mix=Mix(ft_pr=0.8), prefix="h")
-    examples = ROOT / "rtf" / "examples" / "dbpedia_queries.jsonl"
+    examples = ROOT / "examples" / "dbpedia_queries.jsonl"
     records += [json.loads(line) for line in examples.read_text().splitlines() if line.strip()]
     queries = base / "queries.jsonl"
     write_jsonl(records, queries)
@@ -266,7 +266,7 @@ def test_existing_output_is_refused_then_overwritten(spark, inputs, tmp_path, ca
 def test_command_line_runs_in_local_mode_by_default(tmp_path):
     """The script as users run it: its own session (local[*]), no --master."""
     out = tmp_path / "out"
-    queries = ROOT / "rtf" / "examples" / "dbpedia_queries.jsonl"
+    queries = ROOT / "examples" / "dbpedia_queries.jsonl"
     proc = subprocess.run([sys.executable, str(SCRIPT), "--dump", str(_file("nordlys")),
                            "--queries", str(queries), "--algorithm", "rtfm", "--output", str(out),
                            "--conf", "spark.ui.enabled=false"],
@@ -290,7 +290,7 @@ def test_help_teaches_with_an_example():
 
 
 def test_dump_files_picks_the_dumps_of_a_folder(tmp_path):
-    from rtf.replay import ReplayError, dump_files
+    from rtf.spark.replay import ReplayError, dump_files
 
     for name in ("a.nt.gz", "b.ttl.bz2", "c.nt", "README.md", "_SUCCESS"):
         (tmp_path / name).write_text("")
@@ -305,7 +305,7 @@ def test_dump_files_picks_the_dumps_of_a_folder(tmp_path):
 
 
 def test_parse_lines_makes_subject_runs_and_counts_bad_lines():
-    from rtf.replay import parse_lines
+    from rtf.spark.replay import parse_lines
 
     counters: dict = {}
     lines = GOOD_LINES + BAD_LINES + ['<http://ex.org/ok2> <http://ex.org/p> "x" .', GOOD_LINES[0]]
@@ -323,13 +323,13 @@ def test_parse_lines_makes_subject_runs_and_counts_bad_lines():
 
 def test_a_pickled_engine_matches_like_the_original(dbpedia_slice):
     from rtf.engine import Engine
-    from rtf.replay import filter_records, load_engine, serialize_engine
-    from rtf.workload import generate_queries
+    from rtf.spark.replay import filter_records, unpickle_blob, pickle_blob
+    from rtf.bench.workload import generate_queries
 
     engine = Engine("rtfs")
     for rec in generate_queries(dbpedia_slice, 100, seed=3):
         engine.register(rec["query"], rec["id"], rec["subscriber"])
-    copy = load_engine(serialize_engine(engine))
+    copy = unpickle_blob(pickle_blob(engine))
     records = [(f"<{p.id}>", [(pp, o) for _, pp, o in p.triples]) for p in dbpedia_slice[:300]]
     stats: dict = {}
     assert list(filter_records(copy, records, stats)) == list(filter_records(engine, records, {}))

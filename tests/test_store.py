@@ -1,4 +1,4 @@
-"""The durable query index (rtf/store.py): save, load, refuse bad files, threads."""
+"""The durable query index (rtf/io/store.py): save, load, refuse bad files, threads."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from dataclasses import replace
 import pytest
 
 from rtf import ALGORITHMS, Engine
-from rtf import store
+from rtf.io import store
 from rtf.errors import IndexFileError
 from rtf.parser import parse_query
-from rtf.taxonomy import Taxonomy
-from rtf.workload import Mix, generate_queries
+from rtf.io.taxonomy import Taxonomy
+from rtf.bench.workload import Mix, generate_queries
 
 PUB_TRIPLES = [("<http://ex/a>", "<http://ex/p>", '"Games in Rio de Janeiro"'),
                ("<http://ex/a>", "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>", "<http://ex/Athlete>")]
@@ -142,7 +142,7 @@ def test_load_from_bytes_equals_load_from_file_and_refuses_truncated_bytes(workl
         engine.register(r["query"], r["id"], r["subscriber"])
     engine.save(tmp_path / "q.idx")
     data = (tmp_path / "q.idx").read_bytes()
-    from_file, from_bytes = Engine.load(tmp_path / "q.idx"), store.load_engine_bytes(data, "broadcast")
+    from_file, from_bytes = Engine.load(tmp_path / "q.idx"), Engine.from_bytes(data, "broadcast")
     assert [(q.id, q.subscriber, q.query) for q in from_bytes.queries()] == \
         [(q.id, q.subscriber, q.query) for q in from_file.queries()]
     assert from_bytes.taxonomy == from_file.taxonomy == dbpedia_taxonomy
@@ -150,7 +150,7 @@ def test_load_from_bytes_equals_load_from_file_and_refuses_truncated_bytes(workl
     assert expected and run(from_bytes, pubs[:100]) == expected
     for cut in (len(data) - 1, len(data) // 2, store.HEADER.size, 3):
         with pytest.raises(IndexFileError, match=r"^broadcast: .*(truncated|not an rtf index)"):
-            store.load_engine_bytes(data[:cut], "broadcast")
+            Engine.from_bytes(data[:cut], "broadcast")
 
 
 def test_a_missing_file_is_an_index_error(tmp_path):

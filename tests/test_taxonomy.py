@@ -1,7 +1,7 @@
 """The class taxonomy behind ``a/rdfs:subClassOf*`` (one behaviour per test).
 
 Small taxonomies are built inline; the DBpedia 2015-10 ontology is read
-through `rtf.datasets` and its tests skip when it is absent.
+through `rtf.io.datasets` and its tests skip when it is absent.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pickle
 
 import pytest
 
-from rtf import datasets
+from rtf.io import datasets
 from rtf.errors import TaxonomyError
-from rtf.reader import read_publications
-from rtf.taxonomy import Taxonomy
-from rtf.terms import RDF_TYPE, TYPE_PATH_KEY, iri_key
+from rtf.io.reader import read_publications
+from rtf.io.taxonomy import Taxonomy
+from rtf.query.terms import RDF_TYPE, TYPE_PATH_KEY, iri_key
 
 EX = "http://ex/"
 A, B, C, D, E = (f"<{EX}{n}>" for n in "ABCDE")

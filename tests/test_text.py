@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rtf.model import FTAnd, FTNear, FTNot, FTOr
-from rtf.text import FullTextError, TextIndex, parse_ft_string, required_words, words
+from rtf.query.model import FTAnd, FTNear, FTNot, FTOr
+from rtf.query.text import FullTextError, TextIndex, parse_ft_string, required_words, words
 
 
 def T(s):

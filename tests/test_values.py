@@ -1,4 +1,4 @@
-"""SPARQL 1.1 value semantics (`rtf.values`): comparisons and effective boolean value.
+"""SPARQL 1.1 value semantics (`rtf.query.values`): comparisons and effective boolean value.
 
 Each table row is a hand-checked case with the reason its answer is right.
 Terms are written in Turtle shorthand (``'"1"^^xsd:integer'``, ``'"chat"@fr'``,
@@ -20,8 +20,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rtf.terms import XSD, literal_key
-from rtf.values import ERROR, compare, comparator, effective_boolean, typed_value
+from rtf.query.terms import XSD, literal_key
+from rtf.query.values import ERROR, compare, comparator, effective_boolean, typed_value
 
 OPS = ("=", "!=", "<", "<=", ">", ">=")
 _SHORTHAND = re.compile(r'"(.*)"(?:\^\^xsd:(\w+)|\^\^<([^>]*)>|@([\w-]+))?', re.S)

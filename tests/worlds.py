@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from rtf.publication import Publication
-from rtf.taxonomy import Taxonomy
+from rtf.io.publication import Publication
+from rtf.io.taxonomy import Taxonomy
 
 EX = "http://ex.org/"
 XSD = "http://www.w3.org/2001/XMLSchema#"

@@ -33,7 +33,7 @@ query (``ftor`` and ``||`` make several, each its own chain), its tuples
 chained in the order written; nothing is shared between queries or between
 branches (``share_shapes=False`` gives every tuple its own shape). Value is
 the object constant, or for a full-text tuple its required words and
-prefixes (`rtf.text.required_words`); an entry also keeps its subject
+prefixes (`rtf.query.text.required_words`); an entry also keeps its subject
 constant and its positional variables, from which repeated variables such
 as ``(?x, p, ?x)`` are checked. A link of a chain is met when some triple
 of its attribute satisfies its constants, repeated variables and required

@@ -27,9 +27,9 @@ from bisect import bisect_left
 from collections.abc import Iterator
 
 from rtf.filter import ShapeIndex, Triple
-from rtf.query_table import WILDCARD_CONTENT, RegisteredBranch, TupleShape, is_var_content
-from rtf.terms import TYPE_PATH_KEY, lexical_form
-from rtf.text import text_index
+from rtf.matching.query_table import WILDCARD_CONTENT, RegisteredBranch, TupleShape, is_var_content
+from rtf.query.terms import TYPE_PATH_KEY, lexical_form
+from rtf.query.text import text_index
 
 #: Bucket key of every tuple whose predicate is a variable: any real triple touches it.
 VARIABLE_ATTRIBUTE = "?"

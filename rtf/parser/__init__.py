@@ -1,4 +1,4 @@
-"""Query text to query model: ``parse_query(text) -> rtf.model.Query``.
+"""Query text to query model: ``parse_query(text) -> rtf.query.model.Query``.
 
 >>> q = parse_query('''PREFIX dbo: <http://dbpedia.org/ontology/>
 ...     SELECT ?a WHERE { ?a dbo:abstract ?t FILTER ftcontains(?t, "rio" ftand "games") }''')
@@ -21,13 +21,19 @@ from __future__ import annotations
 from lark.exceptions import UnexpectedInput
 
 from rtf.errors import QueryTooComplexError
-from rtf.model import Query
 from rtf.parser.build import BUILTIN_PREFIXES, QueryBuilder
 from rtf.parser.cache import ParseCache
 from rtf.parser.diagnose import diagnose
 from rtf.parser.grammar import grammar_text, lark_parser
-from rtf.parser.limits import (MAX_NESTING_DEPTH, MAX_QUERY_BYTES, MAX_QUERY_TOKENS,
-                               check_nesting, check_text, too_many_tokens)
+from rtf.parser.limits import (
+    MAX_NESTING_DEPTH,
+    MAX_QUERY_BYTES,
+    MAX_QUERY_TOKENS,
+    check_nesting,
+    check_text,
+    too_many_tokens,
+)
+from rtf.query.model import Query
 
 __all__ = ["parse_query", "grammar_text", "BUILTIN_PREFIXES", "MAX_QUERY_BYTES",
            "MAX_QUERY_TOKENS", "MAX_NESTING_DEPTH", "MAX_CACHED_QUERY_BYTES", "PARSE_CACHE"]

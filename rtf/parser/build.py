@@ -1,4 +1,4 @@
-"""From Lark's parse tree to the query model (`rtf.model`).
+"""From Lark's parse tree to the query model (`rtf.query.model`).
 
 One pass over the tree, in document order, so that ``BASE`` and ``PREFIX``
 apply to what follows them. Everything the grammar lets through but the
@@ -8,7 +8,7 @@ undefined prefixes, bad full-text strings, ``ftnear`` bounds and operands,
 a group without triple patterns.
 
 Every constant is checked here with the rule the engines apply when they
-build its key (pyoxigraph's, see `rtf.terms`): an IRI must be absolute and
+build its key (pyoxigraph's, see `rtf.query.terms`): an IRI must be absolute and
 valid (RFC 3987) once ``BASE`` and prefixes are applied, a language tag
 well-formed (BCP 47). So a query that parses registers in every engine.
 """
@@ -21,17 +21,50 @@ from urllib.parse import urljoin
 import pyoxigraph as ox
 from lark import Token, Tree
 
-from rtf.decompose import decompose, decompose_group
 from rtf.errors import QueryError, QuerySyntaxError, UnsupportedQueryError
-from rtf.model import (And, Arithmetic, Call, Compare, Contains, EffectiveBoolean, FTAnd, FTNear,
-                       FTNot, FTOr, FTTerm, FtContains, GroupPattern, In, Lang, LangMatches, Not, Or, Query,
-                       Regex, TriplePattern)
-from rtf.values import FUNCTION_ARITY, XSD_CASTS
 from rtf.parser.lexical import iri_text, string_value
-from rtf.terms import iri as shared_iri, shared, variable as shared_variable
-from rtf.terms import (IRI, RDF_LANGSTRING, RDF_TYPE, RDFS_SUBCLASSOF, TYPE_PATH, WILDCARD, XSD,
-                       BlankNode, Literal, Variable, is_variable)
-from rtf.text import FullTextError, parse_ft_string
+from rtf.query.decompose import decompose, decompose_group
+from rtf.query.model import (
+    And,
+    Arithmetic,
+    Call,
+    Compare,
+    Contains,
+    EffectiveBoolean,
+    FTAnd,
+    FtContains,
+    FTNear,
+    FTNot,
+    FTOr,
+    FTTerm,
+    GroupPattern,
+    In,
+    Lang,
+    LangMatches,
+    Not,
+    Or,
+    Query,
+    Regex,
+    TriplePattern,
+)
+from rtf.query.terms import (
+    IRI,
+    RDF_LANGSTRING,
+    RDF_TYPE,
+    RDFS_SUBCLASSOF,
+    TYPE_PATH,
+    WILDCARD,
+    XSD,
+    BlankNode,
+    Literal,
+    Variable,
+    is_variable,
+    shared,
+)
+from rtf.query.terms import iri as shared_iri
+from rtf.query.terms import variable as shared_variable
+from rtf.query.text import FullTextError, parse_ft_string
+from rtf.query.functions import FUNCTION_ARITY, XSD_CASTS
 
 #: Prefixes known without a PREFIX declaration (as DBpedia's endpoint does);
 #: a declaration in the query overrides them.
@@ -387,7 +420,7 @@ class QueryBuilder:
                              "not_in_expr", "ftcontains_call", "regex_call", "langmatches_call"})
 
     def expression(self, node):
-        """A FILTER condition: a boolean expression of `rtf.model`."""
+        """A FILTER condition: a boolean expression of `rtf.query.model`."""
         if isinstance(node, Token) or node.data not in self._CONDITIONS:
             value = self.value(node)
             if isinstance(value, Call) and value.name == "contains" and all(

@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import re
 
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+)
 
-from rtf.errors import QuerySyntaxError, UnsupportedQueryError
+from rtf.errors import QuerySyntaxError, UnsupportedQueryError, position
 
 #: Bare SPARQL keywords outside the language, and the construct each starts.
 UNSUPPORTED_KEYWORDS = {
@@ -65,12 +70,6 @@ _SCAN = re.compile(r'''
 _NEXT_WORD = re.compile(r"\s*(\w+)")
 _OPENING = re.compile(r"\s*\(")
 _SNIPPET = re.compile(r"\S{1,20}")
-
-
-def position(text: str, offset: int) -> tuple[int, int]:
-    """1-based (line, column) of a character offset."""
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 def find_unsupported(text: str) -> UnsupportedQueryError | None:

@@ -17,8 +17,12 @@ from __future__ import annotations
 
 from lark import Tree
 
-from rtf.errors import QuerySyntaxError, QueryTooComplexError, QueryTooLargeError
-from rtf.parser.diagnose import position
+from rtf.errors import (
+    QuerySyntaxError,
+    QueryTooComplexError,
+    QueryTooLargeError,
+    position,
+)
 
 #: Longest query text accepted, in bytes of UTF-8 (1 MiB).
 MAX_QUERY_BYTES = 1 << 20

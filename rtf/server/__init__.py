@@ -6,5 +6,5 @@ outbox, snapshots), `registry` (the engine and the SQLite query table, kept
 equal), `querystore` and `outbox` (the two SQLite files), `streams` (live
 Server-Sent Events connections), `metrics` (Prometheus), `command` (the
 ``rtf serve`` command line), `process` (a server in a child process, for tests,
-benchmarks and scripts). `rtf.client` is the Python client.
+benchmarks and scripts). `rtf.server.client` is the Python client.
 """

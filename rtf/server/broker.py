@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtf.cli import match_line
-from rtf.reader import publications_from_bytes
+from rtf.io.output import match_line
+from rtf.io.reader import publications_from_bytes
 from rtf.server.metrics import Metrics
 from rtf.server.outbox import MAX_AGE_S, MAX_EVENTS, Outbox
 from rtf.server.registry import Registry

@@ -6,7 +6,7 @@ is committed; if anything fails, both are left as they were. So a ``201``
 means: committed to disk, and matching.
 
 At start the engine comes from the index snapshot (``snapshot.idx``, the
-`rtf.store` format) when there is one made with the same algorithm and
+`rtf.io.store` format) when there is one made with the same algorithm and
 taxonomy, and is then brought level with the table: each engine query
 carries, as metadata, the `seq` of the row it was registered from, so
 queries removed or replaced after the snapshot are unregistered and rows

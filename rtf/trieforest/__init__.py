@@ -1,6 +1,6 @@
 """The RTF trie forests (RTF paper, section 3): RTFm and RTFs.
 
-Both store tuple shapes (`rtf.query_table`) in a forest of tries keyed
+Both store tuple shapes (`rtf.matching.query_table`) in a forest of tries keyed
 subject -> predicate -> object (`forest.StructuralForest`), sharing the
 nodes of equal structure across queries. They differ in where word
 constraints live: RTFm expands them under each structural path

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rtf.query_table import WILDCARD_CONTENT, TupleShape, var_content
-from rtf.text import TextIndex
+from rtf.matching.query_table import WILDCARD_CONTENT, TupleShape, var_content
+from rtf.query.text import TextIndex
 from rtf.trieforest.node import TrieNode
 
 _VARS = [var_content(k) for k in range(1, 4)]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 
 from rtf.filter import Hits, ShapeIndex, Triple
-from rtf.query_table import TupleShape
-from rtf.terms import lexical_form
-from rtf.text import text_index
+from rtf.matching.query_table import TupleShape
+from rtf.query.terms import lexical_form
+from rtf.query.text import text_index
 from rtf.trieforest.forest import (StructuralForest, add_shape, descend_words, insert_words,
                                    prune_path, remove_shape_and_prune, remove_words)
 

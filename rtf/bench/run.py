@@ -1,0 +1,119 @@
+"""``run_bench``: every engine in its own process on one workload, side by side, answers compared.
+"""
+
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+
+from rtf.bench.checking import compare_answers, diagnose
+from rtf.bench.inputs import (
+    BenchParams,
+    bench_mix,
+    load_publications,
+    make_workload,
+    sample_publications,
+)
+from rtf.bench.machine import machine_info
+from rtf.bench.memory import MEMORY_METHOD, memory_profile
+from rtf.bench.timing import run_isolated, time_algorithm
+from rtf.errors import RtfError
+
+
+def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) -> dict:
+    """Run the whole evaluation; the JSON document (runs keep private ``_`` keys)."""
+    from rtf.bench.workload import Vocabulary
+    from rtf.engine import ALGORITHMS
+    from rtf.io.taxonomy import Taxonomy
+
+    for alg in params.algorithms:
+        if alg not in ALGORITHMS:
+            raise RtfError(f"unknown algorithm {alg!r}; choose among {', '.join(ALGORITHMS)}")
+    if params.queries and len(params.ft_pr) > 1:
+        raise RtfError("--queries gives one workload: pass a single --ft-pr (its label)")
+    t0 = time.perf_counter()
+    taxonomy = Taxonomy.from_file(params.taxonomy) if params.taxonomy else None
+    all_pubs = load_publications(params.publications)
+    if not all_pubs:
+        raise RtfError("no publications in " + ", ".join(params.publications))
+    pubs = sample_publications(all_pubs, params.pubs, params.seed)
+    vocab = None if params.queries else Vocabulary(all_pubs, taxonomy)
+    step = params.step_size()
+    log(f"rtf bench: {len(all_pubs):,} publications read, {len(pubs):,} filtered; "
+        f"DB {', '.join(f'{d:,}' for d in params.db)} in steps of {step:,}; "
+        f"FT_pr {', '.join(f'{f}%' for f in params.ft_pr)}; {', '.join(params.algorithms)}")
+
+    rows, memory, workloads, rejected = [], {}, {}, {}
+    for ft_pr in params.ft_pr:
+        t = time.perf_counter()
+        wl = make_workload(params, vocab, taxonomy, ft_pr)
+        workloads[ft_pr] = wl
+        rejected[ft_pr] = wl.rejected
+        log(f"  FT_pr={ft_pr}%: {len(wl.ids):,} queries generated and parsed in "
+            f"{time.perf_counter() - t:.1f} s")
+        for alg in params.algorithms:
+            seen = pubs[:params.pubs_for(alg)]
+            t = time.perf_counter()
+            alg_rows = run_isolated(params.isolate, time_algorithm, alg, wl, seen, params.db,
+                                     step, taxonomy, params.index_cache)
+            if params.memory:
+                mem = run_isolated(params.isolate, memory_profile, alg, wl, params.db, step,
+                                    taxonomy)
+            else:
+                mem = {"index_mb": {}, "queries_mb": {}, "stats": {}}
+            memory[(ft_pr, alg)] = mem["stats"]
+            for r in alg_rows:
+                for key in ("index_mb", "queries_mb"):
+                    mb = mem[key].get(r["db"])
+                    r[key] = round(mb, 2) if mb is not None else None
+            rows.extend(alg_rows)
+            log(f"  FT_pr={ft_pr}% {alg}: done in {time.perf_counter() - t:.1f} s "
+                f"({len(seen):,} publications)")
+
+    agreements, mismatches = compare_answers(rows)
+    for m in mismatches:
+        m.update(diagnose(m, workloads[m["ft_pr"]], pubs, taxonomy))
+    for r in rows:
+        r["matches_agree"] = not any(m["ft_pr"] == r["ft_pr"] and m["db"] == r["db"]
+                                     for m in mismatches)
+        r["mismatch"] = next((m for m in mismatches if m["ft_pr"] == r["ft_pr"]
+                              and m["db"] == r["db"] and m["algorithms"][1] == r["algorithm"]), None)
+        if r["db"] == params.db[-1]:
+            r["engine_stats"] = memory.get((r["ft_pr"], r["algorithm"])) or None
+
+    params_out = asdict(params)
+    # Paths as given relative to where the bench ran (``../shared/data/...`` from a
+    # clone), so a saved JSON names no one machine's folders.
+    for key in ("publications", "taxonomy", "queries", "index_cache"):
+        value = params_out.get(key)
+        if isinstance(value, list):
+            params_out[key] = [os.path.relpath(v) for v in value]
+        elif value:
+            params_out[key] = os.path.relpath(value)
+    params_out.update(step=step, publications_read=len(all_pubs), publications_filtered=len(pubs),
+                      publications_per_algorithm={a: len(pubs[:params.pubs_for(a)])
+                                                  for a in params.algorithms},
+                      queries_rejected_by_parser=rejected, memory_method=MEMORY_METHOD,
+                      mix=None if params.queries else {
+                          k: v for k, v in asdict(bench_mix(0, params.mix_name)).items()
+                          if k != "ft_pr"},
+                      seconds=round(time.perf_counter() - t0, 1))
+    return {"params": params_out, "machine": machine_info(), "runs": rows,
+            "agreement": agreements, "mismatches": mismatches}
+
+
+def public_json(doc: dict) -> dict:
+    """The ``--json`` document: exactly {"params", "machine", "runs"}.
+
+    Each run carries the documented fields (algorithm, db, publications,
+    insert_s, filter_ms_mean/p50/p99, pubs_per_s, kb_per_s, index_mb,
+    matches) and some more: ft_pr, the answers' digest, the publications and
+    matches compared with the other algorithms (``common_*``),
+    ``matches_agree`` and, on a disagreement, ``mismatch`` with the first
+    differing publication and a one-query reproduction.
+    """
+    runs = [{k: v for k, v in r.items() if not k.startswith("_")} for r in doc["runs"]]
+    return {"params": doc["params"], "machine": doc["machine"], "runs": runs}

@@ -1,0 +1,354 @@
+"""Query workloads generated from publications, as in the RTF paper's section 4.
+
+Queries are built from the classes and properties that occur in the given
+publications: at most `max_tuples` tuples each, star-shaped around a
+subject variable, some with constant objects; each literal-valued tuple
+carries a full-text constraint with probability `ft_pr`, made of 1-3
+conjunctive terms drawn from the *multiset* of words of the publications'
+text (frequency-weighted, as the paper did). A `Mix` adds the other
+operators (phrases, ftnear, ftor, ftnot, prefix terms, wildcards, value
+filters, taxonomy paths) with chosen probabilities.
+
+Each query is modelled on one publication picked at random, so that its
+structure occurs in the data; its words come from the whole vocabulary, so
+most full-text constraints still fail, as in the paper. With
+``distinct_predicates`` a query asks for distinct properties (``rtf bench``
+sets it): otherwise ``?s p ?o1 . ?s p ?o2 . ?s p ?o3`` on a property with
+many values has the cube of those values as solutions. Generation is
+deterministic for a seed. The tests, ``rtf gen-queries`` and ``rtf bench``
+all use this one generator.
+
+That paper workload is unselective: on the DBpedia sample about 11 % of
+the queries match each publication, so per-match work hides the index.
+`Mix.selective` (``rtf gen-queries --selective``, ``rtf bench --mix
+selective``) models subscriptions as people write them: each query is
+modelled on a publication that has a class and asks ``?s a C`` for its
+most specific class (the one fewest publications have) plus 1-3 tuples
+on other, distinct properties; an IRI object is a constant half of the
+time; each literal-valued tuple carries, with probability FT_pr, 1-3
+conjunctive words of *its own* text that occur in at most
+`COMMON_WORD_SHARE` (1 %) of the publications (else the rarest word not
+yet in the constraint; no word twice). A query with a full-text
+constraint thus matches its source publication and a few similar ones; one without matches the members of a
+class that have its properties. On the DBpedia sample about 2 % of the
+queries match a publication at FT_pr = 50 % (docs/benchmarks.md).
+
+>>> from rtf.io.publication import Publication
+>>> pub = Publication("http://ex/a", [("<http://ex/a>", "<http://ex/p>", '"rio games"')])
+>>> qs = generate_queries([pub], 2, seed=1, mix=Mix(ft_pr=1.0))
+>>> [q["id"] for q in qs]
+['g1', 'g2']
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from functools import cached_property
+
+from rtf.io.publication import Publication
+from rtf.query.terms import (
+    RDF_TYPE,
+    XSD,
+    is_iri,
+    is_literal,
+    lexical_form,
+    literal_parts,
+)
+from rtf.query.text import words
+
+_TYPE = f"<{RDF_TYPE}>"
+#: A word in more than this share of the publications is not informative (selective mix).
+COMMON_WORD_SHARE = 0.01
+#: The selective mix keeps an IRI object as a constant with this probability.
+SELECTIVE_CONSTANT = 0.5
+_NUMERIC = {XSD + t for t in ("integer", "decimal", "double", "float", "int", "long",
+                              "nonNegativeInteger", "positiveInteger", "date", "dateTime", "gYear")}
+
+
+@dataclass
+class Mix:
+    """Probabilities of each feature in generated queries (0 disables it)."""
+
+    ft_pr: float = 0.5        # a literal-valued tuple carries ftcontains
+    max_tuples: int = 4
+    max_terms: int = 3        # conjunctive terms in one full-text constraint
+    constant: float = 0.2     # a non-literal object is a constant from the data
+    phrase: float = 0.0       # a term is a two-word phrase from a real text
+    near: float = 0.0         # two terms joined by ftnear instead of ftand
+    ftor: float = 0.0         # two terms joined by ftor
+    ftnot: float = 0.0        # one term negated
+    prefix: float = 0.0       # a term becomes a prefix term
+    wildcard: float = 0.0     # a predicate or object becomes *
+    value_filter: float = 0.0  # a comparison filter on a typed literal
+    taxonomy: float = 0.0     # the type tuple uses a/rdfs:subClassOf* on a superclass
+    local_words: float = 0.0  # a term is drawn from the modelled publication's own text
+    # the query's tuples have distinct predicates (rdf:type aside): no ?s p ?o1 . ?s p ?o2,
+    # whose solutions are the cross product of a multi-valued property's values
+    distinct_predicates: float = 0.0
+    # the query projects all its variables; otherwise only the resource ?s, which is
+    # what a subscriber to a stream of resources asks for
+    project_all: float = 0.0
+    # the query is modelled on a typed publication and asks ?s a C for its rarest class
+    # (the most specific one), plus 0 to max_tuples-1 other tuples
+    rare_class: float = 0.0
+    # a term is an informative word of the tuple's own text: one in at most
+    # COMMON_WORD_SHARE of the publications (else the text's rarest word)
+    informative_words: float = 0.0
+
+    @classmethod
+    def paper(cls, ft_pr: float = 0.5) -> "Mix":
+        """The RTF paper's workload (``rtf bench``, ``rtf gen-queries``): conjunctive terms
+        only, distinct properties per query."""
+        return cls(ft_pr=ft_pr, distinct_predicates=1.0)
+
+    @classmethod
+    def selective(cls, ft_pr: float = 0.5) -> "Mix":
+        """A selective paper-style workload (``--selective``), as real subscriptions are.
+
+        Star queries of 1-4 tuples with distinct properties, always with
+        ``?s a C`` on the modelled publication's most specific class, IRI
+        objects kept as constants half of the time, and 1-3 conjunctive
+        informative words of the tuple's own text: a query matches its
+        source publication and a few similar ones. On the DBpedia sample
+        about 1.5 % of the queries match a publication (docs/benchmarks.md).
+        """
+        return cls(ft_pr=ft_pr, distinct_predicates=1.0, rare_class=1.0, informative_words=1.0,
+                   constant=SELECTIVE_CONSTANT)
+
+    @classmethod
+    def all_operators(cls, ft_pr: float = 0.5) -> "Mix":
+        """Every operator switched on, for differential testing."""
+        return cls(ft_pr=ft_pr, phrase=0.2, near=0.2, ftor=0.2, ftnot=0.15, prefix=0.15,
+                   wildcard=0.15, value_filter=0.2, taxonomy=0.3, local_words=0.5,
+                   project_all=0.3)
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+class Vocabulary:
+    """What queries are built from: publications, text words as a multiset.
+
+    The selective mix also needs, computed on first use: how many
+    publications each word and each class occurs in, and the publications
+    that have a class.
+    """
+
+    def __init__(self, publications: Iterable[Publication], taxonomy=None):
+        self.publications: list[Publication] = []
+        self.word_multiset: list[str] = []
+        for pub in publications:
+            self.publications.append(pub)
+            for o in pub.literals():
+                ws = words(lexical_form(o))
+                self.word_multiset.extend(ws)
+        self.taxonomy = taxonomy
+        if not self.publications:
+            raise ValueError("no publications to build queries from")
+
+    @cached_property
+    def word_publications(self) -> Counter:
+        """word -> number of publications whose text has it (document frequency)."""
+        df: Counter = Counter()
+        for pub in self.publications:
+            df.update({w for o in pub.literals() for w in words(lexical_form(o))})
+        return df
+
+    @cached_property
+    def common_word_limit(self) -> float:
+        """A word in more publications than this is too common to make a query selective."""
+        return COMMON_WORD_SHARE * len(self.publications)
+
+    @cached_property
+    def class_publications(self) -> Counter:
+        """class -> number of publications typed with it."""
+        return Counter(o for pub in self.publications for o in {t[2] for t in pub.triples if t[1] == _TYPE})
+
+    @cached_property
+    def typed_publications(self) -> list[Publication]:
+        """The publications whose main subject has a class, in input order."""
+        return [pub for pub in self.publications if _class_tuples(_own_triples(pub))]
+
+
+def _own_triples(pub: Publication) -> list[tuple[str, str, str]]:
+    """The triples about the publication's first subject (all of them if none)."""
+    subject = pub.triples[0][0]
+    return [t for t in pub.triples if t[0] == subject] or list(pub.triples)
+
+
+def _class_tuples(triples: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    return [t for t in triples if t[1] == _TYPE and is_iri(t[2])]
+
+
+def _esc(s: str) -> str:
+    return s.replace("\\", "\\\\").replace('"', '\\"')
+
+
+class _Builder:
+    def __init__(self, vocab: Vocabulary, rng: random.Random, mix: Mix):
+        self.v, self.rng, self.mix = vocab, rng, mix
+
+    def chance(self, p: float) -> bool:
+        return p > 0 and self.rng.random() < p
+
+    def word(self, local: list[str], used: set[str]) -> str:
+        if local and self.chance(self.mix.informative_words):
+            return self.informative_word(local, used)
+        if local and self.chance(self.mix.local_words):
+            return self.rng.choice(local)
+        if self.v.word_multiset:
+            return self.rng.choice(self.v.word_multiset)
+        return "rio"
+
+    def informative_word(self, local: list[str], used: set[str]) -> str:
+        """A word of `local` found in few publications and not in `used` (the constraint's
+        other words), else the rarest word of `local`; it is added to `used`."""
+        df, limit = self.v.word_publications, self.v.common_word_limit
+        fresh = {w for w in local if w not in used} or set(local)
+        candidates = sorted(w for w in fresh if df[w] <= limit)  # sorted: sets vary by hash seed
+        chosen = self.rng.choice(candidates) if candidates else min(fresh, key=lambda w: (df[w], w))
+        used.add(chosen)
+        return chosen
+
+    def term(self, local: list[str], used: set[str]) -> str:
+        if local and len(local) > 1 and self.chance(self.mix.phrase):
+            i = self.rng.randrange(len(local) - 1)
+            return f'"{local[i]} {local[i + 1]}"'
+        w = self.word(local, used)
+        if len(w) > 3 and self.chance(self.mix.prefix):
+            return f'"{w[: self.rng.randint(2, len(w) - 1)]}*"'
+        return f'"{w}"'
+
+    def fulltext(self, local: list[str]) -> str:
+        n = self.rng.randint(1, self.mix.max_terms)
+        if self.mix.informative_words > 0 and local:  # informative words do not repeat
+            n = min(n, len(set(local)))
+        used: set[str] = set()
+        parts = [self.term(local, used) for _ in range(n)]
+        expr = parts[0]
+        for i in range(1, n):
+            p = parts[i]
+            if self.chance(self.mix.near):
+                a = self.rng.randint(0, 4)
+                b = a + self.rng.randint(0, 4)
+                opt = ", unordered" if self.chance(0.3) else ""
+                near = f"({parts[i - 1]} ftnear({a}, {b}{opt}) {p})"
+                expr = near if i == 1 else f"{expr} ftand {near}"
+            elif self.chance(self.mix.ftor):
+                expr = f"({expr} ftor {p})"
+            elif self.chance(self.mix.ftnot):
+                expr = f"{expr} ftand ftnot {p}"
+            else:
+                expr = f"{expr} ftand {p}"
+        return expr
+
+    def pick(self, triples: list, k: int) -> list:
+        """`k` of `triples` at random (fewer if distinct properties run out)."""
+        if not self.chance(self.mix.distinct_predicates):
+            return self.rng.sample(triples, k)
+        chosen, seen = [], set()
+        for t in self.rng.sample(triples, len(triples)):
+            if len(chosen) == k:
+                break
+            if t[1] == _TYPE or t[1] not in seen:
+                seen.add(t[1])
+                chosen.append(t)
+        return chosen
+
+    def rarest_class(self, own: list) -> tuple[str, str, str] | None:
+        """The type tuple of `own` whose class has the fewest publications, if any."""
+        classes = _class_tuples(own)
+        counts = self.v.class_publications
+        return min(classes, key=lambda t: (counts[t[2]], t[2])) if classes else None
+
+    def query(self) -> str:
+        models = self.v.publications
+        if self.mix.rare_class > 0 and self.v.typed_publications:
+            models = self.v.typed_publications
+        pub = self.rng.choice(models)
+        own = _own_triples(pub)
+        k = self.rng.randint(1, min(self.mix.max_tuples, len(own)))
+        typed = self.rarest_class(own) if self.chance(self.mix.rare_class) else None
+        if typed is not None:
+            # the class and 1 to max_tuples-1 other properties: ?s a C alone would ask
+            # for a whole class, a firehose rather than a subscription
+            others = [t for t in own if t[1] != _TYPE]
+            if others and self.mix.max_tuples > 1:
+                k = 1 + self.rng.randint(1, min(self.mix.max_tuples - 1, len(others)))
+            chosen = [typed] + self.pick(others, min(k - 1, len(others)))
+        else:
+            chosen = self.pick(own, k)
+        lines, filters = [], []
+        var = 0
+        for s, p, o in chosen:
+            var += 1
+            pred = p
+            if p == _TYPE:
+                cls = o
+                if self.v.taxonomy is not None and is_iri(o) and self.chance(self.mix.taxonomy):
+                    ancestors = sorted(self.v.taxonomy.ancestors_or_self(o))
+                    cls = self.rng.choice(ancestors)
+                    lines.append(f"?s a/<http://www.w3.org/2000/01/rdf-schema#subClassOf>* {cls} .")
+                else:
+                    lines.append(f"?s a {cls} .")
+                continue
+            if self.chance(self.mix.wildcard):
+                pred = "*"
+            if is_literal(o):
+                obj = f"?o{var}"
+                parts = literal_parts(o)
+                if self.chance(self.mix.ft_pr):
+                    local = words(parts.lexical)
+                    filters.append(f"FILTER ftcontains({obj}, {self.fulltext(local)})")
+                elif parts.datatype in _NUMERIC and self.chance(self.mix.value_filter):
+                    op = self.rng.choice(["<", "<=", ">", ">=", "=", "!="])
+                    filters.append(f'FILTER ({obj} {op} "{_esc(parts.lexical)}"^^<{parts.datatype}>)')
+                elif parts.lang and self.chance(self.mix.value_filter):
+                    filters.append(f'FILTER (lang({obj}) = "{parts.lang}")')
+            elif is_iri(o) and self.chance(self.mix.constant):
+                obj = o  # an IRI only: a blank node in a query is a variable, not a constant
+            elif self.chance(self.mix.wildcard) and pred != "*":
+                obj = "*"
+            else:
+                obj = f"?o{var}"
+            lines.append(f"?s {pred} {obj} .")
+        if self.chance(self.mix.project_all):
+            projected = sorted({w for w in " ".join(lines).split() if w.startswith("?")})
+        else:
+            projected = ["?s"]
+        body = " ".join(lines + filters)
+        return f"SELECT {' '.join(projected)} WHERE {{ {body} }}"
+
+
+#: The named workloads of ``rtf bench --mix`` (each a function of FT_pr from 0 to 1).
+MIXES = {"paper": Mix.paper, "selective": Mix.selective}
+
+
+def named_mix(name: str, ft_pr: float) -> Mix:
+    """The workload `name` of `MIXES` at FT_pr = `ft_pr` (0 to 1)."""
+    return MIXES[name](ft_pr)
+
+
+def generate_queries(publications: Sequence[Publication] | Vocabulary, n: int, seed: int = 0,
+                     mix: Mix | None = None, taxonomy=None, prefix: str = "g") -> list[dict]:
+    """`n` query records {"id", "query", "subscriber"}, deterministic for `seed`."""
+    vocab = publications if isinstance(publications, Vocabulary) else Vocabulary(publications, taxonomy)
+    builder = _Builder(vocab, random.Random(seed), mix or Mix())
+    return [{"id": f"{prefix}{i}", "query": builder.query(), "subscriber": f"user{i % 97}"}
+            for i in range(1, n + 1)]
+
+
+def write_jsonl(records: Iterable[dict], path) -> int:
+    from rtf.io.files import atomic_output
+
+    n = 0
+    with atomic_output(path) as f:  # a failed run leaves an existing file as it was
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            n += 1
+    return n

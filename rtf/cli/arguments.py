@@ -1,0 +1,87 @@
+"""The command line's options: value types with one-line errors, and outputs that are not inputs.
+
+>>> positive_int("3"), between(0, 1, "a probability")("0.25")
+(3, 0.25)
+
+Every command that writes a file refuses an output that is one of its inputs
+(`refuse_outputs_among_inputs`, checked by ``rtf.cli.main`` for all
+commands) and writes through `rtf.io.files.atomic_output`, so that a failed
+run never leaves a half-written or emptied file.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from rtf.io.files import STDIO, OutputIsInputError, same_file
+
+#: Exit statuses (documented in `rtf --help`).
+EXIT_INPUT, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 70, 130
+
+
+def positive_int(text: str) -> int:
+    """An integer of at least 1 (counts, sizes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A number above 0 (seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def between(low: float, high: float, what: str) -> Callable[[str], float]:
+    """A type for a number from `low` to `high`, named `what` in its errors."""
+    def number(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{what} is from {low:g} to {high:g}, got {text!r}")
+        return value
+    number.__name__ = what.split()[-1]  # argparse names the type in its own errors
+    return number
+
+
+# ------------------------------------------------------------------ output files
+
+#: The options that name files a command reads, and those it writes.
+INPUT_OPTIONS = ("publications", "follow", "queries", "index", "taxonomy", "file")
+OUTPUT_OPTIONS = ("output", "json")
+
+
+def _paths(value) -> list[str]:
+    if value is None:
+        return []
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
+
+
+def refuse_outputs_among_inputs(args) -> None:
+    """Raise `OutputIsInputError` if an output option of `args` names one of its input files.
+
+    Checked before any output is opened: opening it for writing would empty
+    the input before it is read.
+    """
+    for out_option in OUTPUT_OPTIONS:
+        for out in _paths(getattr(args, out_option, None)):
+            if out == STDIO:
+                continue
+            for in_option in INPUT_OPTIONS:
+                for source in _paths(getattr(args, in_option, None)):
+                    if source != STDIO and same_file(out, source):
+                        raise OutputIsInputError(
+                            f"--{out_option} {out} is the --{in_option} file {source}: refusing "
+                            f"to overwrite an input; write the output to another file")

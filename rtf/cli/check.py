@@ -1,0 +1,80 @@
+"""``rtf check``: parse a query and show its decomposition, or check every query of a file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rtf.cli.arguments import EXIT_INPUT
+from rtf.errors import QueryError
+from rtf.io.queries import load_queries, read_text, register_all
+
+
+def add_command(sub) -> None:
+    p = sub.add_parser("check", help="parse a query and print its decomposition",
+                       description="Parse a query and print its decomposition into branches and tuple "
+                                   "conjuncts; exit 1 with line and column if it is invalid.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog='examples:\n  rtf check \'ASK { ?a <http://ex/p> ?t FILTER ftcontains(?t, "rio") }\'\n'
+                              '  rtf check -f examples/news_queries.jsonl\n\n'
+                              'A query that can never match (ftcontains on a variable no triple '
+                              'pattern binds to a literal) gets a warning on stderr.')
+    p.add_argument("query", nargs="?", help="the query text (default: read -f FILE or stdin)")
+    p.add_argument("-f", "--file", help="read the query from a .rq file, or check every query of a "
+                                        "JSON Lines file (each bad one reported with line, id, reason)")
+    p.set_defaults(func=cmd_check)
+
+
+
+def cmd_check(args) -> int:
+    """Check one query (argument, .rq file or stdin), or every query of a JSON Lines file."""
+    from rtf.matching.explain import never_match_reasons
+    from rtf.parser import parse_query
+
+    if args.file and Path(args.file).suffix != ".rq":
+        return check_query_file(args.file)
+    if args.file:
+        text = read_text(args.file, "query file")
+    elif args.query is not None:
+        text = args.query
+    else:
+        text = read_text(None, "query")
+    try:
+        q = parse_query(text)
+    except QueryError as e:
+        print(f"invalid query: {e}", file=sys.stderr)
+        if e.line is not None:
+            lines = text.splitlines()
+            if 0 < e.line <= len(lines):
+                print("  " + lines[e.line - 1], file=sys.stderr)
+                print("  " + " " * max((e.column or 1) - 1, 0) + "^", file=sys.stderr)
+        return 1
+    print(q.describe())
+    for reason in never_match_reasons(q):
+        print(f"warning: {reason}", file=sys.stderr)
+    return 0
+
+
+def check_query_file(path: str) -> int:
+    """Check every query of a JSON Lines file: each bad one (bad JSON, invalid
+    query, duplicate id) is reported with its line, id and reason on stderr,
+    each query that can never match gets a warning; exit 1 if any was bad."""
+    from rtf.engine import Engine
+    from rtf.matching.explain import never_match_reasons
+
+    problems: list[str] = []
+    records = load_queries(path, problems)
+    engine = Engine("naive")  # the cheapest index; registering runs every check
+    register_all(engine, records, path, problems)
+    warnings = 0
+    for rec in records:
+        if rec["id"] is None or rec["id"] not in engine:
+            continue
+        for reason in never_match_reasons(engine.get(rec["id"]).query):
+            print(f"{path}:{rec['line']}: query {rec['id']!r}: warning: {reason}", file=sys.stderr)
+            warnings += 1
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    print(f"{path}: {len(engine)} valid queries, {len(problems)} invalid, {warnings} warning(s)")
+    return EXIT_INPUT if problems else 0

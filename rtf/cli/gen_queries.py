@@ -1,0 +1,114 @@
+"""``rtf gen-queries``: a query workload generated from publications (`rtf.bench.workload`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+
+from rtf.bench.workload import (
+    COMMON_WORD_SHARE,
+    Mix,
+    generate_queries,
+    named_mix,
+    write_jsonl,
+)
+from rtf.cli.arguments import between, positive_int
+
+_MIX_HELP = {
+    "max_tuples": "most tuples in one query",
+    "max_terms": "most conjunctive terms in one full-text constraint",
+    "constant": "an IRI object is kept as a constant",
+    "phrase": "a term is a two-word phrase from a real text",
+    "near": "two terms are joined by ftnear",
+    "ftor": "two terms are joined by ftor",
+    "ftnot": "a term is negated (ftand ftnot)",
+    "prefix": "a term becomes a prefix term (word*)",
+    "wildcard": "a predicate or object becomes *",
+    "value_filter": "a typed or tagged literal gets a value filter",
+    "taxonomy": "a type tuple becomes a/rdfs:subClassOf* on a superclass (needs --taxonomy)",
+    "local_words": "a term is drawn from the modelled publication's own text",
+    "distinct_predicates": "a query's tuples have distinct properties (rdf:type aside)",
+    "project_all": "a query projects all its variables (otherwise only ?s)",
+    "rare_class": "a query asks ?s a C for the most specific class of a typed publication",
+    "informative_words": "a term is a word of the tuple's own text found in at most "
+                         f"{COMMON_WORD_SHARE:.0%}% of the publications",  # %%: argparse formats help
+}
+assert set(_MIX_HELP) == set(Mix.field_names()) - {"ft_pr"}
+
+
+_percent = between(0, 100, "a percentage")
+_probability = between(0, 1, "a probability")
+
+
+def add_command(sub) -> None:
+    import argparse
+
+    p = sub.add_parser(
+        "gen-queries", help="generate a query workload from publications",
+        description="Generate continuous queries from the classes, properties and words of the "
+                    "given publications (RTF paper, section 4), as JSON Lines for rtf match.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz "
+               "-n 10000 --ft-pr 50 --seed 0 -o queries.jsonl\n"
+               "  rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz "
+               "-n 100000 --selective -o selective.jsonl\n"
+               "  rtf gen-queries --publications data.nt -n 100 --all-operators -o q.jsonl\n\n"
+               "--selective: star queries with ?s a C on the publication's most specific class,\n"
+               "1-3 other distinct properties, IRI objects constant half of the time, and 1-3\n"
+               "conjunctive words of the tuple's own text found in at most "
+               f"{COMMON_WORD_SHARE:.0%} of the publications;\n"
+               "about 2 % of the queries match each DBpedia publication (the default mix: 11 %).")
+    p.add_argument("--publications", nargs="+", required=True, metavar="F")
+    p.add_argument("-n", "--count", type=positive_int, default=1000, help="number of queries (default 1000)")
+    p.add_argument("--ft-pr", type=_percent, default=50,
+                   help="percent of literal-valued tuples with ftcontains: FT_pr (default 50)")
+    p.add_argument("--seed", type=int, default=0, help="the same seed gives the same queries (default 0)")
+    p.add_argument("--taxonomy", metavar="ONTO", help="ontology for a/rdfs:subClassOf* tuples")
+    kind = p.add_mutually_exclusive_group()
+    kind.add_argument("--all-operators", action="store_true",
+                      help="mix in phrases, ftnear, ftor, ftnot, prefixes, wildcards, value filters, "
+                           "taxonomy")
+    kind.add_argument("--selective", action="store_true",
+                      help="the selective workload (Mix.selective): few queries match each "
+                           "publication, as with real subscriptions; see below")
+    mix = p.add_argument_group(
+        "operator mix", "probabilities from 0 to 1 (counts for max-*) that override the defaults; "
+                        "the defaults are the paper's workload (rtf bench's): conjunctive terms only, "
+                        "distinct properties per query")
+    for name, help_ in _MIX_HELP.items():
+        # "taxonomy" is also the ontology option: its probability is --taxonomy-pr.
+        option = "--taxonomy-pr" if name == "taxonomy" else "--" + name.replace("_", "-")
+        mix.add_argument(option, type=positive_int if name.startswith("max_") else _probability, default=None,
+                         metavar="N" if name.startswith("max_") else "P", dest="mix_" + name,
+                         help=f"{help_} (default {getattr(Mix.paper(), name)}"
+                              # (--all-operators also asks distinct properties: see _cmd)
+                              + "".join(f", --{flag} {getattr(other, name)}"
+                                        for flag, other, base in (
+                                            ("all-operators", Mix.all_operators(), Mix()),
+                                            ("selective", Mix.selective(), Mix.paper()))
+                                        if getattr(other, name) != getattr(base, name))
+                              + ")")
+    p.add_argument("-o", "--output", required=True, help="JSON Lines file to write")
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args) -> int:
+    from rtf.io.reader import read_publications
+    from rtf.io.taxonomy import Taxonomy
+
+    ft_pr = args.ft_pr / 100
+    if args.all_operators:
+        mix = Mix.all_operators(ft_pr)
+    else:
+        mix = named_mix("selective" if args.selective else "paper", ft_pr)
+    mix.distinct_predicates = 1.0
+    for name in Mix.field_names():
+        value = getattr(args, "mix_" + name, None)
+        if name != "ft_pr" and value is not None:
+            setattr(mix, name, value)
+    taxonomy = Taxonomy.from_file(args.taxonomy) if args.taxonomy else None
+    pubs = list(read_publications(args.publications))
+    n = write_jsonl(generate_queries(pubs, args.count, args.seed, mix, taxonomy), args.output)
+    print(f"rtf: wrote {n} queries to {args.output} ({json.dumps(asdict(mix))})", file=sys.stderr)
+    return 0

@@ -1,0 +1,147 @@
+"""``rtf index``: build a query index once, inspect it, update it in place.
+
+    rtf index build --queries Q.jsonl [--algorithm rtfs] [--taxonomy ONTO] --output IDX
+    rtf index info IDX
+    rtf index add IDX --queries MORE.jsonl
+    rtf index remove IDX --ids q1 q2 ...
+    rtf match --index IDX --publications F ...
+
+The file format is described in docs/index-format.md (`rtf.io.store`). Every
+update is atomic: the new index is written beside the old one and renamed
+over it, so a failed or killed run leaves the previous index intact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from rtf.errors import RtfError
+from rtf.io.files import STDIO, OutputIsInputError, same_file
+from rtf.io.queries import QueryFileError, load_queries, register_all
+
+EPILOG = """\
+examples:
+  rtf index build --queries examples/dbpedia_queries.jsonl --algorithm rtfs \\
+                  --taxonomy ../shared/data/dbpedia/ontology/dbpedia_2015-10.nt.gz --output q.idx
+  rtf index info q.idx
+  rtf index add q.idx --queries more.jsonl
+  rtf index remove q.idx --ids q3 q7
+  rtf match --index q.idx --publications ../shared/data/dbpedia/nordlys_dbpedia-2015-10_sample.nt.gz
+
+The index holds the queries (text and parsed form), the algorithm, the
+solution cap and the taxonomy; `rtf match --index` answers exactly as
+`rtf match --queries` with the same queries, algorithm and taxonomy, without
+parsing a query. A truncated, corrupt or other-version file is refused
+(exit 1) and left as it is.
+"""
+
+
+class IndexOptionError(RtfError):
+    """An option of ``rtf match`` that contradicts the index it loads."""
+
+
+def cmd_build(args) -> int:
+    from rtf.engine import Engine
+
+    engine = Engine(args.algorithm, taxonomy=args.taxonomy)
+    register_all(engine, load_queries(args.queries), args.queries)
+    size = engine.save(args.output)
+    print(f"rtf index: {args.output}: {len(engine)} queries, {args.algorithm}, {size} bytes",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_info(args) -> int:
+    from rtf.engine import Engine
+    from rtf.io.store import file_info
+
+    info = file_info(args.index)
+    engine = Engine.load(args.index)
+    stats = engine.stats()
+    info.update({k: v for k, v in stats.items()
+                 if k not in info and k not in ("truncated_matches", "evaluation_errors")})
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+def cmd_add(args) -> int:
+    from rtf.engine import Engine
+
+    engine = Engine.load(args.index)
+    before = len(engine)
+    register_all(engine, load_queries(args.queries), args.queries)
+    size = engine.save(args.index)
+    print(f"rtf index: {args.index}: added {len(engine) - before} queries, "
+          f"{len(engine)} in all, {size} bytes", file=sys.stderr)
+    return 0
+
+
+def cmd_remove(args) -> int:
+    from rtf.engine import Engine
+
+    engine = Engine.load(args.index)
+    missing = [qid for qid in args.ids if qid not in engine]
+    if missing:  # checked first: nothing is removed when one id is wrong
+        raise QueryFileError(f"{args.index}: no query with id {', '.join(map(repr, missing))}")
+    for qid in dict.fromkeys(args.ids):
+        engine.unregister(qid)
+    size = engine.save(args.index)
+    print(f"rtf index: {args.index}: removed {len(set(args.ids))} queries, "
+          f"{len(engine)} left, {size} bytes", file=sys.stderr)
+    return 0
+
+
+def add_command(sub) -> None:
+    """Add ``rtf index`` and its subcommands to the `rtf` parser's subparsers `sub`."""
+    from rtf.engine import ALGORITHMS
+
+    p = sub.add_parser("index", help="build, inspect and update a saved query index",
+                       description="Build a query index once and reuse it: `rtf match --index IDX` "
+                                   "loads it without parsing a query.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    commands = p.add_subparsers(dest="index_command", metavar="SUBCOMMAND", required=True)
+
+    q = commands.add_parser("build", help="register queries and save them as an index",
+                            formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    q.add_argument("--queries", required=True, metavar="Q", help="JSON Lines of queries, or a .rq file")
+    q.add_argument("--algorithm", default="rtfs", choices=ALGORITHMS, help="engine (default: rtfs)")
+    q.add_argument("--taxonomy", metavar="ONTO", help="ontology saved with the index for a/rdfs:subClassOf*")
+    q.add_argument("--output", required=True, metavar="IDX", help="the index file to write (replaced atomically)")
+    q.set_defaults(func=cmd_build)
+
+    q = commands.add_parser("info", help="print an index's algorithm, version, sizes, taxonomy (JSON)")
+    q.add_argument("index", metavar="IDX")
+    q.set_defaults(func=cmd_info)
+
+    q = commands.add_parser("add", help="register more queries in an index, in place (atomic)")
+    q.add_argument("index", metavar="IDX")
+    q.add_argument("--queries", required=True, metavar="MORE", help="JSON Lines of queries, or a .rq file")
+    q.set_defaults(func=cmd_add)
+
+    q = commands.add_parser("remove", help="unregister queries from an index, in place (atomic)")
+    q.add_argument("index", metavar="IDX")
+    q.add_argument("--ids", required=True, nargs="+", metavar="ID", help="ids of the queries to remove")
+    q.set_defaults(func=cmd_remove)
+
+
+def load_index_engine(path: str | os.PathLike, args) -> "object":
+    """The engine of ``rtf match --index``; refuses options the index already fixes,
+    and an --output that is the index itself."""
+    from rtf.engine import Engine
+
+    output = getattr(args, "output", None)
+    if output not in (None, STDIO) and same_file(output, path):
+        raise OutputIsInputError(f"--output {output} is the --index file {path}: refusing to "
+                                 "overwrite an input; write the output to another file")
+    if getattr(args, "taxonomy", None):
+        raise IndexOptionError("--taxonomy cannot be used with --index: the index holds its taxonomy "
+                               "(rebuild it with `rtf index build --taxonomy`)")
+    engine = Engine.load(path)
+    algorithm = getattr(args, "algorithm", None)
+    if algorithm and algorithm != engine.algorithm:
+        raise IndexOptionError(f"--algorithm {algorithm} but the index {path} is {engine.algorithm}: "
+                               "leave --algorithm out, or rebuild the index")
+    return engine

@@ -1,0 +1,325 @@
+"""``rtf match`` (register queries, stream publications, write matches) and ``rtf demo``."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+
+from rtf.bench.memory import current_rss_mb, peak_rss_mb
+from rtf.cli.arguments import positive_float, positive_int, refuse_outputs_among_inputs
+from rtf.io.files import atomic_output
+from rtf.io.output import match_line, sparql_json_line
+from rtf.io.progress import progress
+from rtf.io.queries import load_queries, register_all, report_skipped_queries
+
+EPILOG_MATCH = """\
+queries file:
+  JSON Lines, one {"id": "...", "query": "...", "subscriber": "..."} per line
+  (subscriber optional), or a .rq file holding one query (its id is the file name).
+
+output (JSON Lines, one line per publication and matching query):
+  {"publication": "http://dbpedia.org/resource/X", "query": "q1", "subscriber": null,
+   "bindings": [{"x": "<http://...>"}]}
+  bindings are the distinct projected solutions as N-Triples terms ([] for ASK);
+  publications come in input order, then query ids in order.
+  --output FILE is replaced only when the run succeeds (a failed run leaves it
+  as it was), and must not be one of the input files (refused, exit 2).
+
+bad input:
+  a malformed line        exit 1 with "rtf: error: F:LINE: reason", after the matches
+                          of the publications before it; --skip-invalid skips it
+                          (each bad line alone: the lines around it are kept) and
+                          reports "rtf: skipped N invalid line(s); first: F:LINE: ..."
+  a truncated or corrupt  (.gz, .bz2, a failing disk) exit 1 with "rtf: error:
+  file                    F:LINE: the file breaks off here, after B bytes (L whole
+                          lines): ..." after the matches of the publications read
+                          whole before the break; --skip-invalid matches every
+                          publication read before the break (the last one maybe
+                          cut short), warns "rtf: warning: F:LINE: the file breaks
+                          off here ..." and lists the break under "breaks" in --stats
+  a bad Turtle statement  --skip-invalid skips that statement alone and counts the
+                          line where it starts
+  a UTF-8 byte order mark at the start of a file is ignored
+
+live input:
+  --publications - reads stdin as it comes (N-Triples unless --format says
+  otherwise; gzip or bzip2 recognised by their first bytes) and writes, and
+  flushes, each publication's matches as soon as it is complete: when the
+  next subject starts, or the input ends. --follow FILE reads a growing file
+  like `tail -f` (until Ctrl-C, or --follow-timeout seconds without new data).
+
+several cores:
+  --workers N forks N processes once the queries are registered (each has the
+  engine without reloading it) and sends them batches of publications; the
+  output is the one-process output, in the same order. Live feeds are best
+  served by one process (a batch waits for its publications). In --stats,
+  filter_s then sums the workers' times.
+
+query files with bad queries:
+  --skip-invalid also skips a bad query or a duplicate id, reporting each on
+  stderr as "rtf: skipped query: Q:LINE: query 'id': reason"; `rtf check -f Q`
+  lists them all without matching anything.
+
+examples (from a checkout; the bundled example files):
+  rtf match --queries examples/news_queries.jsonl \\
+            --publications examples/news.nt \\
+            --taxonomy examples/news_ontology.nt --stats
+  tail -f feed.nt | rtf match --queries examples/news_queries.jsonl --publications - --explain
+  rtf match --queries examples/news_queries.jsonl --publications examples/news.nt \\
+            --output-format sparql-json --with-metadata --workers 2
+"""
+
+
+
+def add_command(sub) -> None:
+    from rtf.engine import ALGORITHMS, DEFAULT_ALGORITHM
+
+    p = sub.add_parser("match", help="match publications against registered queries",
+                       description="Register the queries, then stream the publications through the "
+                                   "engine and write one JSON line per (publication, matching query).",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG_MATCH)
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--queries", metavar="Q", help="JSON Lines of queries, or a .rq file")
+    source.add_argument("--index", metavar="IDX",
+                        help="a saved index (rtf index build): its queries, algorithm and taxonomy")
+    inputs = p.add_mutually_exclusive_group(required=True)
+    inputs.add_argument("--publications", nargs="+", metavar="F",
+                        help="N-Triples, Turtle or N-Quads files, plain, .gz or .bz2 ('-' for stdin)")
+    inputs.add_argument("--follow", metavar="FILE",
+                        help="read FILE as it grows, like `tail -f` (a live feed)")
+    p.add_argument("--follow-timeout", type=positive_float, metavar="S",
+                   help="with --follow: stop after S seconds without new data (default: never)")
+    p.add_argument("--format", choices=("nt", "nq", "ttl", "trig", "owl"),
+                   help="the RDF syntax of the input (default: from the file name; nt for stdin)")
+    p.add_argument("--taxonomy", metavar="ONTO", help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf*")
+    p.add_argument("--algorithm", choices=ALGORITHMS,
+                   help=f"engine (default: {DEFAULT_ALGORITHM}, or the index's; naive is the slow reference)")
+    p.add_argument("--group-by", default="subject", choices=("subject", "graph"),
+                   help="a publication is a run of triples with one subject (default) or one named graph")
+    p.add_argument("--output", metavar="FILE", help="write matches here (default or '-': stdout)")
+    p.add_argument("--stats", action="store_true", help="print a JSON object of figures on stderr at the end")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="skip malformed lines, and read a truncated or corrupt file up to where it "
+                        "breaks, and skip bad queries and duplicate query ids, instead of "
+                        "failing; report each on stderr (and in --stats)")
+    p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="jsonl",
+                   help="jsonl (default, as below) or sparql-json: one SPARQL 1.1 Query Results "
+                        "JSON document per line, plus publication, query and subscriber")
+    p.add_argument("--with-metadata", action="store_true",
+                   help='add "metadata": the extra fields of the query\'s JSON line')
+    p.add_argument("--explain", action="store_true",
+                   help='add "explain": per solution, the branch that matched and each '
+                        "ftcontains with the literal, the character spans and words that satisfied it")
+    p.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                   help="match in N processes (the same output, in the same order)")
+    p.set_defaults(func=cmd_match)
+
+    p = sub.add_parser("demo", help="run the example queries on the DBpedia sample",
+                       description="Run the example queries (examples/) over the DBpedia sample in "
+                                   "$RTF_DATA_DIR/dbpedia (default ../shared/data/dbpedia), or over a "
+                                   "small bundled example when the sample is absent.")
+    p.add_argument("--algorithm", default=DEFAULT_ALGORITHM, choices=ALGORITHMS)
+    p.add_argument("--output", metavar="FILE", help="write matches here (default: stdout)")
+    p.set_defaults(func=cmd_demo)
+
+
+
+OUTPUT_FORMATS = ("jsonl", "sparql-json")
+
+
+def make_renderer(args, engine):
+    """The function that turns one publication's matches into output text.
+
+    The default (JSON Lines, no extras) is `match_line` alone; the extras
+    (--with-metadata, --explain, sparql-json) are other functions chosen
+    here once, so that they cost nothing when not asked for.
+    """
+    with_metadata = getattr(args, "with_metadata", False)
+    explain = getattr(args, "explain", False)
+    if getattr(args, "output_format", "jsonl") == "sparql-json":
+        def line(pub, m) -> str:
+            return sparql_json_line(pub.id, m, engine.get(m.query_id))
+    elif with_metadata or explain:
+        def line(pub, m) -> str:
+            return match_line(pub.id, m)
+    else:
+        return _render_plain
+
+    def render(pub, found) -> str:
+        out = []
+        for m in found:
+            text = line(pub, m)
+            if with_metadata or explain:
+                extra = {}
+                if with_metadata:
+                    extra["metadata"] = dict(engine.get(m.query_id).metadata)
+                if explain:
+                    extra["explain"] = m.explain(pub, engine)
+                text = text[:-1] + ", " + json.dumps(extra, ensure_ascii=False)[1:]
+            out.append(text + "\n")
+        return "".join(out)
+    return render
+
+
+def _render_plain(pub, found) -> str:
+    return "".join([match_line(pub.id, m) + "\n" for m in found])
+
+
+def cmd_match(args) -> int:
+    """Register the queries, then write the matches of each publication."""
+    from rtf.engine import DEFAULT_ALGORITHM, Engine, freeze_long_lived
+    from rtf.io.reader import ReadStats, read_publications
+    from rtf.io.sources import UnknownFormatError
+
+    t0 = time.perf_counter()
+    if getattr(args, "index", None):  # a saved index: loaded, no query parsed
+        from rtf.cli.index import load_index_engine
+        rss_before = current_rss_mb()
+        engine = load_index_engine(args.index, args)
+        index_rss_mb = current_rss_mb() - rss_before
+        args.algorithm = engine.algorithm
+    else:
+        args.algorithm = args.algorithm or DEFAULT_ALGORITHM
+        engine = Engine(args.algorithm, taxonomy=args.taxonomy)
+        problems: list[str] | None = [] if args.skip_invalid else None
+        records = load_queries(args.queries, problems)
+        rss_before = current_rss_mb()
+        register_all(engine, records, args.queries, problems)
+        index_rss_mb = current_rss_mb() - rss_before
+        if problems:
+            report_skipped_queries(problems)
+        del records
+    register_s = time.perf_counter() - t0
+    freeze_long_lived()  # the index is long-lived: out of the collector's sight
+
+    follow = getattr(args, "follow", None)
+    sources = [follow] if follow else args.publications
+    live = bool(follow) or "-" in sources  # a feed: each publication's matches at once
+    render = make_renderer(args, engine)
+    to_stdout = args.output in (None, "-")
+    read_stats = ReadStats()
+    publications = matches = 0
+    filter_s = 0.0
+    workers = getattr(args, "workers", 1) or 1
+    with contextlib.nullcontext(sys.stdout) if to_stdout else atomic_output(args.output) as out:
+        try:
+            pubs = read_publications(sources, group_by=args.group_by, skip_invalid=args.skip_invalid,
+                                     stats=read_stats, format=getattr(args, "format", None),
+                                     follow=bool(follow), idle_timeout=getattr(args, "follow_timeout", None))
+        except UnknownFormatError as e:  # worded for the command line
+            raise UnknownFormatError(e.syntax, e.source, "--format nt|nq|ttl|trig|owl") from None
+        if workers > 1:
+            results = match_in_processes(engine, render, pubs, workers)
+        else:
+            results = _match_here(engine, render, progress(pubs, "matching", unit="pub"))
+        for text, n_matches, seconds in results:
+            filter_s += seconds
+            publications += 1
+            if text:
+                out.write(text)
+                if live:
+                    out.flush()
+            matches += n_matches
+        out.flush()
+    report_lost_input(read_stats)
+    if args.stats:
+        stats = {"algorithm": args.algorithm, "queries": len(engine), "publications": publications,
+                 "triples": read_stats.triples, "skipped_lines": read_stats.skipped_lines,
+                 "skipped_queries": len(problems or ()),
+                 "breaks": [b.as_dict() for b in read_stats.breaks],
+                 "register_s": round(register_s, 4),
+                 "register_queries_per_s": round(len(engine) / register_s) if register_s else None,
+                 "index_rss_mb": round(index_rss_mb, 1), "filter_s": round(filter_s, 4),
+                 "publications_per_s": round(publications / filter_s, 1) if filter_s else None,
+                 "filter_ms_per_publication": round(1000 * filter_s / publications, 4) if publications else None,
+                 "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1), "workers": workers}
+        print(json.dumps(stats), file=sys.stderr)
+    return 0
+
+
+#: Publications sent to a worker process at a time (amortises the pickling).
+WORKER_BATCH = 32
+
+_WORKER: dict = {}  # a worker process's engine and renderer, inherited through fork
+
+
+def match_in_processes(engine, render, pubs, workers: int):
+    """`_match_here`, spread over `workers` forked processes, results in input order.
+
+    The processes are forked after the queries are registered, so each has the
+    engine (loaded once, shared copy-on-write) without pickling it; this
+    process reads the input and sends batches of publications.
+    """
+    import multiprocessing
+    from itertools import islice
+
+    _WORKER.update(engine=engine, render=render)
+    context = multiprocessing.get_context("fork")
+    batches = iter(lambda: [(p.id, p.triples) for p in islice(pubs, WORKER_BATCH)], [])
+    with context.Pool(workers) as pool:
+        for results in pool.imap(_match_batch, batches):
+            yield from results
+
+
+def _match_batch(batch: list) -> list:
+    from rtf.io.publication import Publication
+
+    engine, render = _WORKER["engine"], _WORKER["render"]
+    results = []
+    for pub_id, triples in batch:
+        pub = Publication.__new__(Publication)  # checked when it was read
+        pub.id, pub.triples = pub_id, triples
+        results.extend(_match_here(engine, render, [pub]))
+    return results
+
+
+def _match_here(engine, render, pubs):
+    """(output text, matches, filter seconds) of each publication, in this process."""
+    for pub in pubs:
+        t = time.perf_counter()
+        found = engine.match(pub)
+        seconds = time.perf_counter() - t
+        yield (render(pub, found) if found else ""), len(found), seconds
+
+
+def report_lost_input(read_stats) -> None:
+    """Tell on stderr what --skip-invalid skipped: how many lines, the first, each break."""
+    if read_stats.skipped_lines:
+        first = f"; first: {read_stats.errors[0]}" if read_stats.errors else ""
+        print(f"rtf: skipped {read_stats.skipped_lines} invalid line(s){first}", file=sys.stderr)
+    for brk in read_stats.breaks:
+        print(f"rtf: warning: {brk.error()}", file=sys.stderr)
+
+
+def cmd_demo(args) -> int:
+    """Run the example queries over the DBpedia sample, or the bundled example."""
+    from rtf.io.datasets import (
+        ENV_VAR,
+        data_dir,
+        dbpedia_files,
+        dbpedia_ontology,
+        examples_dir,
+    )
+
+    examples = examples_dir()
+    files = dbpedia_files()
+    if files:
+        queries = examples / "dbpedia_queries.jsonl"
+        pubs = [str(f) for f in files]
+        taxonomy = str(dbpedia_ontology())
+        print(f"rtf demo: {len(files)} DBpedia sample files from {data_dir()}/dbpedia", file=sys.stderr)
+    else:
+        queries = examples / "news_queries.jsonl"
+        pubs = [str(examples / "news.nt")]
+        taxonomy = str(examples / "news_ontology.nt")
+        print(f"rtf demo: the DBpedia sample was not found at {data_dir()}/dbpedia "
+              f"(set {ENV_VAR} to the folder that holds dbpedia/); "
+              f"running the bundled example {pubs[0]} instead", file=sys.stderr)
+    ns = argparse.Namespace(queries=str(queries), publications=pubs, taxonomy=taxonomy,
+                            algorithm=args.algorithm, group_by="subject", output=args.output,
+                            stats=True, skip_invalid=False, follow=None, format=None)
+    refuse_outputs_among_inputs(ns)
+    return cmd_match(ns)

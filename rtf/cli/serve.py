@@ -1,0 +1,80 @@
+"""``rtf serve``: the broker's command line (the broker itself is `rtf.server`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rtf.cli.arguments import positive_float, positive_int
+
+EPILOG = """\
+data folder (--data DIR, created if missing):
+  queries.sqlite3   the registered queries, the source of truth (a 201 means on disk)
+  outbox.sqlite3    the matches pushed to subscribers, for those who reconnect
+  snapshot.idx      the saved index, so that a restart does not parse every query
+  serve.lock        one server per folder
+
+API (JSON; docs/server.md has every detail, /docs the OpenAPI pages):
+  PUT    /queries/{id}              {"query": "...", "subscriber": "alice"} -> 201
+  GET    /queries[?subscriber=]     GET|DELETE /queries/{id}
+  POST   /publications              an RDF body (application/n-triples, text/turtle,
+                                    application/n-quads) -> the matches, as rtf match lines
+  GET    /subscribers/{name}/matches  Server-Sent Events; reconnect with Last-Event-ID
+  GET    /health, /metrics (Prometheus)
+
+tokens file (--tokens FILE; without it, anyone who reaches the port is admin):
+  one "TOKEN ROLE" per line; ROLE is admin, publisher or subscriber:NAME
+
+examples:
+  rtf serve --data ./broker
+  curl -X PUT localhost:8750/queries/rio -H 'Content-Type: application/json' \\
+       -d '{"query": "ASK { ?a <http://ex/p> ?t FILTER ftcontains(?t, \\"rio\\") }", "subscriber": "alice"}'
+  curl -N localhost:8750/subscribers/alice/matches &
+  curl -X POST localhost:8750/publications -H 'Content-Type: application/n-triples' \\
+       --data-binary '<http://ex/a> <http://ex/p> "Games in Rio" .'
+"""
+
+def add_command(sub) -> None:
+    from rtf.engine import ALGORITHMS, DEFAULT_ALGORITHM
+    from rtf.server.broker import MAX_BODY, SNAPSHOT_EVERY
+    from rtf.server.command import DEFAULT_PORT
+    from rtf.server.outbox import MAX_AGE_S, MAX_EVENTS
+    from rtf.server.streams import STREAM_QUEUE
+
+    p = sub.add_parser("serve", help="run a continuous-query broker over HTTP",
+                       description="Serve the registered queries over HTTP: subscribers register "
+                                   "queries, publishers post RDF, matches are answered and pushed "
+                                   "to subscribers as Server-Sent Events. Queries and pushed "
+                                   "matches survive restarts (SQLite under --data).",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    p.add_argument("--data", required=True, metavar="DIR", help="the broker's data folder")
+    p.add_argument("--algorithm", default=DEFAULT_ALGORITHM, choices=ALGORITHMS,
+                   help=f"engine (default: {DEFAULT_ALGORITHM})")
+    p.add_argument("--taxonomy", metavar="ONTO",
+                   help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf*")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help=f"port (default {DEFAULT_PORT}; 0: any free port, printed at start)")
+    p.add_argument("--tokens", metavar="FILE", help="bearer tokens and their roles (see below)")
+    p.add_argument("--max-body", type=positive_int, default=MAX_BODY, metavar="BYTES",
+                   help=f"largest request body (default {MAX_BODY}); larger ones get 413")
+    p.add_argument("--stream-queue", type=positive_int, default=STREAM_QUEUE, metavar="N",
+                   help=f"events a stream may fall behind before it is cut (default {STREAM_QUEUE})")
+    p.add_argument("--outbox-max-events", type=positive_int, default=MAX_EVENTS, metavar="N",
+                   help=f"matches kept per subscriber for reconnection (default {MAX_EVENTS})")
+    p.add_argument("--outbox-max-age", type=positive_float, default=MAX_AGE_S, metavar="S",
+                   help=f"seconds a match is kept for reconnection (default {MAX_AGE_S:.0f}: 7 days)")
+    p.add_argument("--snapshot-every", type=positive_int, default=SNAPSHOT_EVERY, metavar="N",
+                   help=f"save the index after N registrations or removals (default {SNAPSHOT_EVERY}; "
+                        "and always at shutdown)")
+    p.add_argument("--log-level", default="warning",
+                   choices=("critical", "error", "warning", "info", "debug"),
+                   help="server log detail on stderr (default warning; info logs every request)")
+    p.set_defaults(func=cmd_serve)
+
+
+
+
+def cmd_serve(args) -> int:
+    from rtf.server.command import serve
+    return serve(args)

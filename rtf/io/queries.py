@@ -1,0 +1,121 @@
+"""Query files: JSON Lines records or one ``.rq`` query, read with file:line errors, registered all-or-nothing.
+
+A JSON line is ``{"id": "...", "query": "...", "subscriber": "..."}``; its
+other fields are the query's metadata. ``rtf match``, ``rtf index``, the
+Spark replay and ``rtf check -f`` all read queries here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rtf.errors import QueryError, RtfError
+from rtf.io.progress import progress
+
+
+def read_text(path: str | Path | None, what: str) -> str:
+    """The UTF-8 text of file `path` (None: stdin); an error names the line of a bad byte."""
+    if path is None:
+        data = sys.stdin.buffer.read()
+        path = "<stdin>"
+    else:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise QueryFileError(f"cannot read {what} {path}: {e.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise QueryFileError(f"{path}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x} "
+                             f"at column {column})") from None
+
+
+class QueryFileError(RtfError):
+    """A query file that cannot be read, or a bad record or query in it (named by file and line)."""
+
+
+#: The fields of a JSON Lines query record that are not metadata.
+RECORD_FIELDS = ("id", "query", "subscriber")
+
+
+def load_queries(path: str | Path, problems: list[str] | None = None) -> list[dict]:
+    """Query records {"id", "query", "subscriber", "metadata", "line"} from a JSON Lines or .rq file.
+
+    The fields of a JSON line other than id, query and subscriber are its
+    metadata. A bad line raises `QueryFileError` naming the file and line;
+    with a `problems` list it is reported there instead, and skipped.
+    """
+    path = Path(path)
+    text = read_text(path, "queries file")
+    if path.suffix == ".rq":
+        return [{"id": path.stem, "query": text, "subscriber": None, "metadata": {}, "line": 1}]
+    records = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(_query_record(line, f"{path}:{n}", n))
+        except QueryFileError as e:
+            if problems is None:
+                raise
+            problems.append(str(e))
+    return records
+
+
+def _query_record(line: str, where: str, n: int) -> dict:
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise QueryFileError(f"{where}: not a JSON object ({e.msg})") from None
+    except RecursionError:
+        raise QueryFileError(f"{where}: JSON nested too deeply") from None
+    if not isinstance(rec, dict) or not isinstance(rec.get("query"), str):
+        raise QueryFileError(f'{where}: expected {{"id": ..., "query": "..."}}')
+    for name in RECORD_FIELDS:
+        if not _is_unicode(rec.get(name)):
+            raise QueryFileError(f'{where}: "{name}" is not valid Unicode '
+                                 "(a lone surrogate \\ud800-\\udfff)")
+    return {"id": str(rec["id"]) if rec.get("id") is not None else None,
+            "query": rec["query"], "subscriber": rec.get("subscriber"), "line": n,
+            "metadata": {k: v for k, v in rec.items() if k not in RECORD_FIELDS}}
+
+
+def _is_unicode(value) -> bool:
+    """False for a string holding a lone surrogate (JSON allows "\\ud800"), which no file can hold."""
+    if not isinstance(value, str):
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def register_all(engine, records, source: str, problems: list[str] | None = None) -> None:
+    """Register every record, or none: the first bad query is an error naming it.
+
+    With a `problems` list, a bad query or a duplicate id is reported there
+    (file, line, id and reason) and skipped; the others are registered.
+    """
+    for rec in progress(records, "registering", unit="q"):
+        try:
+            engine.register(rec["query"], rec["id"], rec["subscriber"], rec.get("metadata"))
+        except QueryError as e:
+            error = QueryFileError(f"{source}:{rec['line']}: query {rec['id']!r}: {e}")
+        except (ValueError, TypeError) as e:  # a duplicate id, a subscriber that is not a string
+            error = QueryFileError(f"{source}:{rec['line']}: {e}")
+        else:
+            continue
+        if problems is None:
+            raise error from None
+        problems.append(str(error))
+
+
+def report_skipped_queries(problems: list[str]) -> None:
+    """Tell on stderr each query that --skip-invalid left out, and why."""
+    for problem in problems:
+        print(f"rtf: skipped query: {problem}", file=sys.stderr)

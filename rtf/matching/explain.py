@@ -1,0 +1,249 @@
+"""Why a query matched, and why a query can never match.
+
+`explain_match` answers ``Match.explain()`` (``rtf match --explain``): for
+each solution of a match, the branch of the query that matched (its number
+as ``rtf check`` prints it; a ``UNION`` side or an ``||`` operand is a
+branch of its own) and each satisfied ``ftcontains`` with its variable, the
+literal and the character spans and words that satisfied it -- the
+highlights Lucene Monitor gives, with SPARQL bindings on top.
+
+Nothing of this is kept while matching: it is computed on demand from the
+query, the publication and the solution's bindings, so explaining costs
+nothing when it is not asked for. A branch is explained by a witness: the
+first assignment of its tuple conjuncts to the publication's triples that
+agrees with the solution's bindings and whose literals satisfy their
+full-text expressions (residual filters are not re-evaluated: the engine
+already checked them).
+
+>>> from rtf.parser import parse_query
+>>> from rtf.io.publication import Publication
+>>> q = parse_query('SELECT ?a WHERE { ?a <http://ex/p> ?t FILTER ftcontains(?t, "rio*") }')
+>>> pub = Publication("http://ex/a", [("<http://ex/a>", "<http://ex/p>", '"Games in Rio"')])
+>>> explain_solution(q, pub, {"a": "<http://ex/a>"})["ftcontains"][0]["hits"]
+[{'operator': 'prefix', 'query': '"rio*"', 'spans': [[9, 12]], 'words': ['Rio']}]
+
+`never_match_reasons` is what ``rtf check`` warns about: a query whose
+every branch tests with ``ftcontains`` a variable that no triple pattern
+binds to a literal (unbound, or bound only as a subject or predicate).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
+
+from rtf.query.model import (And, FTAnd, FTExpr, FTNear, FTNot, FTOr, FTTerm, FtContains, Query,
+                       TupleConjunct)
+from rtf.query.terms import BlankNode, TypePath, Variable, Wildcard, is_literal, lexical_form
+from rtf.query.text import TextIndex
+
+__all__ = ["explain_match", "explain_solution", "ft_hits", "never_match_reasons"]
+
+_WORD = re.compile(r"[^\W_]+")  # the words of rtf.query.text.words, with their places
+
+
+# ------------------------------------------------------------------ explain
+
+
+def explain_match(match, publication, source) -> list[dict]:
+    """The explanation of `match` (one entry per solution, in `Match.bindings` order).
+
+    `source` is the `Engine` that made the match (its query and taxonomy are
+    used), a `RegisteredQuery` or a `Query`.
+    """
+    query, virtual = _query_and_virtual(match.query_id, publication, source)
+    solutions = [{}] if match.is_ask else match.bindings
+    return [explain_solution(query, publication, bindings, virtual) for bindings in solutions]
+
+
+def _query_and_virtual(query_id: str, publication, source) -> tuple[Query, list]:
+    # Told apart by what they offer, not by class: the engine is a later stage.
+    if hasattr(source, "taxonomy") and hasattr(source, "get"):  # an Engine
+        virtual = source.taxonomy.expand(publication.triples)
+        return source.get(query_id).query, virtual
+    if isinstance(getattr(source, "query", None), Query):  # a RegisteredQuery
+        source = source.query
+    if not isinstance(source, Query):
+        raise TypeError(f"explain needs the Engine, RegisteredQuery or Query, not {type(source).__name__}")
+    return source, []
+
+
+def explain_solution(query: Query, publication, bindings: dict[str, str],
+                     virtual: Iterable = ()) -> dict:
+    """One solution explained: {"bindings", "branch", "ftcontains": [...]}.
+
+    `branch` is the 1-based number of the first branch with a witness (None
+    if none was found, which the engine's answer rules out unless a
+    taxonomy was needed and not given).
+    """
+    triples = list(publication.triples)
+    virtual = list(virtual)
+    for number, branch in enumerate(query.branches, 1):
+        witness = _witness(branch.tuples, triples, virtual, dict(bindings))
+        if witness is not None:
+            return {"bindings": dict(bindings), "branch": number,
+                    "ftcontains": [_ft_entry(t, o) for t, o in witness if t.fulltext is not None]}
+    return {"bindings": dict(bindings), "branch": None, "ftcontains": []}
+
+
+def _ft_entry(conjunct: TupleConjunct, literal: str) -> dict:
+    variable = conjunct.object
+    return {"variable": str(variable) if isinstance(variable, Variable) else None,
+            "literal": literal, "ftcontains": str(conjunct.fulltext),
+            "hits": ft_hits(conjunct.fulltext, lexical_form(literal))}
+
+
+def _name(term) -> str | None:
+    if isinstance(term, Variable):
+        return term.name
+    if isinstance(term, BlankNode):
+        return "_:" + term.name  # cannot clash with a variable's name
+    return None
+
+
+def _witness(tuples, triples, virtual, assignment) -> list | None:
+    """The first [(conjunct, object key)] assigning every conjunct a triple (backtracking)."""
+    if not tuples:
+        return []
+    first, rest = tuples[0], tuples[1:]
+    source = virtual if isinstance(first.predicate, TypePath) else triples
+    for triple in source:
+        added = _unify(first, triple, assignment)
+        if added is None:
+            continue
+        if first.fulltext is None or (
+                is_literal(triple[2]) and TextIndex.of(lexical_form(triple[2])).matches(first.fulltext)):
+            tail = _witness(rest, triples, virtual, assignment)
+            if tail is not None:
+                return [(first, triple[2])] + tail
+        for name in added:
+            del assignment[name]
+    return None
+
+
+def _unify(conjunct: TupleConjunct, triple, assignment: dict) -> list[str] | None:
+    """Bind the conjunct's variables to `triple` (names added), or None if it disagrees."""
+    added = []
+    for term, key in zip(conjunct.terms, triple):
+        if isinstance(term, (Wildcard, TypePath)):
+            continue
+        name = _name(term)
+        if name is None:
+            ok = term.key == key
+        elif name in assignment:
+            ok = assignment[name] == key
+        else:
+            assignment[name] = key
+            added.append(name)
+            ok = True
+        if not ok:
+            for n in added:
+                del assignment[n]
+            return None
+    return added
+
+
+# --------------------------------------------------------------- highlights
+
+
+def ft_hits(expr: FTExpr, text: str) -> list[dict]:
+    """What satisfied `expr` in `text`: one entry per satisfied term, phrase,
+    prefix or ``ftnear``, with the character spans [start, end) in `text` and
+    the words there. A negation contributes nothing (an absence has no span)."""
+    places = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    index = TextIndex.of(text)
+    return list(_hits(expr, index, places, text))
+
+
+def _hits(expr: FTExpr, index: TextIndex, places, text) -> Iterator[dict]:
+    if isinstance(expr, FTTerm):
+        starts = index.occurrences(expr)
+        if starts:
+            yield _entry(_kind(expr), str(expr), [(p, p + len(expr.words) - 1) for p in starts],
+                         places, text)
+    elif isinstance(expr, (FTAnd, FTOr)):
+        for operand in expr.operands:
+            if index.matches(operand):
+                yield from _hits(operand, index, places, text)
+    elif isinstance(expr, FTNear):
+        pairs = _near_pairs(expr, index)
+        if pairs:
+            entry = _entry("ftnear", str(expr), [w for pair in pairs for w in pair], places, text)
+            entry["pairs"] = [[entry["spans"][2 * i], entry["spans"][2 * i + 1]]
+                              for i in range(len(pairs))]
+            yield entry
+    elif not isinstance(expr, FTNot):
+        raise TypeError(f"not a full-text expression: {expr!r}")
+
+
+def _kind(term: FTTerm) -> str:
+    if term.is_phrase:
+        return "phrase"
+    return "prefix" if term.words[0].prefix else "term"
+
+
+def _entry(kind: str, query: str, word_ranges, places, text) -> dict:
+    """`word_ranges`: (first word, last word) positions; shown as character spans."""
+    spans = [[places[a][0], places[b][1]] for a, b in word_ranges]
+    return {"operator": kind, "query": query, "spans": spans,
+            "words": [text[s:e] for s, e in spans]}
+
+
+def _near_pairs(e: FTNear, index: TextIndex) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Each (left occurrence, right occurrence) within the allowed distance, as word ranges."""
+    left, right = index.occurrences(e.left), index.occurrences(e.right)
+    nl, nr = len(e.left.words), len(e.right.words)
+    pairs = []
+    for first, n_first, second, n_second, swap in ((left, nl, right, nr, False),
+                                                  (right, nr, left, nl, True)):
+        if swap and e.ordered:
+            break
+        for a in first:
+            j = bisect_left(second, a + n_first + e.min)
+            while j < len(second) and second[j] <= a + n_first + e.max:
+                pair = ((a, a + n_first - 1), (second[j], second[j] + n_second - 1))
+                pairs.append(pair[::-1] if swap else pair)
+                j += 1
+    return sorted(set(pairs))
+
+
+# --------------------------------------------------------------- never match
+
+
+def never_match_reasons(query: Query) -> list[str]:
+    """Why `query` can never match ([] if nothing is known against it).
+
+    A branch is dead when one of its tuple conjuncts tests with
+    ``ftcontains`` a variable that no triple pattern of the query binds to an
+    object (an unbound variable, or one bound only as a subject or
+    predicate, which are never literals); the query can never match when all
+    its branches are dead.
+    """
+    objects = {_name(p.object) for p in query.patterns} - {None}
+    bound = {_name(t) for p in query.patterns for t in p.terms} - {None}
+    reasons: dict[str, None] = {}
+    for branch in query.branches:
+        tests = [(t.object, t.fulltext) for t in branch.tuples if t.fulltext is not None]
+        tests += [(f.var, f.ft) for f in _conjuncts(branch.residual) if isinstance(f, FtContains)]
+        dead = []
+        for variable, ft in tests:
+            name = _name(variable)
+            if name is None or name in objects:
+                continue
+            why = "no triple pattern binds it" if name not in bound else \
+                "it is bound only as a subject or predicate, never to a literal"
+            dead.append(f"ftcontains({variable}, {ft}) is never true: {why}")
+        if not dead:
+            return []
+        reasons.update(dict.fromkeys(dead))
+    return [r + "; the query can never match" for r in reasons]
+
+
+def _conjuncts(exprs) -> Iterator:
+    """The filters that must all hold: `exprs`, with each ``&&`` taken apart."""
+    for e in exprs:
+        if isinstance(e, And):
+            yield from _conjuncts(e.operands)
+        else:
+            yield e

@@ -1,0 +1,503 @@
+"""The query table (QT) and tuple shapes shared by the indexed engines.
+
+Registration turns each branch of a query into tuple conjuncts; the query
+table maps a query id to its branches (section 3.1, step 2 of the RTF
+paper). Each branch gets a small integer *slot*.
+
+A *tuple shape* is what an index stores: the tuple with its variables
+renamed by position inside the tuple (``(?x, p, ?y)`` and ``(?a, p, ?b)``
+both become ``(?1, p, ?2)``, as G-ToPSS labels variables ``*1, *2``), plus
+its full-text constraint. Equal shapes from different queries are stored
+once and share every node of the index; the shape keeps the slots of the
+branches that use it. When a publication triple satisfies a shape, it
+yields one binding row: the values of ``?1, ?2, ...``.
+
+Completion is counted, set-at-a-time: a branch needs its distinct shapes
+all satisfied, so the slots of every satisfied shape are concatenated into
+one array and counted with ``numpy.bincount``; the slots whose count equals
+their branch's number of distinct shapes are complete. The cost follows the
+shapes a publication satisfies, never the number of queries stored.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
+
+if TYPE_CHECKING:  # rtf.matching.optional is imported where used: it imports the evaluator
+    from rtf.matching.optional import OptionalPart
+from rtf.query.terms import TypePath, Wildcard, is_variable
+from rtf.query.text import is_plain_disjunction, required_words, word_alternatives
+
+WILDCARD_CONTENT = "*"
+_NO_SLOTS = np.zeros(0, dtype=np.int32)
+
+
+def var_content(k: int) -> str:
+    """Node content of the k-th variable of a tuple (1-based): ``?1``, ``?2``..."""
+    return f"?{k}"
+
+
+def is_var_content(content: str) -> bool:
+    return content[0] == "?"
+
+
+def shape_of(t: TupleConjunct) -> tuple[tuple[str, str, str, FTExpr | None], tuple[str, ...]]:
+    """(shape key, variable names by position) of a tuple conjunct."""
+    names: list[str] = []
+    contents = []
+    for term in t.terms:
+        if is_variable(term):
+            if term.name not in names:
+                names.append(term.name)
+            contents.append(var_content(names.index(term.name) + 1))
+        elif isinstance(term, Wildcard):
+            contents.append(WILDCARD_CONTENT)
+        else:  # IRI, Literal, TypePath
+            contents.append(sys.intern(term.key))  # one copy per IRI across all shapes
+    return (contents[0], contents[1], contents[2], t.fulltext), tuple(names)
+
+
+#: While `bulk_memos` is active: id(tuple conjunct) -> (the conjunct, its
+#: `shape_of`), and variable layout -> `needed_columns`. Tuple conjuncts are
+#: shared values (`rtf.query.terms.shared`), so many queries repeat few of them.
+#: None otherwise: a memo kept for good would hold removed queries' values.
+_SHAPE_MEMO: dict[int, tuple] | None = None
+_COLUMNS_MEMO: dict[tuple, tuple] | None = None
+_BULK_DEPTH = 0
+
+
+@contextmanager
+def bulk_memos():
+    """Within the block, `QueryTable.add` memoises `shape_of` and `needed_columns`
+    (loading a saved index registers many queries at once); the memos are
+    dropped at the end, so nothing of the queries outlives them."""
+    global _SHAPE_MEMO, _COLUMNS_MEMO, _BULK_DEPTH
+    if _BULK_DEPTH == 0:
+        _SHAPE_MEMO, _COLUMNS_MEMO = {}, {}
+    _BULK_DEPTH += 1
+    try:
+        yield
+    finally:
+        _BULK_DEPTH -= 1
+        if _BULK_DEPTH == 0:
+            _SHAPE_MEMO = _COLUMNS_MEMO = None
+
+
+def shape_of_shared(t: TupleConjunct):
+    """`shape_of`, memoised by identity inside `bulk_memos`. The entry keeps the
+    conjunct alive, so its id cannot be reused while it is cached."""
+    memo = _SHAPE_MEMO
+    if memo is None:
+        return shape_of(t)
+    found = memo.get(id(t))
+    if found is not None and found[0] is t:
+        return found[1]
+    shape = shape_of(t)
+    memo[id(t)] = (t, shape)
+    return shape
+
+
+class SlotList:
+    """The branch slots that use a shape: a growable int32 numpy array.
+
+    Four bytes a slot and no Python int objects (a shape such as
+    ``?x a dbo:Person`` is used by tens of thousands of branches); `array`
+    is a view that the query table concatenates without a Python loop.
+    Removal swaps the last slot into the hole (order does not matter).
+    """
+
+    __slots__ = ("_data", "_n")
+
+    def __init__(self):
+        self._data = np.empty(2, dtype=np.int32)
+        self._n = 0
+
+    def add(self, slot: int) -> None:
+        if self._n == len(self._data):
+            grown = np.empty(2 * self._n, dtype=np.int32)
+            grown[: self._n] = self._data
+            self._data = grown
+        self._data[self._n] = slot
+        self._n += 1
+
+    def discard(self, slot: int) -> None:
+        where = np.flatnonzero(self._data[: self._n] == slot)
+        if len(where):
+            self._n -= 1
+            self._data[where[0]] = self._data[self._n]
+            if 8 <= len(self._data) > 4 * self._n:  # give memory back after many removals
+                self._data = self._data[: 2 * self._n].copy()
+
+    @property
+    def array(self) -> np.ndarray:
+        return self._data[: self._n]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self):
+        return iter(self.array.tolist())
+
+
+class TupleShape:
+    """One distinct (S, P, O, F) with variables renamed by position.
+
+    `slots` are the branches that use the shape (a `SlotList`).
+    `alternatives` are the word keys of its full-text constraint: sorted
+    (words, prefixes) tuples, one per ``ftor`` alternative, of which a
+    literal must hold all of at least one (empty when nothing is certain:
+    the shape is then verified on every literal reaching its structure).
+    `needs_check` says the expression says more than its keys.
+    """
+
+    __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "alternatives",
+                 "needs_check", "slots", "is_type_path", "row_positions")
+
+    def __init__(self, id: int, key):
+        self.id = id
+        self.key = key
+        self.subject, self.predicate, self.object, self.fulltext = key
+        if self.fulltext is not None:
+            self.alternatives, self.needs_check = index_keys(self.fulltext)
+        else:
+            self.alternatives = ()
+            self.needs_check = False
+        self.slots = SlotList()
+        self.is_type_path = self.predicate == TypePath().key
+        # Where a triple's binding row comes from: the first position of ?1, ?2, ...
+        firsts = {}
+        for i, c in enumerate(self.structure):
+            if is_var_content(c):
+                firsts.setdefault(c, i)
+        self.row_positions = tuple(firsts[c] for c in sorted(firsts, key=lambda c: int(c[1:])))
+
+    @property
+    def structure(self) -> tuple[str, str, str]:
+        return (self.subject, self.predicate, self.object)
+
+    @property
+    def has_words(self) -> bool:
+        """The shape has word keys (an index finds it by them)."""
+        return bool(self.alternatives)
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The words of the shape's only key (empty unless it has exactly one)."""
+        return self.alternatives[0][0] if len(self.alternatives) == 1 else ()
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """The prefixes of the shape's only key (empty unless it has exactly one)."""
+        return self.alternatives[0][1] if len(self.alternatives) == 1 else ()
+
+    def __repr__(self) -> str:
+        ft = f", FT {self.fulltext}" if self.fulltext is not None else ""
+        return f"TupleShape({self.subject}, {self.predicate}, {self.object}{ft})"
+
+
+def index_keys(fulltext: FTExpr) -> tuple[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], bool]:
+    """(alternatives, needs_check) of a full-text constraint (see `TupleShape`).
+
+    Every ``ftor`` alternative is a key (`rtf.query.text.word_alternatives`); when
+    there are too many, or one requires no word, the shape keys on the
+    words certain in all of them (`required_words`), maybe none. The keys
+    alone decide the expression only when it is whole words under ftand
+    and ftor and each alternative is a key.
+    """
+    alternatives = word_alternatives(fulltext)
+    if alternatives is None:
+        ws, ps = required_words(fulltext)
+        keys = ((tuple(sorted(ws)), tuple(sorted(ps))),) if ws or ps else ()
+        return keys, True
+    keys = tuple((tuple(sorted(ws)), tuple(sorted(ps))) for ws, ps in alternatives)
+    return keys, not is_plain_disjunction(fulltext)
+
+
+@dataclass(eq=False, slots=True)
+class RegisteredBranch:
+    """A branch of a registered query: its slot, shapes, and how to answer it.
+
+    `keep` and `keep_names`, per tuple: the row columns the join needs, and
+    their variable names. A variable that only one tuple mentions and that
+    is neither projected nor used by a residual filter is existential: its
+    column is dropped (and the rows deduplicated) before the join, which
+    keeps star queries over many-valued properties from multiplying out.
+
+    `star` is set when, after that, the branch joins on one variable only
+    and has no residual filter (the common star query about ``?s``): its
+    solutions are then the intersection of that variable's values over the
+    tuples, with no join (see `rtf.matching.solutions`).
+    """
+
+    query_id: str
+    branch: Branch
+    slot: int = -1
+    shapes: tuple[TupleShape, ...] = ()
+    keep: tuple[tuple[int, ...], ...] = ()
+    keep_names: tuple[tuple[str, ...], ...] = ()
+    projection: tuple[str, ...] = ()
+    star: "StarPlan | None" = None
+    #: The query's OPTIONAL groups and later FILTERs (`rtf.matching.optional`), or None.
+    optional: "OptionalPart | None" = None
+
+
+class StarPlan(NamedTuple):
+    """A branch answered by intersecting one variable's values across its tuples.
+
+    `var` is that variable (None when no tuple keeps a column: the branch
+    only asks whether it matches); `projected` says whether `var` is in the
+    projection; `on_subject` that `var` is every keeping tuple's subject.
+    Plans are shared between branches (a handful of distinct ones exist):
+    the (shape, position) columns to intersect are read off the branch's
+    own `keep` when needed (`star_columns`).
+    """
+
+    var: str | None
+    projected: bool
+    on_subject: bool
+
+
+def needed_outside(query: Query, branch: Branch) -> set[str]:
+    """Variables a branch needs beyond its tuples: projected or filtered on."""
+    from rtf.query.model import operand_variables
+    from rtf.matching.optional import optional_part
+    out = set(query.projection)
+    for r in branch.residual:
+        out |= operand_variables(r)
+    part = optional_part(query)
+    if part is not None:  # the left joins and the later FILTERs read these
+        out |= part.variables
+    return out
+
+
+def shrunk(container):
+    """`container` (a dict or set), rebuilt if removals left it over 4x larger than needed.
+
+    Python's dicts and sets never give memory back when entries are deleted;
+    a continuous engine that registers and unregisters all day would keep
+    the high-water mark of every table. Rebuilding costs O(n) only after
+    3/4 of the entries have gone, so it is amortised over the removals.
+    """
+    size = sys.getsizeof(container)
+    # A freshly built set takes ~32 bytes an entry, a dict ~50: over 4x that is waste.
+    if size > 4096 and len(container) * (128 if isinstance(container, set) else 256) < size:
+        return type(container)(container)
+    return container
+
+
+_SMALL_TUPLES: dict[tuple, tuple] = {}
+
+
+def _shared(t: tuple) -> tuple:
+    """One copy of each small tuple (``(0,)``, ``("s",)``...) for all branches: 100K
+    queries repeat a handful of them."""
+    return _SMALL_TUPLES.setdefault(t, t)
+
+
+def needed_columns(names: list[tuple[str, ...]], outside: set[str]):
+    """For each tuple, the positions of its variables that the join needs."""
+    count: dict[str, int] = {}
+    for ns in names:
+        for n in ns:
+            count[n] = count.get(n, 0) + 1
+    keep, keep_names = [], []
+    for ns in names:
+        idx = tuple(i for i, n in enumerate(ns) if count[n] > 1 or n in outside)
+        keep.append(_shared(idx))
+        keep_names.append(_shared(tuple(ns[i] for i in idx)))
+    return _shared(tuple(keep)), _shared(tuple(keep_names))
+
+
+def needed_columns_shared(names: list[tuple[str, ...]], outside: set[str]):
+    """`needed_columns`, memoised inside `bulk_memos`: queries of one workload
+    repeat a few variable layouts."""
+    memo = _COLUMNS_MEMO
+    if memo is None:
+        return needed_columns(names, outside)
+    key = (tuple(names), frozenset(outside))
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = needed_columns(names, outside)
+    return found
+
+
+_PLANS: dict[StarPlan, StarPlan] = {}
+
+
+def star_columns(rb: RegisteredBranch) -> list[tuple[TupleShape, int]]:
+    """The distinct (shape, triple position) pairs of a star branch's variable."""
+    columns = []
+    for shape, keep in zip(rb.shapes, rb.keep):
+        if keep:
+            column = (shape, shape.row_positions[keep[0]])
+            if column not in columns:
+                columns.append(column)
+    return columns
+
+
+def star_plan(rb: RegisteredBranch) -> StarPlan | None:
+    """The branch's `StarPlan`, or None when it needs a real join."""
+    if rb.branch.residual:
+        return None
+    var = None
+    for names in rb.keep_names:
+        if not names:
+            continue
+        if len(set(names)) != 1 or (var is not None and names[0] != var):
+            return None
+        var = names[0]
+    on_subject = all(shape.row_positions[keep[0]] == 0 for shape, keep in zip(rb.shapes, rb.keep) if keep)
+    plan = StarPlan(var, var in rb.projection, on_subject)
+    return _PLANS.setdefault(plan, plan)
+
+
+@dataclass
+class QueryTable:
+    """Query id -> branches, branch slots, and the shapes they share.
+
+    With ``share_shapes=False`` every tuple gets a shape of its own: an index
+    that must not cluster equal tuples of different queries (the iBroker
+    baseline) sees each of them.
+    """
+
+    share_shapes: bool = True
+    queries: dict[str, tuple[RegisteredBranch, ...]] = field(default_factory=dict)
+    shapes: dict[tuple, TupleShape] = field(default_factory=dict)
+    #: slot -> branch (None for a free slot)
+    branches: list[RegisteredBranch | None] = field(default_factory=list)
+    #: slot -> number of distinct shapes the branch needs (-1: free slot)
+    need: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int64))
+    #: slot -> its query's id (None for a free slot), for answering slots in bulk
+    slot_query: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
+    #: slot -> index in `answer_vars` of a branch whose answer on a one-subject
+    #: publication is known without looking (a query's only branch, a star on the
+    #: subject: {var: subject}, or the unit solution for ""); -1 for the others
+    slot_answer: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
+    answer_vars: list[str] = field(default_factory=list)
+    tuple_count: int = 0
+    #: freed slots, reused first (an array: no int object per free slot stays alive)
+    _free: array = field(default_factory=lambda: array("l"))
+    _next_shape: int = 0
+    _next_private: int = 0
+
+    def add(self, query_id: str, query: Query) -> tuple[list[TupleShape], list[RegisteredBranch]]:
+        """Register a query; return the shapes that are new (to be indexed) and its branches.
+
+        Nothing is changed until every tuple is known to be valid, so a query
+        that fails leaves the table as it was.
+        """
+        if query_id in self.queries:
+            raise ValueError(f"a query with id {query_id!r} is already registered")
+        from rtf.matching.optional import optional_part
+        optional = optional_part(query)
+        planned = []
+        for b in query.branches:
+            per_tuple = [shape_of_shared(t) for t in b.tuples]
+            names = [vars_ for _, vars_ in per_tuple]
+            keep, keep_names = needed_columns_shared(names, needed_outside(query, b))
+            planned.append((b, [key for key, _ in per_tuple], keep, keep_names))
+        new_shapes: list[TupleShape] = []
+        branches = []
+        for b, keys, keep, keep_names in planned:
+            rb = RegisteredBranch(query_id, b, self._take_slot(), keep=keep, keep_names=keep_names,
+                                  projection=query.projection, optional=optional)
+            shapes = []
+            for key in keys:
+                if self.share_shapes:
+                    table_key = key
+                else:
+                    table_key = (key, self._next_private)
+                    self._next_private += 1
+                shape = self.shapes.get(table_key)
+                if shape is None:
+                    shape = self.shapes[table_key] = TupleShape(self._next_shape, key)
+                    shape.key = table_key
+                    self._next_shape += 1
+                    new_shapes.append(shape)
+                shapes.append(shape)
+            rb.shapes = tuple(shapes)
+            distinct = set(shapes)
+            for shape in distinct:
+                shape.slots.add(rb.slot)
+            self.need[rb.slot] = len(distinct)
+            self.branches[rb.slot] = rb
+            self.slot_query[rb.slot] = query_id
+            self.tuple_count += len(shapes)
+            # A star answer would skip the OPTIONAL groups: such a branch is joined.
+            rb.star = star_plan(rb) if optional is None else None
+            branches.append(rb)
+        # A query's only branch, a star about the subject: its answer on a one-subject
+        # publication ({var: subject}, or the unit solution "") is known without looking.
+        star = branches[0].star if len(branches) == 1 else None
+        if star is not None and (star.var is None or star.on_subject):
+            self.slot_answer[branches[0].slot] = self._answer_code(star.var if star.projected else "")
+        self.queries[query_id] = tuple(branches)
+        return new_shapes, branches
+
+    def _answer_code(self, var: str) -> int:
+        if var not in self.answer_vars:
+            self.answer_vars.append(var)
+        return self.answer_vars.index(var)
+
+    def _take_slot(self) -> int:
+        if self._free:
+            return self._free.pop()
+        slot = len(self.branches)
+        self.branches.append(None)
+        if slot >= len(self.need):
+            n = len(self.need)
+            for name, empty in (("need", -1), ("slot_query", None), ("slot_answer", -1)):
+                old = getattr(self, name)
+                grown = np.full(2 * n, empty, dtype=old.dtype)
+                grown[:n] = old
+                setattr(self, name, grown)
+        return slot
+
+    def remove(self, query_id: str) -> list[TupleShape]:
+        """Unregister a query; return the shapes no branch uses any more (to prune)."""
+        emptied = []
+        for rb in self.queries.pop(query_id):
+            for shape in set(rb.shapes):
+                shape.slots.discard(rb.slot)
+                if not shape.slots:
+                    del self.shapes[shape.key]
+                    emptied.append(shape)
+            self.tuple_count -= len(rb.shapes)
+            self.need[rb.slot] = -1
+            self.branches[rb.slot] = None
+            self.slot_query[rb.slot] = None
+            self.slot_answer[rb.slot] = -1
+            self._free.append(rb.slot)
+        self.shapes = shrunk(self.shapes)
+        self.queries = shrunk(self.queries)
+        return emptied
+
+    def complete_slots(self, satisfied) -> np.ndarray:
+        """Slots of the branches all of whose shapes are among `satisfied`, ascending."""
+        arrays = [shape.slots.array for shape in satisfied]
+        if not arrays:
+            return _NO_SLOTS
+        marks = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+        need = self.need
+        if len(marks) * 8 < len(need):
+            # Few marks among many slots: count only the slots that were marked.
+            slots, counts = np.unique(marks, return_counts=True)
+            return slots[counts == need[slots]]
+        counts = np.bincount(marks, minlength=len(need))
+        return np.flatnonzero(counts == need)
+
+    def complete_branches(self, satisfied) -> list[RegisteredBranch]:
+        """The complete branches themselves (see `complete_slots`)."""
+        branches = self.branches
+        return [branches[s] for s in self.complete_slots(satisfied).tolist()]
+
+    def __len__(self) -> int:
+        return len(self.queries)

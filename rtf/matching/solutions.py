@@ -1,0 +1,164 @@
+"""From the shapes a publication satisfies to each query's solutions.
+
+After an index has collected, for one publication, the triples that
+satisfy each tuple shape (`hits`), the query table counts which branches
+are complete (`QueryTable.complete_slots`), and this module answers them:
+
+* a *star* branch (`rtf.matching.query_table.StarPlan`: joined on one variable only,
+  no residual filter -- the common ``?s p1 ?o1 . ?s p2 "c" ...`` query)
+  is the intersection of that variable's values over its tuples, computed
+  once per (shape, position) per publication and shared by every branch
+  that asks for it; when the publication has a single subject and the
+  variable is every tuple's subject, that intersection is known without
+  looking;
+* any other branch joins its binding tables (G-ToPSS, `rtf.matching.join`), keeps
+  the solutions that pass its residual filters, and projects them.
+
+Solutions are frozensets of sorted ``(variable, term)`` tuples, shared
+between the queries that have the same ones.
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+
+from rtf.query.expressions import passes
+from rtf.matching.join import join_rows
+
+#: A branch's join holds at most this many rows per solution it may report
+#: (``limit * JOIN_ROWS_PER_SOLUTION``): the work bound of a publication.
+JOIN_ROWS_PER_SOLUTION = 10
+from rtf.matching.query_table import RegisteredBranch, TupleShape, star_columns
+
+Triple = tuple[str, str, str]
+Solution = tuple[tuple[str, str], ...]
+
+#: The one solution of a branch that binds nothing it projects (ASK, or ?s not selected).
+UNIT: frozenset[Solution] = frozenset({()})
+EMPTY: frozenset[Solution] = frozenset()
+
+
+class PublicationSolver:
+    """Answers complete branches for one publication, caching what branches share."""
+
+    __slots__ = ("hits", "subject", "_values", "_tables", "_singletons", "triples", "virtual",
+                 "_publication")
+
+    def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
+                 triples: list[Triple] = (), virtual: list[Triple] = ()):
+        self.hits = hits
+        #: The publication's triples, for the OPTIONAL groups (`rtf.matching.optional`).
+        self.triples = triples
+        self.virtual = virtual
+        self._publication = None
+        #: The publication's only subject, or None when it has several.
+        self.subject = subject
+        self._values: dict[tuple[TupleShape, int], frozenset[str]] = {}
+        self._tables: dict[tuple[TupleShape, tuple[int, ...]], set[tuple]] = {}
+        self._singletons: dict[tuple, frozenset[Solution]] = {}
+
+    def values(self, shape: TupleShape, position: int) -> frozenset[str]:
+        """The terms at `position` of the triples that satisfied `shape`."""
+        key = (shape, position)
+        found = self._values.get(key)
+        if found is None:
+            found = self._values[key] = frozenset([t[position] for t in self.hits[shape]])
+        return found
+
+    def table(self, shape: TupleShape, keep: tuple[int, ...]) -> set[tuple]:
+        """The shape's binding rows restricted to the `keep` columns, deduplicated."""
+        key = (shape, keep)
+        found = self._tables.get(key)
+        if found is None:
+            positions = [shape.row_positions[i] for i in keep]
+            triples = self.hits[shape]
+            if len(positions) == 1:
+                p = positions[0]
+                found = {(t[p],) for t in triples}
+            elif positions:
+                get = itemgetter(*positions)
+                found = set(map(get, triples))
+            else:
+                found = {()}
+            self._tables[key] = found
+        return found
+
+    def subject_solutions(self, var: str) -> frozenset[Solution]:
+        """``{var: the publication's one subject}``, the answer of most star queries."""
+        key = (var, None)
+        found = self._singletons.get(key)
+        if found is None:
+            found = self._singletons[key] = frozenset((((var, self.subject),),))
+        return found
+
+    def solve(self, rb: RegisteredBranch, limit: int) -> tuple[frozenset[Solution] | set, bool]:
+        """The branch's distinct projected solutions, and whether `limit` cut them."""
+        if rb.star is not None:
+            return self._star(rb), False
+        if rb.optional is not None:
+            return self._join_optional(rb, limit)
+        return self._join(rb, limit)
+
+    def _join_optional(self, rb: RegisteredBranch, limit: int) -> tuple[set, bool]:
+        """The branch's join, each solution left-joined with the query's OPTIONAL groups."""
+        from rtf.matching.optional import PublicationTriples, extend
+
+        tables = [(names, self.table(shape, keep))
+                  for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)]
+        max_rows = limit * JOIN_ROWS_PER_SOLUTION
+        cols, joined, truncated = join_rows(tables, max_rows)
+        residual = rb.branch.residual
+        rows = [sol for sol in (dict(zip(cols, row)) for row in joined)
+                if all(passes(r, sol) for r in residual)]
+        if self._publication is None:
+            self._publication = PublicationTriples(self.triples, self.virtual)
+        rows, cut = extend(rows, rb.optional, self._publication, max_rows)
+        found: set[Solution] = set()
+        for sol in rows:
+            found.add(tuple([(v, sol[v]) for v in rb.projection if v in sol]))
+            if len(found) > limit:
+                found.pop()
+                return found, True
+        return found, truncated or cut
+
+    def _star(self, rb: RegisteredBranch) -> frozenset[Solution]:
+        star = rb.star
+        if star.var is None:
+            return UNIT
+        if star.on_subject and self.subject is not None:
+            # every satisfied tuple has the publication's one subject
+            return self.subject_solutions(star.var) if star.projected else UNIT
+        vals = None
+        for shape, position in star_columns(rb):
+            v = self.values(shape, position)
+            vals = v if vals is None else vals & v
+            if not vals:
+                return EMPTY
+        if not star.projected:
+            return UNIT
+        key = (star.var, vals)
+        found = self._singletons.get(key)
+        if found is None:
+            found = self._singletons[key] = frozenset(((star.var, v),) for v in vals)
+        return found
+
+    def _join(self, rb: RegisteredBranch, limit: int) -> tuple[set, bool]:
+        tables = [(names, self.table(shape, keep))
+                  for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)]
+        cols, joined, truncated = join_rows(tables, limit * JOIN_ROWS_PER_SOLUTION)
+        found: set[Solution] = set()
+        if not joined:
+            return found, truncated
+        where = [(v, cols.index(v)) for v in rb.projection if v in cols]
+        residual = rb.branch.residual
+        for row in joined:
+            if residual:
+                sol = dict(zip(cols, row))
+                if not all(passes(r, sol) for r in residual):
+                    continue
+            found.add(tuple([(v, row[i]) for v, i in where]))
+            if len(found) > limit:
+                found.pop()
+                truncated = True
+                break
+        return found, truncated

@@ -1,0 +1,321 @@
+"""Text rules of the spec (section 3) and the full-text evaluator.
+
+A text becomes words: each maximal run of characters for which
+``str.isalnum()`` is true, casefolded, numbered from 0. Python's ``\\w`` is
+exactly ``isalnum()`` plus ``_``, so ``[^\\W_]+`` finds the runs in C.
+
+>>> words("The U.S. Olympic-Games!")
+['the', 'u', 's', 'olympic', 'games']
+>>> TextIndex.of("games in rio").matches(parse_ft_string("games"))
+True
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from functools import lru_cache
+
+from rtf.query.model import (
+    FTAnd,
+    FTExpr,
+    FTNear,
+    FTNot,
+    FTOr,
+    FTTerm,
+    FTWord,
+    ft_term,
+    ft_word,
+)
+
+_WORD = re.compile(r"[^\W_]+")
+# A run of word characters optionally followed by '*', or a lone '*'.
+_QUERY_TOKEN = re.compile(r"[^\W_]+\*?|\*")
+
+
+def words(text: str) -> list[str]:
+    """The words of `text`, casefolded, in order."""
+    return [w.casefold() for w in _WORD.findall(text)]
+
+
+class FullTextError(ValueError):
+    """A query string that is not a valid full-text term or phrase."""
+
+
+def parse_ft_string(value: str) -> FTTerm:
+    """Split a query string into a term or phrase.
+
+    ``*`` may only end a word (a prefix term); a string without words is an
+    error.
+
+    >>> str(parse_ft_string("Usab* TEST*"))
+    '"usab* test*"'
+    """
+    result = []
+    for m in _QUERY_TOKEN.finditer(value):
+        token = m.group()
+        if token == "*":
+            raise FullTextError(f"'*' must end a word in {value!r}")
+        end = m.end()
+        # "ol*mp": the '*' is followed directly by another word character.
+        if token.endswith("*") and end < len(value) and _WORD.match(value, end):
+            raise FullTextError(f"'*' must end a word in {value!r}")
+        if token.endswith("*"):
+            result.append(ft_word(token[:-1].casefold(), True))
+        else:
+            result.append(ft_word(token.casefold(), False))
+    if not result:
+        raise FullTextError(f"no words in {value!r}")
+    return ft_term(tuple(result))
+
+
+class TextIndex:
+    """Word positions of one text, for evaluating full-text expressions.
+
+    `positions` maps each word to its increasing positions; `sorted_words`
+    answers prefix terms by a key range instead of a scan.
+    """
+
+    __slots__ = ("positions", "length", "_sorted", "_cache", "_word_set")
+
+    def __init__(self, tokens: list[str]):
+        positions: dict[str, list[int]] = {}
+        for i, w in enumerate(tokens):
+            positions.setdefault(w, []).append(i)
+        self.positions = positions
+        self.length = len(tokens)
+        self._sorted: list[str] | None = None
+        self._cache: dict = {}
+        self._word_set: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, text: str) -> "TextIndex":
+        return cls(words(text))
+
+    @property
+    def sorted_words(self) -> list[str]:
+        if self._sorted is None:
+            self._sorted = sorted(self.positions)
+        return self._sorted
+
+    @property
+    def word_set(self) -> frozenset[str]:
+        """The distinct words of the text."""
+        if self._word_set is None:
+            self._word_set = frozenset(self.positions)
+        return self._word_set
+
+    def words_with_prefix(self, prefix: str) -> list[str]:
+        """Words of the text that start with `prefix` (a sorted key range)."""
+        sw = self.sorted_words
+        i = bisect_left(sw, prefix)
+        out = []
+        while i < len(sw) and sw[i].startswith(prefix):
+            out.append(sw[i])
+            i += 1
+        return out
+
+    def has_word(self, word: FTWord) -> bool:
+        if not word.prefix:
+            return word.text in self.positions
+        sw = self.sorted_words
+        i = bisect_left(sw, word.text)
+        return i < len(sw) and sw[i].startswith(word.text)
+
+    def word_positions(self, word: FTWord) -> list[int]:
+        if not word.prefix:
+            return self.positions.get(word.text, [])
+        found = self.words_with_prefix(word.text)
+        if len(found) == 1:
+            return self.positions[found[0]]
+        return sorted(p for w in found for p in self.positions[w])
+
+    def occurrences(self, term: FTTerm) -> list[int]:
+        """Start positions of `term` (a word or a phrase), increasing."""
+        key = ("occ", term)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        first = self.word_positions(term.words[0])
+        if term.is_phrase and first:
+            rest = [set(self.word_positions(w)) for w in term.words[1:]]
+            first = [p for p in first if all((p + k) in s for k, s in enumerate(rest, 1))]
+        self._cache[key] = first
+        return first
+
+    def matches(self, expr: FTExpr) -> bool:
+        """Evaluate a full-text expression on this text."""
+        if isinstance(expr, FTTerm):
+            if not expr.is_phrase:
+                return self.has_word(expr.words[0])
+            return bool(self.occurrences(expr))
+        if isinstance(expr, FTAnd):
+            return all(self.matches(e) for e in expr.operands)
+        if isinstance(expr, FTOr):
+            plain = plain_alternatives(expr)
+            if plain is not None:
+                # One set test: time grows with the text, not the alternatives.
+                return not plain.isdisjoint(self.word_set)
+            return any(self.matches(e) for e in expr.operands)
+        if isinstance(expr, FTNot):
+            return not self.matches(expr.operand)
+        if isinstance(expr, FTNear):
+            return self._near(expr)
+        raise TypeError(f"not a full-text expression: {expr!r}")
+
+    def _near(self, e: FTNear) -> bool:
+        a = self.occurrences(e.left)
+        b = self.occurrences(e.right)
+        if not a or not b:
+            return False
+        if _follows(a, len(e.left.words), b, e.min, e.max):
+            return True
+        return not e.ordered and _follows(b, len(e.right.words), a, e.min, e.max)
+
+
+def _follows(first: list[int], first_len: int, second: list[int], lo: int, hi: int) -> bool:
+    """Some `second` start lies lo..hi words after the end of some `first`."""
+    for start in first:
+        gap_start = start + first_len  # position right after this occurrence
+        j = bisect_left(second, gap_start + lo)
+        if j < len(second) and second[j] <= gap_start + hi:
+            return True
+    return False
+
+
+@lru_cache(maxsize=65536)
+def text_index(text: str) -> TextIndex:
+    """A cached `TextIndex` of a text (literals repeat across tuples and queries)."""
+    return TextIndex.of(text)
+
+
+# By identity: hashing a 1,000-alternative expression on every call would cost
+# what the set test saves. Each entry holds its expression, so ids are not reused.
+_PLAIN: dict[int, tuple[FTOr, frozenset[str] | None]] = {}
+
+
+def plain_alternatives(expr: FTOr) -> frozenset[str] | None:
+    """The words of ``"w1" ftor "w2" ftor ...`` when every alternative is one
+    whole word (nested ``ftor`` s flattened), else None."""
+    hit = _PLAIN.get(id(expr))
+    if hit is not None and hit[0] is expr:
+        return hit[1]
+    if len(_PLAIN) >= 4096:
+        _PLAIN.clear()
+    result = _plain_alternatives(expr)
+    _PLAIN[id(expr)] = (expr, result)
+    return result
+
+
+def _plain_alternatives(expr: FTOr) -> frozenset[str] | None:
+    found: set[str] = set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, FTOr):
+            stack.extend(e.operands)
+        elif isinstance(e, FTTerm) and not e.is_phrase and not e.words[0].prefix:
+            found.add(e.words[0].text)
+        else:
+            return None
+    return frozenset(found)
+
+
+def required_words(expr: FTExpr) -> tuple[frozenset[str], frozenset[str]]:
+    """Words and prefixes that must occur for `expr` to hold (an ``ftor`` requires none).
+
+    Returns ``(words, prefixes)``; an index keys on them, and the full
+    expression is checked afterwards when it says more than a conjunction of
+    single words.
+    """
+    ws: set[str] = set()
+    ps: set[str] = set()
+
+    def visit(e):
+        if isinstance(e, FTTerm):
+            for w in e.words:
+                (ps if w.prefix else ws).add(w.text)
+        elif isinstance(e, FTAnd):
+            for o in e.operands:
+                visit(o)
+        elif isinstance(e, FTNear):
+            visit(e.left)
+            visit(e.right)
+        # FTNot requires nothing; FTOr would require one of several: nothing certain.
+
+    visit(expr)
+    return frozenset(ws), frozenset(ps)
+
+
+#: Most alternatives a full-text expression is indexed under; beyond it the
+#: shape keys on its certain words only (`required_words`), as before.
+MAX_WORD_ALTERNATIVES = 4096
+
+Alternative = tuple[frozenset[str], frozenset[str]]
+
+
+def word_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES) -> tuple[Alternative, ...] | None:
+    """The (words, prefixes) sets of which at least one must all occur for `expr` to hold.
+
+    A small DNF over the expression's positive words: ``ftor`` concatenates
+    its operands' alternatives, ``ftand`` and ``ftnear`` multiply them out,
+    ``ftnot`` requires nothing. None when some alternative requires nothing
+    (the expression could hold on any text) or when there would be more than
+    `cap` alternatives; an index then keys on `required_words` only.
+
+    >>> from rtf.query.model import FTAnd, FTOr
+    >>> t = parse_ft_string
+    >>> [sorted(w) for w, _ in word_alternatives(FTAnd((t("rio"), FTOr((t("games"), t("olymp*"))))))]
+    [['games', 'rio'], ['rio']]
+    """
+    def visit(e) -> list[Alternative] | None:
+        if isinstance(e, FTTerm):
+            return [(frozenset(w.text for w in e.words if not w.prefix),
+                     frozenset(w.text for w in e.words if w.prefix))]
+        if isinstance(e, FTOr):
+            out: list[Alternative] = []
+            for o in e.operands:
+                sub = visit(o)
+                if sub is None:
+                    return None
+                out.extend(sub)
+                if len(out) > cap:
+                    return None
+            return out
+        if isinstance(e, (FTAnd, FTNear)):
+            parts = e.operands if isinstance(e, FTAnd) else (e.left, e.right)
+            out = [(frozenset(), frozenset())]
+            for o in parts:
+                sub = visit(o)
+                if sub is None or len(out) * len(sub) > cap:
+                    return None
+                out = [(w1 | w2, p1 | p2) for w1, p1 in out for w2, p2 in sub]
+            return out
+        return [(frozenset(), frozenset())]  # FTNot: nothing is certain
+
+    found = visit(expr)
+    if found is None:
+        return None
+    unique = tuple(dict.fromkeys(found))
+    if any(not ws and not ps for ws, ps in unique):
+        return None
+    return unique
+
+
+def is_plain_disjunction(expr: FTExpr) -> bool:
+    """True when `expr` is single whole words under ftand and ftor: finding all the
+    words of one alternative (`word_alternatives`) decides it."""
+    if isinstance(expr, FTTerm):
+        return not expr.is_phrase and not expr.words[0].prefix
+    if isinstance(expr, (FTAnd, FTOr)):
+        return all(is_plain_disjunction(o) for o in expr.operands)
+    return False
+
+
+def is_plain_conjunction(expr: FTExpr) -> bool:
+    """True when `expr` is single whole words under ftand: the index alone decides it."""
+    if isinstance(expr, FTTerm):
+        return not expr.is_phrase and not expr.words[0].prefix
+    if isinstance(expr, FTAnd):
+        return all(is_plain_conjunction(o) for o in expr.operands)
+    return False
