@@ -175,6 +175,7 @@ def cmd_match(args) -> int:
     from rtf.io.sources import UnknownFormatError
 
     t0 = time.perf_counter()
+    problems: list[str] | None = None  # the queries --skip-invalid left out (none from an index)
     if getattr(args, "index", None):  # a saved index: loaded, no query parsed
         from rtf.cli.index import load_index_engine
         rss_before = current_rss_mb()
@@ -184,7 +185,7 @@ def cmd_match(args) -> int:
     else:
         args.algorithm = args.algorithm or DEFAULT_ALGORITHM
         engine = Engine(args.algorithm, taxonomy=args.taxonomy)
-        problems: list[str] | None = [] if args.skip_invalid else None
+        problems = [] if args.skip_invalid else None
         records = load_queries(args.queries, problems)
         rss_before = current_rss_mb()
         register_all(engine, records, args.queries, problems)

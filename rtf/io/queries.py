@@ -52,7 +52,8 @@ def load_queries(path: str | Path, problems: list[str] | None = None) -> list[di
     path = Path(path)
     text = read_text(path, "queries file")
     if path.suffix == ".rq":
-        return [{"id": path.stem, "query": text, "subscriber": None, "metadata": {}, "line": 1}]
+        return [{"id": path.stem, "query": text, "subscriber": None, "metadata": {}, "line": 1,
+                 "whole_file": True}]
     records = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -105,7 +106,10 @@ def register_all(engine, records, source: str, problems: list[str] | None = None
         try:
             engine.register(rec["query"], rec["id"], rec["subscriber"], rec.get("metadata"))
         except QueryError as e:
-            error = QueryFileError(f"{source}:{rec['line']}: query {rec['id']!r}: {e}")
+            if rec.get("whole_file") and e.line is not None:  # a .rq file: the query's position is the file's
+                error = QueryFileError(f"{source}:{e.line}:{e.column}: query {rec['id']!r}: {e.message}")
+            else:
+                error = QueryFileError(f"{source}:{rec['line']}: query {rec['id']!r}: {e}")
         except (ValueError, TypeError) as e:  # a duplicate id, a subscriber that is not a string
             error = QueryFileError(f"{source}:{rec['line']}: {e}")
         else:
