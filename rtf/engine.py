@@ -30,6 +30,7 @@ from typing import Literal as TypingLiteral
 from rtf.errors import IndexFileError, QueryError, QueryTooComplexError, RtfError
 from rtf.filter import QueryIndex
 from rtf.io import store
+from rtf.io.metadata import Metadata, frozen
 from rtf.io.publication import as_publication
 from rtf.io.taxonomy import Taxonomy
 from rtf.matching.query_table import bulk_memos, shrunk
@@ -159,28 +160,6 @@ _subscriber = attrgetter("subscriber")
 _is_ask = attrgetter("is_ask")
 
 
-class Metadata(Mapping):
-    """A query's metadata: a read-only mapping that pickles (an engine is
-    shipped to Spark executors and --workers processes)."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping | Iterable = ()):
-        self._data = dict(data)
-
-    def __getitem__(self, key):
-        return self._data[key]
-
-    def __iter__(self):
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return f"Metadata({self._data!r})"
-
-
 _NO_METADATA = Metadata()
 
 
@@ -189,7 +168,8 @@ class RegisteredQuery:
     """A query as the engine holds it: its id, parsed query, subscriber and metadata.
 
     `metadata` is what the caller attached at registration (for the CLI, the
-    extra fields of a JSON Lines query record), returned as a read-only mapping.
+    extra fields of a JSON Lines query record), as a deep read-only copy: a
+    dict (`rtf.io.metadata.Metadata`) that ``json.dumps`` takes as it is.
     """
 
     id: str
@@ -252,7 +232,8 @@ class Engine:
 
         `query` is query text or a parsed `Query`; `query_id` a non-empty str
         (default: the next free ``q<n>``); `subscriber` a str or None;
-        `metadata` a mapping kept with the query (a read-only copy), for
+        `metadata` a mapping of str keys to JSON values, kept with the query
+        as a deep read-only copy (`rtf.io.metadata.Metadata`, a dict) for
         `get` to return.
 
         Atomic: on any error the engine is left exactly as it was. A wrong
@@ -268,8 +249,8 @@ class Engine:
             _check_id(query_id)
         if subscriber is not None and not isinstance(subscriber, str):
             raise TypeError(f"subscriber must be a str or None, not {type(subscriber).__name__}")
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise TypeError(f"metadata must be a mapping or None, not {type(metadata).__name__}")
+        # A deep read-only copy; TypeError or ValueError (naming the value) if it is not JSON.
+        kept = frozen(metadata) if metadata is not None and metadata != {} else _NO_METADATA
         if query_id is None:
             while f"q{self._next_id}" in self._queries:
                 self._next_id += 1
@@ -277,9 +258,7 @@ class Engine:
         if query_id in self._queries:
             raise ValueError(f"a query with id {query_id!r} is already registered")
         parsed = self._index_query(query, query_id)
-        self._queries[query_id] = RegisteredQuery(
-            query_id, parsed, subscriber, parsed.is_ask,
-            Metadata(metadata) if metadata else _NO_METADATA)
+        self._queries[query_id] = RegisteredQuery(query_id, parsed, subscriber, parsed.is_ask, kept)
         return query_id
 
     def _index_query(self, query: str | Query, query_id: str) -> Query:
