@@ -48,7 +48,7 @@ def in_memory(value: Any) -> MemorySource | None:
     if hasattr(value, "read"):
         label = f"<{getattr(value, 'name', None) or type(value).__name__}>"
         if isinstance(value, io.TextIOBase) or isinstance(value.read(0), str):
-            return MemorySource(_EncodedText(value), label)
+            return MemorySource(io.BufferedReader(_EncodedText(value)), label)
         return MemorySource(value, label)
     return None
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyoxigraph as ox
 
@@ -36,6 +36,10 @@ if TYPE_CHECKING:
     import rdflib
 
 Triple = tuple[str, str, str]
+
+#: What `Engine.match` takes as a publication (see `as_publication`).
+PublicationLike: TypeAlias = ("Publication | rdflib.Graph | Iterable[tuple[str, str, str]] | Iterable[Sequence[str]]"
+                   " | Iterable[ox.Triple] | Iterable[ox.Quad]")
 
 # What may follow a literal's closing quote: nothing, a language tag, or a datatype IRI.
 _LITERAL_SUFFIX = re.compile(r"(?:@[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|\^\^<[^<>\s]*>)?")
@@ -253,7 +257,7 @@ def _old_order(method: str, what: str, first: Any, second: Any) -> tuple[Any, An
     return second, first
 
 
-def as_publication(value) -> Publication:
+def as_publication(value: PublicationLike) -> Publication:
     """Accept a Publication, an rdflib Graph, or an iterable of key triples or pyoxigraph triples.
 
     Anything else is a TypeError, and a malformed triple a TypeError or
@@ -261,16 +265,14 @@ def as_publication(value) -> Publication:
     """
     if isinstance(value, Publication):
         return value
-    try:
-        from rdflib import Graph
-    except ImportError:  # pragma: no cover - rdflib is a dependency
-        Graph = ()
-    if Graph and isinstance(value, Graph):
+    from rdflib import Graph  # a dependency, imported when first needed
+
+    if isinstance(value, Graph):
         return Publication.from_rdflib(None, value)
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise TypeError("a publication must be a Publication, an rdflib Graph or an iterable "
                         f"of (subject, predicate, object) triples, not {type(value).__name__}")
-    triples = list(value)
+    triples: list[Any] = list(value)
     if triples and hasattr(triples[0], "subject"):
         return Publication.from_oxigraph(None, triples)
     pub = Publication("", triples)
