@@ -12,7 +12,7 @@ from rtf.bench.memory import current_rss_mb, peak_rss_mb
 from rtf.cli.arguments import positive_float, positive_int, refuse_outputs_among_inputs
 from rtf.io.files import atomic_output
 from rtf.io.output import match_line, sparql_json_line
-from rtf.io.progress import progress
+from rtf.io.progress import read_progress
 from rtf.io.queries import load_queries, register_all, report_skipped_queries
 
 EPILOG_MATCH = """\
@@ -215,7 +215,7 @@ def cmd_match(args) -> int:
         if workers > 1:
             results = match_in_processes(engine, render, pubs, workers)
         else:
-            results = _match_here(engine, render, progress(pubs, "matching", unit="pub"))
+            results = _match_here(engine, render, read_progress(pubs, read_stats, sources, "matching"))
         for text, n_matches, seconds in results:
             filter_s += seconds
             publications += 1
