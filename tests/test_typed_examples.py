@@ -16,9 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
-#: Pages whose Python examples need something a test does not start (a running `rtf serve`):
-#: they are type-checked, not run. The README's and docs/language.md's run in tests/test_docs.py.
-NOT_RUN_HERE = {"server.md", "README.md", "language.md"}
+#: Pages whose Python examples are type-checked here, not run: docs/server.md's needs a
+#: running `rtf serve`; docs/language.md's doctests run in tests/test_docs.py.
+NOT_RUN_HERE = {"server.md", "language.md"}
 
 
 def python_examples() -> list[tuple[str, str]]:
