@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter, itemgetter
 from os import PathLike
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 from typing import Literal as TypingLiteral
 
 from rtf.errors import IndexFileError, QueryError, QueryTooComplexError, RtfError
@@ -236,7 +236,7 @@ class Engine:
 
     @_synchronized
     def register(self, query: str | Query, query_id: str | None = None,
-                 subscriber: str | None = None, metadata: Mapping | None = None) -> str:
+                 subscriber: str | None = None, metadata: Mapping[str, Any] | None = None) -> str:
         """Register a continuous query and return its id.
 
         `query` is query text or a parsed `Query`; `query_id` a non-empty str

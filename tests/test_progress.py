@@ -65,6 +65,13 @@ def test_without_a_size_it_counts_publications(monkeypatch, files):
     assert n == 2000 and "pub" in frames[0] and "%" not in frames[0]
 
 
+def test_a_followed_file_is_counted_by_publication(monkeypatch, files):
+    plain, _, _ = files
+    stats = ReadStats()
+    n, frames = bar_text(monkeypatch, read_publications([plain], stats=stats), stats, None)
+    assert n == 2000 and "pub" in frames[0] and "%" not in frames[0]
+
+
 def test_no_bar_off_a_terminal(files):
     plain, _, _ = files
     pubs = iter([1, 2, 3])

@@ -226,7 +226,7 @@ def cmd_match(args) -> int:
         if workers > 1:
             results = match_in_processes(engine, render, pubs, workers)
         else:
-            results = _match_here(engine, render, read_progress(pubs, read_stats, sources, "matching"))
+            results = _match_here(engine, render, read_progress(pubs, read_stats, None if live else sources, "matching"))
         for text, n_matches, seconds in results:
             filter_s += seconds
             publications += 1

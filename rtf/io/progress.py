@@ -67,13 +67,14 @@ def input_size(paths: Iterable[Any]) -> int | None:
     return total
 
 
-def read_progress(publications: Iterable[T], stats: _Counting, paths: Iterable[Any],
+def read_progress(publications: Iterable[T], stats: _Counting, paths: Iterable[Any] | None,
                   desc: str = "reading") -> Iterable[T]:
     """`publications` with a bar of the bytes `stats` has read out of the files' size
-    (`input_size`), on a terminal; counted by publication when the size is unknown."""
+    (`input_size`), on a terminal; counted by publication when the size is unknown
+    (`paths` None: a live feed, whose size is not its end)."""
     if not _on_terminal():
         return publications
-    total = input_size(paths)
+    total = None if paths is None else input_size(paths)
     if total is None:
         return progress(publications, desc, unit="pub")
     return _by_bytes(publications, stats, total, desc)
