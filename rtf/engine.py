@@ -20,17 +20,19 @@ from __future__ import annotations
 import functools
 import gc
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter, itemgetter
 from os import PathLike
+from typing import Any, Concatenate, ParamSpec, TypeVar
 from typing import Literal as TypingLiteral
 
 from rtf.errors import IndexFileError, QueryError, QueryTooComplexError, RtfError
 from rtf.filter import QueryIndex
 from rtf.io import store
-from rtf.io.publication import as_publication
+from rtf.io.metadata import Metadata, frozen
+from rtf.io.publication import PublicationLike, as_publication
 from rtf.io.taxonomy import Taxonomy
 from rtf.matching.query_table import bulk_memos, shrunk
 from rtf.parser import parse_query
@@ -63,10 +65,18 @@ def freeze_long_lived() -> None:
     gc.freeze()
 
 
-def _synchronized(method):
-    """Run `method` holding the engine's lock (see `Engine`: one operation at a time)."""
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _synchronized(method: Callable[Concatenate[Engine, _P], _R]) -> Callable[Concatenate[Engine, _P], _R]:
+    """Run `method` holding the engine's lock (see `Engine`: one operation at a time).
+
+    Typed with a ParamSpec, so that the methods keep their signatures for a
+    type checker (``Engine().register(5)`` is an error to mypy).
+    """
     @functools.wraps(method)
-    def locked(self, *args, **kwargs):
+    def locked(self: Engine, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self._lock:
             return method(self, *args, **kwargs)
     return locked
@@ -159,28 +169,6 @@ _subscriber = attrgetter("subscriber")
 _is_ask = attrgetter("is_ask")
 
 
-class Metadata(Mapping):
-    """A query's metadata: a read-only mapping that pickles (an engine is
-    shipped to Spark executors and --workers processes)."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping | Iterable = ()):
-        self._data = dict(data)
-
-    def __getitem__(self, key):
-        return self._data[key]
-
-    def __iter__(self):
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return f"Metadata({self._data!r})"
-
-
 _NO_METADATA = Metadata()
 
 
@@ -189,7 +177,8 @@ class RegisteredQuery:
     """A query as the engine holds it: its id, parsed query, subscriber and metadata.
 
     `metadata` is what the caller attached at registration (for the CLI, the
-    extra fields of a JSON Lines query record), returned as a read-only mapping.
+    extra fields of a JSON Lines query record), as a deep read-only copy: a
+    dict (`rtf.io.metadata.Metadata`) that ``json.dumps`` takes as it is.
     """
 
     id: str
@@ -247,12 +236,13 @@ class Engine:
 
     @_synchronized
     def register(self, query: str | Query, query_id: str | None = None,
-                 subscriber: str | None = None, metadata: Mapping | None = None) -> str:
+                 subscriber: str | None = None, metadata: Mapping[str, Any] | None = None) -> str:
         """Register a continuous query and return its id.
 
         `query` is query text or a parsed `Query`; `query_id` a non-empty str
         (default: the next free ``q<n>``); `subscriber` a str or None;
-        `metadata` a mapping kept with the query (a read-only copy), for
+        `metadata` a mapping of str keys to JSON values, kept with the query
+        as a deep read-only copy (`rtf.io.metadata.Metadata`, a dict) for
         `get` to return.
 
         Atomic: on any error the engine is left exactly as it was. A wrong
@@ -268,8 +258,8 @@ class Engine:
             _check_id(query_id)
         if subscriber is not None and not isinstance(subscriber, str):
             raise TypeError(f"subscriber must be a str or None, not {type(subscriber).__name__}")
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise TypeError(f"metadata must be a mapping or None, not {type(metadata).__name__}")
+        # A deep read-only copy; TypeError or ValueError (naming the value) if it is not JSON.
+        kept = frozen(metadata) if metadata is not None and metadata != {} else _NO_METADATA
         if query_id is None:
             while f"q{self._next_id}" in self._queries:
                 self._next_id += 1
@@ -277,9 +267,7 @@ class Engine:
         if query_id in self._queries:
             raise ValueError(f"a query with id {query_id!r} is already registered")
         parsed = self._index_query(query, query_id)
-        self._queries[query_id] = RegisteredQuery(
-            query_id, parsed, subscriber, parsed.is_ask,
-            Metadata(metadata) if metadata else _NO_METADATA)
+        self._queries[query_id] = RegisteredQuery(query_id, parsed, subscriber, parsed.is_ask, kept)
         return query_id
 
     def _index_query(self, query: str | Query, query_id: str) -> Query:
@@ -313,7 +301,7 @@ class Engine:
         self._queries = shrunk(self._queries)
 
     @_synchronized
-    def match(self, publication) -> list[Match]:
+    def match(self, publication: PublicationLike) -> list[Match]:
         """The queries `publication` satisfies, by query id.
 
         `publication` is a `Publication`, an rdflib Graph, or an iterable of
@@ -337,7 +325,7 @@ class Engine:
                 gc.enable()
         return self._match(publication)
 
-    def _match(self, publication) -> list[Match]:
+    def _match(self, publication: PublicationLike) -> list[Match]:
         pub = as_publication(publication)
         triples = list(pub.triples)
         virtual = self.taxonomy.expand(triples)
@@ -354,7 +342,7 @@ class Engine:
                         zip(qids, map(_subscriber, registered), map(found.__getitem__, qids),
                             map(_is_ask, registered), repeat(False))))
 
-    def match_many(self, publications: Iterable) -> Iterator[list[Match]]:
+    def match_many(self, publications: Iterable[PublicationLike]) -> Iterator[list[Match]]:
         """`match` each of `publications` in turn: an iterator of their match lists, in input order.
 
         Lazy: a publication is read only when its result is asked for, so a

@@ -15,6 +15,8 @@ exit status:
   1   bad input: an invalid query or RDF line, an unreadable, truncated or
       corrupt file, not UTF-8, nested too deeply, out of memory
   2   bad command line, or an output file that is also an input (refused)
+  3   rtf bench: the engines disagree on some match (a bug in an engine; the
+      report names the publication and a query that reproduces it)
   70  internal error (a bug: please report it; RTF_DEBUG=1 shows the traceback)
   130 interrupted (Ctrl-C)
 """

@@ -59,7 +59,10 @@ def add_command(sub) -> None:
                "conjunctive words of the tuple's own text found in at most "
                f"{COMMON_WORD_SHARE:.0%} of the publications;\n"
                "about 2 % of the queries match each DBpedia publication (the default mix: 11 %).")
-    p.add_argument("--publications", nargs="+", required=True, metavar="F")
+    p.add_argument("--publications", nargs="+", required=True, metavar="F",
+                   help="RDF files whose classes, properties and words the queries are made of "
+                        "(N-Triples, Turtle, N-Quads; plain, .gz or .bz2), read whole into memory; "
+                        "match the queries against the same files or others like them")
     p.add_argument("-n", "--count", type=positive_int, default=1000, help="number of queries (default 1000)")
     p.add_argument("--ft-pr", type=_percent, default=50,
                    help="percent of literal-valued tuples with ftcontains: FT_pr (default 50)")

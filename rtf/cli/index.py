@@ -112,19 +112,38 @@ def add_command(sub) -> None:
     q.add_argument("--output", required=True, metavar="IDX", help="the index file to write (replaced atomically)")
     q.set_defaults(func=cmd_build)
 
-    q = commands.add_parser("info", help="print an index's algorithm, version, sizes, taxonomy (JSON)")
-    q.add_argument("index", metavar="IDX")
+    q = _subcommand(commands, "info", "print an index's algorithm, version, sizes, taxonomy (JSON)",
+                    "Print what a saved index holds, as one JSON object on stdout: its format\n"
+                    "version, algorithm, solution cap, number of queries, taxonomy size and the\n"
+                    "engine's statistics (tuples, trie nodes, ...). The file is only read.",
+                    "rtf index info q.idx")
+    q.add_argument("index", metavar="IDX", help="the index file (rtf index build --output IDX)")
     q.set_defaults(func=cmd_info)
 
-    q = commands.add_parser("add", help="register more queries in an index, in place (atomic)")
-    q.add_argument("index", metavar="IDX")
+    q = _subcommand(commands, "add", "register more queries in an index, in place (atomic)",
+                    "Register the queries of a file in a saved index and save it again, in place.\n"
+                    "All or nothing: a bad query or an id already in the index is an error naming\n"
+                    "its line, and the index is left as it was.",
+                    "rtf index add q.idx --queries more.jsonl",
+                    "rtf index add q.idx --queries alert.rq       (its id: alert)")
+    q.add_argument("index", metavar="IDX", help="the index file to update")
     q.add_argument("--queries", required=True, metavar="MORE", help="JSON Lines of queries, or a .rq file")
     q.set_defaults(func=cmd_add)
 
-    q = commands.add_parser("remove", help="unregister queries from an index, in place (atomic)")
-    q.add_argument("index", metavar="IDX")
+    q = _subcommand(commands, "remove", "unregister queries from an index, in place (atomic)",
+                    "Unregister queries from a saved index by id and save it again, in place.\n"
+                    "An id that is not in the index is an error, and then nothing is removed.",
+                    "rtf index remove q.idx --ids q3 q7")
+    q.add_argument("index", metavar="IDX", help="the index file to update")
     q.add_argument("--ids", required=True, nargs="+", metavar="ID", help="ids of the queries to remove")
     q.set_defaults(func=cmd_remove)
+
+
+def _subcommand(commands, name: str, help: str, description: str, *examples: str) -> argparse.ArgumentParser:
+    """An ``rtf index`` subcommand with its description (lines kept as written) and examples."""
+    return commands.add_parser(name, help=help, description=description,
+                               formatter_class=argparse.RawDescriptionHelpFormatter,
+                               epilog="example:\n" + "".join(f"  {e}\n" for e in examples))
 
 
 def load_index_engine(path: str | os.PathLike, args) -> "object":

@@ -22,7 +22,8 @@ API (JSON; docs/server.md has every detail, /docs the OpenAPI pages):
   GET    /health, /metrics (Prometheus)
 
 tokens file (--tokens FILE; without it, anyone who reaches the port is admin):
-  one "TOKEN ROLE" per line; ROLE is admin, publisher or subscriber:NAME
+  one "TOKEN ROLE" per line; ROLE is admin, publisher or subscriber:NAME;
+  a token has at least 16 characters (a shorter one is refused at start, exit 1)
 
 examples:
   rtf serve --data ./broker

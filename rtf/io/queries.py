@@ -1,8 +1,11 @@
 """Query files: JSON Lines records or one ``.rq`` query, read with file:line errors, registered all-or-nothing.
 
 A JSON line is ``{"id": "...", "query": "...", "subscriber": "..."}``; its
-other fields are the query's metadata. ``rtf match``, ``rtf index``, the
-Spark replay and ``rtf check -f`` all read queries here.
+metadata is its ``"metadata"`` object, if it has one, and its other fields
+(so the lines of ``GET /queries`` and of ``rtf match --with-metadata`` read
+back with the same metadata, not nested in a second ``"metadata"``).
+``rtf match``, ``rtf index``, the Spark replay and ``rtf check -f`` all read
+queries here.
 """
 
 from __future__ import annotations
@@ -45,14 +48,15 @@ RECORD_FIELDS = ("id", "query", "subscriber")
 def load_queries(path: str | Path, problems: list[str] | None = None) -> list[dict]:
     """Query records {"id", "query", "subscriber", "metadata", "line"} from a JSON Lines or .rq file.
 
-    The fields of a JSON line other than id, query and subscriber are its
-    metadata. A bad line raises `QueryFileError` naming the file and line;
+    A JSON line's metadata is its "metadata" object and its fields other than
+    id, query and subscriber (a key in both is an error). A bad line raises `QueryFileError` naming the file and line;
     with a `problems` list it is reported there instead, and skipped.
     """
     path = Path(path)
     text = read_text(path, "queries file")
     if path.suffix == ".rq":
-        return [{"id": path.stem, "query": text, "subscriber": None, "metadata": {}, "line": 1}]
+        return [{"id": path.stem, "query": text, "subscriber": None, "metadata": {}, "line": 1,
+                 "whole_file": True}]
     records = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -81,7 +85,19 @@ def _query_record(line: str, where: str, n: int) -> dict:
                                  "(a lone surrogate \\ud800-\\udfff)")
     return {"id": str(rec["id"]) if rec.get("id") is not None else None,
             "query": rec["query"], "subscriber": rec.get("subscriber"), "line": n,
-            "metadata": {k: v for k, v in rec.items() if k not in RECORD_FIELDS}}
+            "metadata": _metadata(rec, where)}
+
+
+def _metadata(rec: dict, where: str) -> dict:
+    """A record's metadata: its "metadata" object and its other extra fields (a key in both is an error)."""
+    extra = {k: v for k, v in rec.items() if k not in RECORD_FIELDS and k != "metadata"}
+    nested = rec.get("metadata", {})
+    if not isinstance(nested, dict):
+        raise QueryFileError(f'{where}: "metadata" must be a JSON object, not {type(nested).__name__}')
+    both = sorted(extra.keys() & nested.keys())
+    if both:
+        raise QueryFileError(f'{where}: {both[0]!r} is both a field and a key of "metadata": keep one')
+    return {**extra, **nested}
 
 
 def _is_unicode(value) -> bool:
@@ -105,7 +121,10 @@ def register_all(engine, records, source: str, problems: list[str] | None = None
         try:
             engine.register(rec["query"], rec["id"], rec["subscriber"], rec.get("metadata"))
         except QueryError as e:
-            error = QueryFileError(f"{source}:{rec['line']}: query {rec['id']!r}: {e}")
+            if rec.get("whole_file") and e.line is not None:  # a .rq file: the query's position is the file's
+                error = QueryFileError(f"{source}:{e.line}:{e.column}: query {rec['id']!r}: {e.message}")
+            else:
+                error = QueryFileError(f"{source}:{rec['line']}: query {rec['id']!r}: {e}")
         except (ValueError, TypeError) as e:  # a duplicate id, a subscriber that is not a string
             error = QueryFileError(f"{source}:{rec['line']}: {e}")
         else:

@@ -71,6 +71,7 @@ import pyoxigraph as ox
 
 from rtf.errors import PublicationError
 from rtf.io.sources import (_LINE_FORMATS, CHUNK_BYTES, STDIN, Break, GuardedReader, detect_format, open_binary)
+from rtf.io.memory import MemorySource, in_memory
 from rtf.io.publication import Publication, Triple
 from rtf.query.terms import display_iri
 
@@ -381,20 +382,28 @@ def _group(rows: Iterator[tuple[str, ...]], by_graph: bool, stats: ReadStats
            ) -> Iterator[Publication]:
     """Cut a row stream into publications at each change of subject or graph."""
     for key, run in groupby(rows, _graph_key if by_graph else itemgetter(0)):
-        publication = Publication(display_iri(key if isinstance(key, str) else key[1]),
-                                  (row[:3] for row in run) if by_graph else run)
+        # pyoxigraph made the keys: canonical already, not checked again
+        publication = Publication.from_canonical(display_iri(key if isinstance(key, str) else key[1]),
+                                                 (row[:3] for row in run) if by_graph else run)
         stats.publications += 1
         yield publication
 
 
-def read_publications(paths: str | os.PathLike | Iterable[str | os.PathLike],
+#: What `read_publications` reads: a path, or RDF held in memory (`rtf.io.memory`).
+Source = str | os.PathLike | bytes | IO[bytes] | IO[str]
+
+
+def read_publications(paths: Source | Iterable[Source],
                       group_by: str = "subject", skip_invalid: bool = False,
                       stats: ReadStats | None = None,
                       format: str | ox.RdfFormat | None = None, follow: bool = False,
                       idle_timeout: float | None = None) -> Iterator[Publication]:
     """Publications of the RDF files `paths` (one path or several), in order.
 
-    Files are read lazily, a block at a time. ``group_by="subject"`` makes a
+    Each of `paths` is a file path or RDF held in memory: bytes, a string of
+    RDF, or an open binary or text stream (read as stdin is; a ``str`` is a
+    path unless it is plainly RDF text, see `rtf.io.memory`). Files are read
+    lazily, a block at a time. ``group_by="subject"`` makes a
     publication of each run of triples with the same subject (its id is the
     subject without angle brackets), ``group_by="graph"`` of each run of
     quads in the same named graph (id: the graph IRI). A malformed line raises
@@ -412,18 +421,24 @@ def read_publications(paths: str | os.PathLike | Iterable[str | os.PathLike],
     """
     if group_by not in ("subject", "graph"):
         raise ValueError(f"group_by must be 'subject' or 'graph', not {group_by!r}")
-    if isinstance(paths, (str, os.PathLike)):
+    if isinstance(paths, (str, os.PathLike, bytes, bytearray, memoryview)) or hasattr(paths, "read"):
         paths = [paths]
-    sources = [(str(p), *detect_format(p, format)) for p in paths]
+    sources = []
+    for p in paths:
+        memory = in_memory(p)
+        sources.append((memory or str(p), *detect_format(STDIN if memory else p, format)))
     return _read(sources, group_by == "graph", skip_invalid,
                  stats if stats is not None else ReadStats(), follow, idle_timeout)
 
 
-def _read(sources: list[tuple[str, ox.RdfFormat, str | None]], by_graph: bool,
+def _read(sources: list[tuple[str | MemorySource, ox.RdfFormat, str | None]], by_graph: bool,
           skip_invalid: bool, stats: ReadStats, follow: bool = False,
           idle_timeout: float | None = None) -> Iterator[Publication]:
     for source, fmt, compression in sources:
-        label = "<stdin>" if source == STDIN else source
+        if isinstance(source, MemorySource):
+            source, label = source
+        else:
+            label = "<stdin>" if source == STDIN else source
         with open_binary(source, compression, follow, idle_timeout) as raw:
             yield from _read_file(raw, label, fmt, by_graph, skip_invalid, stats,
                                   eager=follow or source == STDIN)

@@ -231,15 +231,15 @@ class LiveStream:
 
 
 @contextmanager
-def open_binary(path: str | os.PathLike, compression: str | None,
+def open_binary(path: str | os.PathLike | IO[bytes], compression: str | None,
                 follow: bool = False, idle_timeout: float | None = None) -> Iterator[IO[bytes]]:
-    """A binary reader of `path` (``-``: stdin, left open), decompressed.
+    """A binary reader of `path` (``-``: stdin; or an open binary stream: both left open), decompressed.
 
-    Stdin is a `LiveStream`, and compressed by gzip or bzip2 when its first
-    bytes say so. With `follow`, the file is read as it grows (see `LiveStream`).
+    Stdin and streams are `LiveStream`s, compressed by gzip or bzip2 when their
+    first bytes say so. With `follow`, the file is read as it grows (see `LiveStream`).
     """
-    if str(path) == STDIN:
-        raw, close = LiveStream(sys.stdin.buffer), False
+    if hasattr(path, "read") or str(path) == STDIN:
+        raw, close = LiveStream(path if hasattr(path, "read") else sys.stdin.buffer), False
         compression = compression or raw.peek_compression()
     else:
         raw, close = open(path, "rb"), True

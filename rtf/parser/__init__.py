@@ -21,6 +21,7 @@ from __future__ import annotations
 from lark.exceptions import UnexpectedInput
 
 from rtf.errors import QueryTooComplexError
+from rtf.parser.blank_nodes import check_blank_node_scopes
 from rtf.parser.build import BUILTIN_PREFIXES, QueryBuilder
 from rtf.parser.cache import ParseCache
 from rtf.parser.diagnose import diagnose
@@ -78,6 +79,7 @@ def _parse(text: str) -> Query:
             e.interactive_parser = interactive
         raise diagnose(text, e, parser) from None
     check_nesting(tree)
+    check_blank_node_scopes(tree, text)
     try:
         return QueryBuilder(text).build(tree)
     except RecursionError:  # pragma: no cover - check_nesting keeps every recursion shallow

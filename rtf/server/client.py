@@ -64,6 +64,10 @@ CONTENT_TYPES: dict[str, str] = {
 
 #: Reconnection delays of `Client.matches`: the first one, doubled after each
 #: failed attempt up to the last one; back to the first once an event arrives.
+#: (Reviewed for issue 26: retry libraries -- tenacity, stamina, backoff -- retry
+#: a call; this is a generator that yields events between attempts, resumes from
+#: the last event id and answers to one deadline across reconnections, and its
+#: back-off is two lines, so it stays hand-written.)
 BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 5.0
 
