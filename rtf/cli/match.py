@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import time
 
@@ -49,7 +50,9 @@ live input:
   otherwise; gzip or bzip2 recognised by their first bytes) and writes, and
   flushes, each publication's matches as soon as it is complete: when the
   next subject starts, or the input ends. --follow FILE reads a growing file
-  like `tail -f` (until Ctrl-C, or --follow-timeout seconds without new data).
+  like `tail -F` (until Ctrl-C, or --follow-timeout seconds without new data):
+  FILE may not exist yet, and a rotated (renamed and recreated) or truncated
+  FILE is followed, read again from its start.
 
 several cores:
   --workers N forks N processes once the queries are registered (each has the
@@ -87,9 +90,11 @@ def add_command(sub) -> None:
                         help="a saved index (rtf index build): its queries, algorithm and taxonomy")
     inputs = p.add_mutually_exclusive_group(required=True)
     inputs.add_argument("--publications", nargs="+", metavar="F",
-                        help="N-Triples, Turtle or N-Quads files, plain, .gz or .bz2 ('-' for stdin)")
+                        help="N-Triples, Turtle or N-Quads files, plain, .gz or .bz2 ('-' for stdin; "
+                             "gzip and bzip2 are also told by their first bytes)")
     inputs.add_argument("--follow", metavar="FILE",
-                        help="read FILE as it grows, like `tail -f` (a live feed)")
+                        help="read FILE as it grows, like `tail -F` (a live feed; FILE may appear "
+                             "later, and may be rotated or truncated)")
     p.add_argument("--follow-timeout", type=positive_float, metavar="S",
                    help="with --follow: stop after S seconds without new data (default: never)")
     p.add_argument("--format", choices=("nt", "nq", "ttl", "trig", "owl"),
@@ -196,6 +201,8 @@ def cmd_match(args) -> int:
     freeze_long_lived()  # the index is long-lived: out of the collector's sight
 
     follow = getattr(args, "follow", None)
+    if follow and not os.path.exists(follow):
+        print(f"rtf: {follow} does not exist yet: waiting for it (--follow)", file=sys.stderr)
     sources = [follow] if follow else args.publications
     live = bool(follow) or "-" in sources  # a feed: each publication's matches at once
     render = make_renderer(args, engine)

@@ -15,8 +15,13 @@ from rtf.errors import QueryError, RtfError
 from rtf.io.progress import progress
 
 
+#: A UTF-8 byte order mark, which some editors put at the start of a file: ignored.
+BOM = "\ufeff"
+
+
 def read_text(path: str | Path | None, what: str) -> str:
-    """The UTF-8 text of file `path` (None: stdin); an error names the line of a bad byte."""
+    """The UTF-8 text of file `path` (None: stdin), without a byte order mark at
+    its start; an error names the line of a bad byte."""
     if path is None:
         data = sys.stdin.buffer.read()
         path = "<stdin>"
@@ -26,7 +31,7 @@ def read_text(path: str | Path | None, what: str) -> str:
         except OSError as e:
             raise QueryFileError(f"cannot read {what} {path}: {e.strerror}") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
