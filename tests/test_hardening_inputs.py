@@ -131,7 +131,7 @@ def expansion_doc(kind: str, long: int, repeat: int) -> tuple[bytes, str]:
     if kind == "prefix":
         return (f"@prefix p: <{iri}> .\n" + "p:a p:b p:c .\n" * repeat).encode(), "ttl"
     if kind == "base":
-        return (f"@base <{iri}> .\n" + "<a> <b> <c> .\n" * repeat).encode(), "ttl"
+        return (f"@base <{iri}/> .\n" + "<a> <b> <c> .\n" * repeat).encode(), "ttl"
     if kind == "object-list":
         return (f"<{iri}s> <{iri}p> " + "1, " * repeat + "1 .\n").encode(), "ttl"
     if kind == "predicate-list":

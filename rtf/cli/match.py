@@ -266,9 +266,16 @@ def match_in_processes(engine, render, pubs, workers: int):
     _WORKER.update(engine=engine, render=render)
     context = multiprocessing.get_context("fork")
     batches = iter(lambda: [(p.id, p.triples) for p in islice(pubs, WORKER_BATCH)], [])
-    with context.Pool(workers) as pool:
+    with context.Pool(workers, initializer=_quiet_worker) as pool:
         for results in pool.imap(_match_batch, batches):
             yield from results
+
+
+def _quiet_worker() -> None:
+    """In a worker: SIGTERM (the pool's way to stop it) just ends it, as before the
+    parent's handler (`rtf.cli.Terminated`, for the parent's cleanups) was inherited."""
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _match_batch(batch: list) -> list:
