@@ -461,3 +461,47 @@ def test_a_byte_order_mark_inside_a_query_file_is_still_an_error(tmp_path, capsy
     p.write_bytes(nt_line(0))
     code, out, err = run(capsys, "match", "--queries", q, "--publications", p)
     assert code == 1 and f"{q}:2: not a JSON object" in err
+
+
+def holdable(value) -> bool:
+    """Whether decoded JSON `value` can be written back to a UTF-8 JSON file."""
+    if isinstance(value, dict):
+        return all(holdable(k) and holdable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(holdable(v) for v in value)
+    if isinstance(value, float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True
+
+
+METADATA = st.dictionaries(
+    st.text(max_size=4).filter(lambda k: k not in ("id", "query", "subscriber")),
+    st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(),
+                           st.text(st.characters(blacklist_categories=()), max_size=4)),
+                 lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                         st.dictionaries(st.text(st.characters(
+                                             blacklist_categories=()), max_size=3), inner,
+                                             max_size=3)), max_leaves=6),
+    max_size=3)
+
+
+@FAST
+@given(metadata=METADATA)
+def test_fuzz_query_file_metadata_is_written_back_or_refused(tmp_path, capsys, metadata):
+    """Metadata a JSON line carries that no output could hold (a lone surrogate,
+    NaN) is the error of its line; any other is written back as it was read."""
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"id": "rio", "query": PROBE, **metadata}, allow_nan=True) + "\n")
+    p = tmp_path / "p.nt"
+    p.write_bytes(nt_line(0, "Rio"))
+    code, out, err = run(capsys, "match", "--queries", q, "--publications", p, "--with-metadata")
+    if holdable(metadata):
+        assert (code, err) == (0, "")
+        assert json.loads(out)["metadata"] == metadata
+    else:
+        assert code == 1 and err.startswith(f"rtf: error: {q}:1: metadata: "), err

@@ -11,18 +11,26 @@ data folder (--data DIR, created if missing):
   queries.sqlite3   the registered queries, the source of truth (a 201 means on disk)
   outbox.sqlite3    the matches pushed to subscribers, for those who reconnect
   snapshot.idx      the saved index, so that a restart does not parse every query
-  serve.lock        one server per folder
+                    (used only if it was made from this very queries.sqlite3)
+  serve.lock        names the serving process (the folder itself is locked:
+                    one server per folder)
 
 API (JSON; docs/server.md has every detail, /docs the OpenAPI pages):
   PUT    /queries/{id}              {"query": "...", "subscriber": "alice"} -> 201
   GET    /queries[?subscriber=]     GET|DELETE /queries/{id}
   POST   /publications              an RDF body (application/n-triples, text/turtle,
-                                    application/n-quads) -> the matches, as rtf match lines
+                                    application/n-quads, application/trig,
+                                    application/rdf+xml without a DTD)
+                                    -> the matches, as rtf match lines
   GET    /subscribers/{name}/matches  Server-Sent Events; reconnect with Last-Event-ID
   GET    /health, /metrics (Prometheus)
 
 tokens file (--tokens FILE; without it, anyone who reaches the port is admin):
   one "TOKEN ROLE" per line; ROLE is admin, publisher or subscriber:NAME
+
+errors are {"error": "..."} JSON: 400 bad request (ids and subscriber names
+are 1 to 1024 characters), 401/403 tokens, 413 body too large, 507 the data
+folder is full (nothing changed). SIGTERM and Ctrl-C stop cleanly (exit 0, 130).
 
 examples:
   rtf serve --data ./broker

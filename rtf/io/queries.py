@@ -8,6 +8,7 @@ Spark replay and ``rtf check -f`` all read queries here.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -81,23 +82,47 @@ def _query_record(line: str, where: str, n: int) -> dict:
     if not isinstance(rec, dict) or not isinstance(rec.get("query"), str):
         raise QueryFileError(f'{where}: expected {{"id": ..., "query": "..."}}')
     for name in RECORD_FIELDS:
-        if not _is_unicode(rec.get(name)):
+        value = rec.get(name)
+        if isinstance(value, str) and not is_unicode(value):
             raise QueryFileError(f'{where}: "{name}" is not valid Unicode '
                                  "(a lone surrogate \\ud800-\\udfff)")
+    metadata = {k: v for k, v in rec.items() if k not in RECORD_FIELDS}
+    problem = json_problem(metadata)
+    if problem:
+        raise QueryFileError(f"{where}: metadata: {problem}")
     return {"id": str(rec["id"]) if rec.get("id") is not None else None,
             "query": rec["query"], "subscriber": rec.get("subscriber"), "line": n,
-            "metadata": {k: v for k, v in rec.items() if k not in RECORD_FIELDS}}
+            "metadata": metadata}
 
 
-def _is_unicode(value) -> bool:
+def is_unicode(text: str) -> bool:
     """False for a string holding a lone surrogate (JSON allows "\\ud800"), which no file can hold."""
-    if not isinstance(value, str):
-        return True
     try:
-        value.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
+
+
+def json_problem(value) -> str | None:
+    """Why decoded JSON `value` could not be written back as JSON to a UTF-8 file, or
+    None: a key or string holding a lone surrogate, or a number that is not finite
+    (Python's json reads NaN, Infinity and 1e400). Walked without recursion: it may
+    nest deeply."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            if not all(is_unicode(k) for k in item if isinstance(k, str)):
+                return "a key holds a lone surrogate (\\ud800-\\udfff)"
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str) and not is_unicode(item):
+            return "a string holds a lone surrogate (\\ud800-\\udfff)"
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"{item} is not a JSON number (NaN and infinities are not JSON)"
+    return None
 
 
 def register_all(engine, records, source: str, problems: list[str] | None = None) -> None:

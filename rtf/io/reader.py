@@ -37,6 +37,11 @@ disk) gives everything read before the break (`GuardedReader`), then a
 `Break`: an error, or with ``skip_invalid=True`` an entry of
 `ReadStats.breaks`. A UTF-8 byte order mark at the start of a file is dropped.
 
+What one document may cost is bounded (`rtf.io.input_limits`): a line over
+`MAX_LINE_BYTES` is a bad line, the terms of Turtle, TriG and RDF/XML are
+counted against an expansion budget, and an RDF/XML DTD is refused before
+the parser sees it.
+
 Grouping notes:
 
 - A subject that comes back after another one starts a new publication, as the
@@ -441,9 +446,13 @@ def read_publications(paths: str | os.PathLike | Iterable[str | os.PathLike],
 
     Live input: stdin (``-``) is read as bytes arrive, so each publication
     comes out as soon as it is complete (when the next subject starts, or the
-    input ends); gzip or bzip2 on stdin is recognised by its first bytes.
-    With ``follow=True`` each file is read as it grows, like ``tail -f``,
-    until `idle_timeout` seconds pass without new bytes (None: forever).
+    input ends); gzip or bzip2 is recognised by its first bytes when the name
+    does not say (stdin, ``dump.nt``). With ``follow=True`` each file is
+    followed by name as it grows, like ``tail -F`` (it may not exist yet, and
+    may be rotated or truncated: `rtf.io.sources.FollowedFile`), until
+    `idle_timeout` seconds pass without new bytes (None: forever). A file
+    that cannot be opened is a `PublicationError` ("cannot read publications
+    file F: ...").
     """
     if group_by not in ("subject", "graph"):
         raise ValueError(f"group_by must be 'subject' or 'graph', not {group_by!r}")

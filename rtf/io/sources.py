@@ -1,11 +1,12 @@
 """Where RDF bytes come from: files (plain, gzip, bzip2), stdin and growing files, and their syntax.
 
 `detect_format` tells the RDF syntax from a file name (or ``--format``);
-`open_binary` opens a file or stdin, decompressing by suffix or, for live
-input, by magic bytes; `GuardedReader` turns a read that breaks off (a
-truncated archive, a failing disk) into a clean end with what was read
-before; `LiveStream` reads stdin or a growing file (``--follow``) as bytes
-arrive. `rtf.io.reader` parses what these give into publications.
+`open_binary` opens a file or stdin, decompressing by suffix or, when the
+name says nothing, by magic bytes; `GuardedReader` turns a read that breaks
+off (a truncated archive, a failing disk) into a clean end with what was
+read before; `LiveStream` reads stdin or a growing file (``--follow``) as
+bytes arrive, and `FollowedFile` follows a file by name like ``tail -F``.
+`rtf.io.reader` parses what these give into publications.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ _MAGIC = {b"\x1f\x8b": "gz", b"BZh": "bz2"}
 
 
 class LiveStream:
-    """A binary stream read as data comes: stdin, or a file that grows (``tail -f``).
+    """A binary stream read as data comes: stdin, or a file that grows (``tail -F``).
 
     `read(n)` returns whatever is available (at most `n` bytes) rather than
     waiting for `n` of them, so that gzip, bz2 and the block reader never

@@ -11,7 +11,6 @@ import asyncio
 import errno
 import json
 import logging
-import math
 import sqlite3
 from contextlib import asynccontextmanager
 from typing import Any
@@ -31,6 +30,7 @@ from starlette.requests import ClientDisconnect
 
 import rtf
 from rtf.errors import PublicationError, QueryError
+from rtf.io.queries import is_unicode, json_problem
 from rtf.server.auth import ANYONE, MAX_NAME_CHARS, Principal, Tokens
 from rtf.server.broker import Broker
 from rtf.server.registry import NotOwnerError
@@ -344,37 +344,16 @@ def _check_name(what: str, name: str) -> None:
     (JSON may carry a lone surrogate, "\\ud800", which no file or database can hold)."""
     if not name or len(name) > MAX_ID_CHARS:
         raise Refused(400, f"{what} must have 1 to {MAX_ID_CHARS} characters, not {len(name)}")
-    if not _is_unicode(name):
+    if not is_unicode(name):
         raise Refused(400, f"{what} must be valid Unicode (it holds a lone surrogate, "
                            "\\ud800-\\udfff)")
 
 
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _check_metadata(metadata: dict | None) -> None:
-    """Metadata that JSON files and the table can hold: no lone surrogate in a key or
-    a string, no NaN or infinite number (walked without recursion: it may nest deep)."""
-    pending: list = [metadata]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if not _is_unicode(key):
-                    raise Refused(400, "metadata: a key holds a lone surrogate (\\ud800-\\udfff)")
-                pending.append(item)
-        elif isinstance(value, list):
-            pending.extend(value)
-        elif isinstance(value, str) and not _is_unicode(value):
-            raise Refused(400, "metadata: a string holds a lone surrogate (\\ud800-\\udfff)")
-        elif isinstance(value, float) and not math.isfinite(value):
-            raise Refused(400, f"metadata: {value} is not a JSON number (NaN and infinities "
-                               "are not JSON)")
+    """Metadata that JSON files and the table can hold (`rtf.io.queries.json_problem`)."""
+    problem = json_problem(metadata)
+    if problem:
+        raise Refused(400, f"metadata: {problem}")
 
 
 def _event_id(text: str, where: str) -> int:
