@@ -177,3 +177,44 @@ def test_sigterm_leaves_no_temporary_file_and_the_old_output(inputs, tmp_path, l
     assert "Traceback" not in err
     assert list(tmp_path.glob(".out.jsonl.*")) == []
     assert out.read_text() == "the old output\n"
+
+
+# ------------------------------------------------ 4. the command line's writes, disk full
+
+
+def run_limited(fsize: int, *args) -> subprocess.CompletedProcess:
+    """`rtf ARGS` whose files may not grow past `fsize` bytes (EFBIG, as a full disk)."""
+    launcher = ("import resource, sys; n = int(sys.argv[1]); "
+                "resource.setrlimit(resource.RLIMIT_FSIZE, (n, n)); "
+                "sys.argv = ['rtf'] + sys.argv[2:]; from rtf.cli import main; sys.exit(main())")
+    return subprocess.run([sys.executable, "-c", launcher, str(fsize), *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("command", ["match", "gen-queries", "index add", "index build"])
+def test_a_full_disk_fails_in_one_line_and_keeps_the_old_file(base_index, inputs, tmp_path, command):
+    q, p = inputs
+    big_p = tmp_path / "big.nt"
+    big_p.write_text("".join(f'<{EX}s{i}> <{EX}t> "Rio {i} {"x" * 50}" .\n' for i in range(3000)))
+    old = tmp_path / "old.out"
+    if command.startswith("index"):
+        old.write_bytes(base_index.read_bytes())
+    else:
+        old.write_text("the old output\n")
+    before = old.read_bytes()
+    args = {"match": ["match", "--queries", write_queries(tmp_path / "many.jsonl", "t", 1), "--publications", big_p,
+                      "--output", old],
+            "gen-queries": ["gen-queries", "--publications", big_p, "-n", "2000", "-o", old],
+            "index add": ["index", "add", old, "--queries", write_queries(tmp_path / "m.jsonl", "m", 500)],
+            "index build": ["index", "build", "--queries", write_queries(tmp_path / "m.jsonl", "m", 2000),
+                            "--output", old]}[command]
+    if command == "match":  # every publication matches: a large output
+        (tmp_path / "many.jsonl").write_text(json.dumps(
+            {"id": "all", "query": f"SELECT ?s ?o WHERE {{ ?s <{EX}t> ?o }}"}) + "\n")
+    # room for less than the new file (the old one is only read)
+    done = run_limited(20_000 if command == "index build" else len(before) + 10_000, *args)
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("rtf: error: "), done.stderr
+    assert "File too large" in done.stderr
+    assert old.read_bytes() == before
+    assert [f.name for f in tmp_path.iterdir() if f.name.startswith(".")] == []

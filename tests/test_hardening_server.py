@@ -532,9 +532,11 @@ def tmpfs(path: Path, size: str) -> bool:
                           capture_output=True).returncode == 0
 
 
-def fill_and_check(server: ServerProcess, restart) -> None:
-    """Register, publish and delete until writes fail; every failure is JSON 507/503;
-    then `restart()` gives room and a server again: everything acknowledged is there."""
+def fill_and_check(server: ServerProcess, still_full, restart) -> None:
+    """Register, publish and delete until writes fail; every failure is JSON 507/503.
+    `still_full()` is a server started on the full folder: it starts and serves
+    what it has; then `restart()` gives room and a server again: everything
+    acknowledged is there."""
     acknowledged: dict[str, str] = {}
     deleted: set[str] = set()
     lines: list[str] = []
@@ -568,6 +570,16 @@ def fill_and_check(server: ServerProcess, restart) -> None:
         assert failures > 40, "the disk never filled"
     server.terminate()
     assert "Traceback" not in server.stderr, server.stderr[-3000:]
+    with still_full() as full, full.client() as http:  # starts, and serves what it has
+        assert {q["id"]: q["query"] for q in all_queries(http)} == acknowledged
+        text = q_words("tfull", "rio") + "#" + "z" * 5000
+        r = http.put("/queries/one-more", json={"query": text})
+        if r.status_code == 201:  # the checkpoint at the last stop may have freed a little
+            acknowledged["one-more"] = text
+        else:
+            assert_json_error(r, (503, 507))
+    full.terminate()
+    assert "Traceback" not in full.stderr, full.stderr[-3000:]
     with restart() as again, again.client() as http:
         assert {q["id"]: q["query"] for q in all_queries(http)} == acknowledged
         mine = [line for line in lines if json.loads(line)["subscriber"] == "alice"]
@@ -591,7 +603,7 @@ def test_a_full_tmpfs(tmp_path):
         def restart():
             subprocess.run(["mount", "-o", "remount,size=200m", str(mount)], check=True)
             return ServerProcess(mount / "b")
-        fill_and_check(server, restart)
+        fill_and_check(server, lambda: ServerProcess(mount / "b"), restart)
     finally:
         subprocess.run(["umount", "-l", str(mount)])
 
@@ -600,7 +612,14 @@ def test_files_that_cannot_grow(tmp_path):
     """The same with a file size limit (RLIMIT_FSIZE), which needs no privilege."""
     server = LimitedServer(tmp_path / "b", 1_500_000)
     server.start()
-    fill_and_check(server, lambda: ServerProcess(tmp_path / "b"))
+    fill_and_check(server, lambda: LimitedServer(tmp_path / "b", 1_500_000),
+                   lambda: ServerProcess(tmp_path / "b"))
+
+
+@pytest.mark.parametrize("port", ["65536", "-1", "99999999999999999999", "http"])
+def test_a_port_out_of_range_is_a_usage_error(tmp_path, port):
+    done = run_serve(tmp_path / "b", "--port", port)
+    assert done.returncode == 2 and "--port" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_a_full_disk_at_start_is_exit_1_with_one_line(tmp_path):

@@ -41,6 +41,17 @@ examples:
        --data-binary '<http://ex/a> <http://ex/p> "Games in Rio" .'
 """
 
+def port(text: str) -> int:
+    """A TCP port, 0 to 65535 (0: any free one)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is from 0 to 65535, got {text!r}")
+    return value
+
+
 def add_command(sub) -> None:
     from rtf.engine import ALGORITHMS, DEFAULT_ALGORITHM
     from rtf.server.broker import MAX_BODY, SNAPSHOT_EVERY
@@ -61,7 +72,7 @@ def add_command(sub) -> None:
                    help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf*")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+    p.add_argument("--port", type=port, default=DEFAULT_PORT,
                    help=f"port (default {DEFAULT_PORT}; 0: any free port, printed at start)")
     p.add_argument("--tokens", metavar="FILE", help="bearer tokens and their roles (see below)")
     p.add_argument("--max-body", type=positive_int, default=MAX_BODY, metavar="BYTES",

@@ -76,14 +76,18 @@ class Outbox:
             self._counts: dict[str, int] = dict(self._db.execute(
                 "SELECT subscriber, COUNT(*) FROM events GROUP BY subscriber").fetchall())
             self._expired_at = 0.0
-            with self._lock:
-                self._apply_retention(list(self._counts), time.time())
         except sqlite3.Error as e:
             self._db.close()
             raise storage_error(self.path, e) from None
         except StorageError:
             self._db.close()
             raise
+
+        try:  # housekeeping: a full disk must not keep the server from starting
+            with self._lock:
+                self._apply_retention(list(self._counts), time.time())
+        except sqlite3.Error as e:
+            log.warning("could not apply retention to %s at start (retried later): %s", self.path, e)
 
     def _check_table(self, table: str | None) -> None:
         if table is None:
