@@ -48,9 +48,6 @@ EXPANSION_FLOOR = 16 << 20
 #: document can stand for gigabytes). It is refused wherever it appears.
 DTD = re.compile(rb"<!\s*(?i:doctype|entity)")
 
-#: Turns parsed quads into rows of keys (`rtf.io.reader`'s key functions).
-KeyFunction = Callable[[Iterable[ox.Quad]], list[tuple[str, ...]]]
-
 
 class BadLine(NamedTuple):
     """A malformed line (or statement) met while parsing, in file order."""
@@ -74,29 +71,47 @@ def overlong_term(error: MemoryError) -> SyntaxError:
 
 class ExpansionBudget:
     """The rows of a document whose terms may expand to `MAX_EXPANSION` times
-    the bytes read so far (`read`), plus `EXPANSION_FLOOR`: `row` and `keys`
-    convert as `keys` does, and raise `PublicationError` as soon as the terms
-    made pass the budget, before the next quad is converted."""
+    the bytes read so far (`read`), plus `EXPANSION_FLOOR`: `row` (one quad)
+    and `keys` (many) convert with `convert` and raise `PublicationError` as
+    soon as the terms made pass the budget, before the next quad is converted."""
 
-    def __init__(self, source: str, keys: KeyFunction, read: Callable[[], int]):
+    def __init__(self, source: str, convert: Callable[[ox.Quad], tuple[str, ...]],
+                 read: Callable[[], int]):
         self.source = source
-        self._keys = keys
+        self._convert = convert
         self.read = read
         self.used = 0
+        self._limit = 0  # the budget when last computed (it grows with the bytes read)
 
     def row(self, quad: ox.Quad) -> tuple[str, ...]:
-        row = self._keys((quad,))[0]
+        row = self._convert(quad)
         self.used += len(row[0]) + len(row[1]) + len(row[2])
-        if self.used > MAX_EXPANSION * self.read() + EXPANSION_FLOOR:
+        if self.used > self._limit:
+            self._check()
+        return row
+
+    def keys(self, quads: Iterable[ox.Quad]) -> list[tuple[str, ...]]:
+        """`row` of each quad (the loop written out: a call less per quad)."""
+        rows = []
+        convert, used = self._convert, self.used
+        for quad in quads:
+            row = convert(quad)
+            used += len(row[0]) + len(row[1]) + len(row[2])
+            if used > self._limit:
+                self.used = used
+                self._check()
+            rows.append(row)
+        self.used = used
+        return rows
+
+    def _check(self) -> None:
+        self._limit = MAX_EXPANSION * self.read() + EXPANSION_FLOOR
+        if self.used > self._limit:
             raise PublicationError(
                 f"the document expands to over {self.used} bytes of terms from {self.read()} "
                 "bytes read (prefixes, @base, ';' and ',' lists or xml:base repeat text); rtf "
                 f"reads at most {MAX_EXPANSION} times the bytes read, plus 16 MiB: split the "
                 "document", self.source)
-        return row
-
-    def keys(self, quads: Iterable[ox.Quad]) -> list[tuple[str, ...]]:
-        return [self.row(quad) for quad in quads]
 
 
 class RefuseDtd:

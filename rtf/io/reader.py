@@ -80,7 +80,6 @@ from rtf.io import input_limits
 from rtf.io.input_limits import (
     BadLine,
     ExpansionBudget,
-    KeyFunction,
     RefuseDtd,
     overlong_line,
     overlong_term,
@@ -127,6 +126,9 @@ class ReadStats:
 # faster) and lets a failed parse of a window of lines drop its rows whole.
 
 
+KeyFunction = Callable[[Iterable[ox.Quad]], list[tuple[str, ...]]]
+
+
 def _triple_keys(quads: Iterable[ox.Quad]) -> list[Triple]:
     """(s, p, o) key rows; the graph is dropped."""
     return [(str(q.subject), str(q.predicate), str(q.object)) for q in quads]
@@ -136,6 +138,19 @@ def _quad_keys(quads: Iterable[ox.Quad]) -> list[tuple[str, str, str, str]]:
     """(s, p, o, g) key rows; g is ``DEFAULT`` (not a key) for the default graph."""
     return [(str(q.subject), str(q.predicate), str(q.object), str(q.graph_name))
             for q in quads]
+
+
+# The same, one quad at a time, for the formats whose terms are budgeted (the
+# batch functions above are written out: a call per quad would cost N-Triples 3 %).
+def _triple_key(q: ox.Quad) -> Triple:
+    return (str(q.subject), str(q.predicate), str(q.object))
+
+
+def _quad_key(q: ox.Quad) -> tuple[str, str, str, str]:
+    return (str(q.subject), str(q.predicate), str(q.object), str(q.graph_name))
+
+
+_ONE_KEY = {_triple_keys: _triple_key, _quad_keys: _quad_key}
 
 
 _DEFAULT_GRAPH = str(ox.DefaultGraph())
@@ -260,7 +275,7 @@ def _stream_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stat
     parser cannot go on after it. An RDF/XML DTD is refused (`RefuseDtd`);
     the terms made are counted against the document's `ExpansionBudget`.
     """
-    row = ExpansionBudget(source, keys, lambda: f.bytes_read).row
+    row = ExpansionBudget(source, _ONE_KEY[keys], lambda: f.bytes_read).row
     quads = ox.parse(RefuseDtd(f, source) if fmt == ox.RdfFormat.RDF_XML else f, fmt)
     while True:
         batch: list[tuple[str, ...]] = []
@@ -351,7 +366,7 @@ def _turtle_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stat
     """
     data = f.read()
     stats.bytes_read += len(data)
-    budget = ExpansionBudget(source, keys, data.__len__)
+    budget = ExpansionBudget(source, _ONE_KEY[keys], data.__len__)
     rows, error = _try_parse(data, fmt, budget.keys)
     if error is None:
         yield rows
