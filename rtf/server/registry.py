@@ -211,11 +211,8 @@ def _restore(engine: Engine, old) -> None:
 
 def _queries_digest(engine: Engine) -> str:
     """A digest of the engine's queries as the table holds them: id, seq, subscriber, text."""
-    digest = hashlib.sha256()
-    for q in engine.queries():
-        digest.update(json.dumps([q.id, q.metadata.get(SEQ), q.subscriber, q.query.text]).encode())
-        digest.update(b"\n")
-    return digest.hexdigest()
+    rows = [[q.id, q.metadata.get(SEQ), q.subscriber, q.query.text] for q in engine.queries()]
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
 
 
 def _read_note(text: str | None) -> dict:
