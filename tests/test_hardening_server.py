@@ -631,3 +631,47 @@ def test_a_full_disk_at_start_is_exit_1_with_one_line(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("rtf: error: cannot use"), done.stderr
+
+
+# ------------------------------------------------- every failure is JSON (in-process)
+
+
+@pytest.mark.parametrize("error, status, says", [
+    (sqlite3.OperationalError("database or disk is full"), 507, "data folder is full"),
+    (OSError(28, "No space left on device"), 507, "data folder is full"),
+    (OSError(27, "File too large"), 507, "data folder is full"),
+    (sqlite3.OperationalError("disk I/O error"), 503, "could not use its data folder"),
+    (sqlite3.DatabaseError("database disk image is malformed"), 503, "could not use its data folder"),
+    (PermissionError(13, "Permission denied"), 503, "could not use its data folder"),
+    (RuntimeError("a bug"), 500, "internal error: RuntimeError: a bug"),
+    (AttributeError("x"), 500, "internal error: AttributeError"),
+])
+@pytest.mark.parametrize("route", ["put", "delete", "publish", "list"])
+def test_every_failure_of_a_route_is_one_json_line(tmp_path, error, status, says, route):
+    """Whatever a route's storage or code raises, the answer is `{"error": ...}` JSON."""
+    import asyncio
+    from unittest import mock
+
+    from rtf.server.app import create_app
+    from rtf.server.broker import Broker, BrokerConfig
+    broker = Broker(BrokerConfig(tmp_path))
+    app = create_app(broker)
+    target = {"put": (broker.registry, "put"), "delete": (broker.registry, "delete"),
+              "publish": (broker, "publish"), "list": (broker.registry.store, "page")}[route]
+
+    async def run():
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with app.router.lifespan_context(app), httpx.AsyncClient(
+                transport=transport, base_url="http://rtf") as client:
+            with mock.patch.object(*target, side_effect=error):
+                r = {"put": lambda: client.put("/queries/x", json={"query": q_words("tj")}),
+                     "delete": lambda: client.delete("/queries/x"),
+                     "publish": lambda: client.post("/publications", content=triple("tj", "a", "b"),
+                                                    headers={"Content-Type": NT}),
+                     "list": lambda: client.get("/queries")}[route]
+                answer = await r()
+            assert_json_error(answer, status)
+            assert says in answer.json()["error"]
+            assert (await client.get("/health")).status_code == 200
+
+    asyncio.run(run())

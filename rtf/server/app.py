@@ -484,7 +484,8 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and length.isdigit() and (len(length) > 19 or int(length) > self.limit):
+        digits = length.lstrip(b"0") if length is not None and length.isdigit() else None
+        if digits is not None and (len(digits) > 19 or int(digits or b"0") > self.limit):
             return await self._refuse(scope, receive, send)
         received = 0
         too_large = False
