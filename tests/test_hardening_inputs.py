@@ -367,7 +367,7 @@ class Follower:
 
     def _run(self, feed, kw) -> None:
         try:
-            for pub in read_publications(feed, follow=True, idle_timeout=0.5, stats=self.stats,
+            for pub in read_publications(feed, follow=True, idle_timeout=1.0, stats=self.stats,
                                          **kw):
                 self.got.append(pub.id)
         except BaseException as e:  # noqa: BLE001 - the test reports it
@@ -394,7 +394,7 @@ def rotate(feed, how: str, n: int) -> None:
             f.truncate(0)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rounds=st.lists(st.tuples(st.integers(1, 4), st.sampled_from(["append", "rename", "delete",
                                                                      "truncate"]),
                                  st.booleans()), min_size=1, max_size=5),

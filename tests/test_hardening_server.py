@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rtf.server.process import ServerProcess, run_serve, serve_command
+from tests.test_hardening_inputs import holdable
 from tests.test_server import (
     NT,
     all_queries,
@@ -222,29 +223,8 @@ JSON_VALUES = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**
                            max_leaves=8)
 
 
-def unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def valid_name(name: str) -> bool:
-    return unicode(name) and 1 <= len(name) <= MAX_ID
-
-
-def json_ok(value) -> bool:
-    """Whether `value` is JSON that files and SQLite can hold (no surrogate, finite)."""
-    if isinstance(value, dict):
-        return all(unicode(k) and json_ok(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(json_ok(v) for v in value)
-    if isinstance(value, float):
-        return value == value and abs(value) != float("inf")
-    if isinstance(value, str):
-        return unicode(value)
-    return True
+    return holdable(name) and 1 <= len(name) <= MAX_ID
 
 
 @SERVER_SETTINGS
@@ -257,7 +237,7 @@ def test_fuzz_text_fields_round_trip_or_are_400(server, qid, subscriber, metadat
     raw = json.dumps(body, allow_nan=True)
     path = "/queries/" + quote(qid.encode("utf-8", "surrogatepass"), safe="")
     ok = (valid_name(qid) and (subscriber is None or valid_name(subscriber))
-          and json_ok(metadata))
+          and holdable(metadata))
     with server.client() as http:
         r = http.put(path, content=raw, headers={"Content-Type": "application/json"})
         if not ok:
