@@ -50,6 +50,8 @@ DEFAULT_ALGORITHM: Algorithm = "rtfs"
 
 #: Default cap on the distinct solutions one query reports for one publication.
 MAX_SOLUTIONS = 10_000
+#: The largest `max_solutions` an engine takes (its joins keep up to ten times as many rows).
+MAX_SOLUTIONS_BOUND = 1_000_000_000
 
 
 def freeze_long_lived() -> None:
@@ -219,8 +221,9 @@ class Engine:
                  max_solutions: int = MAX_SOLUTIONS):
         if isinstance(max_solutions, bool) or not isinstance(max_solutions, int):
             raise TypeError(f"max_solutions must be a positive int, not {type(max_solutions).__name__}")
-        if max_solutions < 1:
-            raise ValueError(f"max_solutions must be a positive int, not {max_solutions}")
+        if not 1 <= max_solutions <= MAX_SOLUTIONS_BOUND:
+            raise ValueError(f"max_solutions must be from 1 to {MAX_SOLUTIONS_BOUND:_}, "
+                             f"not {max_solutions}")
         self.algorithm = algorithm
         self.max_solutions = max_solutions
         self._index = make_index(algorithm)
@@ -463,6 +466,7 @@ class Engine:
         """Every registered query, in registration order."""
         return list(self._queries.values())
 
+    @_synchronized  # an index is walked: not while another thread changes it
     def stats(self) -> dict:
         """Sizes of the index -- queries, tuples, trie nodes, word nodes, bytes
         (estimate) -- and counters: ``truncated_matches`` (matches cut at

@@ -8,7 +8,9 @@
 
 The file format is described in docs/index-format.md (`rtf.io.store`). Every
 update is atomic: the new index is written beside the old one and renamed
-over it, so a failed or killed run leaves the previous index intact.
+over it, so a failed or killed run leaves the previous index intact; and
+updates run one at a time (the index's folder is locked from reading the
+index to replacing it), so concurrent ones all take effect.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import sys
 
 from rtf.errors import RtfError
-from rtf.io.files import STDIO, OutputIsInputError, same_file
+from rtf.io.files import STDIO, OutputIsInputError, folder_locked, same_file
 from rtf.io.queries import QueryFileError, load_queries, register_all
 
 EPILOG = """\
@@ -35,7 +37,8 @@ The index holds the queries (text and parsed form), the algorithm, the
 solution cap and the taxonomy; `rtf match --index` answers exactly as
 `rtf match --queries` with the same queries, algorithm and taxonomy, without
 parsing a query. A truncated, corrupt or other-version file is refused
-(exit 1) and left as it is.
+(exit 1) and left as it is. Updates (build, add, remove) run one at a time:
+one started while another changes a file in the same folder waits for it.
 """
 
 
@@ -43,12 +46,23 @@ class IndexOptionError(RtfError):
     """An option of ``rtf match`` that contradicts the index it loads."""
 
 
+def _locked(index: str):
+    """Hold the lock of the index's folder while the block reads and replaces the index:
+    two ``rtf index add`` at once each add their queries (one waits for the other)
+    instead of the last writer's file replacing the other's changes."""
+    def waiting() -> None:
+        print(f"rtf index: another rtf index is changing a file beside {index}: waiting for it",
+              file=sys.stderr, flush=True)
+    return folder_locked(index, on_wait=waiting)
+
+
 def cmd_build(args) -> int:
     from rtf.engine import Engine
 
     engine = Engine(args.algorithm, taxonomy=args.taxonomy)
     register_all(engine, load_queries(args.queries), args.queries)
-    size = engine.save(args.output)
+    with _locked(args.output):
+        size = engine.save(args.output)
     print(f"rtf index: {args.output}: {len(engine)} queries, {args.algorithm}, {size} bytes",
           file=sys.stderr)
     return 0
@@ -70,10 +84,12 @@ def cmd_info(args) -> int:
 def cmd_add(args) -> int:
     from rtf.engine import Engine
 
-    engine = Engine.load(args.index)
-    before = len(engine)
-    register_all(engine, load_queries(args.queries), args.queries)
-    size = engine.save(args.index)
+    records = load_queries(args.queries)
+    with _locked(args.index):
+        engine = Engine.load(args.index)
+        before = len(engine)
+        register_all(engine, records, args.queries)
+        size = engine.save(args.index)
     print(f"rtf index: {args.index}: added {len(engine) - before} queries, "
           f"{len(engine)} in all, {size} bytes", file=sys.stderr)
     return 0
@@ -82,13 +98,14 @@ def cmd_add(args) -> int:
 def cmd_remove(args) -> int:
     from rtf.engine import Engine
 
-    engine = Engine.load(args.index)
-    missing = [qid for qid in args.ids if qid not in engine]
-    if missing:  # checked first: nothing is removed when one id is wrong
-        raise QueryFileError(f"{args.index}: no query with id {', '.join(map(repr, missing))}")
-    for qid in dict.fromkeys(args.ids):
-        engine.unregister(qid)
-    size = engine.save(args.index)
+    with _locked(args.index):
+        engine = Engine.load(args.index)
+        missing = [qid for qid in args.ids if qid not in engine]
+        if missing:  # checked first: nothing is removed when one id is wrong
+            raise QueryFileError(f"{args.index}: no query with id {', '.join(map(repr, missing))}")
+        for qid in dict.fromkeys(args.ids):
+            engine.unregister(qid)
+        size = engine.save(args.index)
     print(f"rtf index: {args.index}: removed {len(set(args.ids))} queries, "
           f"{len(engine)} left, {size} bytes", file=sys.stderr)
     return 0

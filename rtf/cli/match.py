@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import time
 
@@ -49,7 +50,9 @@ live input:
   otherwise; gzip or bzip2 recognised by their first bytes) and writes, and
   flushes, each publication's matches as soon as it is complete: when the
   next subject starts, or the input ends. --follow FILE reads a growing file
-  like `tail -f` (until Ctrl-C, or --follow-timeout seconds without new data).
+  like `tail -F` (until Ctrl-C, or --follow-timeout seconds without new data):
+  FILE may not exist yet, and a rotated (renamed and recreated) or truncated
+  FILE is followed, read again from its start.
 
 several cores:
   --workers N forks N processes once the queries are registered (each has the
@@ -87,9 +90,11 @@ def add_command(sub) -> None:
                         help="a saved index (rtf index build): its queries, algorithm and taxonomy")
     inputs = p.add_mutually_exclusive_group(required=True)
     inputs.add_argument("--publications", nargs="+", metavar="F",
-                        help="N-Triples, Turtle or N-Quads files, plain, .gz or .bz2 ('-' for stdin)")
+                        help="N-Triples, Turtle or N-Quads files, plain, .gz or .bz2 ('-' for stdin; "
+                             "gzip and bzip2 are also told by their first bytes)")
     inputs.add_argument("--follow", metavar="FILE",
-                        help="read FILE as it grows, like `tail -f` (a live feed)")
+                        help="read FILE as it grows, like `tail -F` (a live feed; FILE may appear "
+                             "later, and may be rotated or truncated)")
     p.add_argument("--follow-timeout", type=positive_float, metavar="S",
                    help="with --follow: stop after S seconds without new data (default: never)")
     p.add_argument("--format", choices=("nt", "nq", "ttl", "trig", "owl"),
@@ -208,6 +213,8 @@ def cmd_match(args) -> int:
     freeze_long_lived()  # the index is long-lived: out of the collector's sight
 
     follow = getattr(args, "follow", None)
+    if follow and not os.path.exists(follow):
+        print(f"rtf: {follow} does not exist yet: waiting for it (--follow)", file=sys.stderr)
     sources = [follow] if follow else args.publications
     live = bool(follow) or "-" in sources  # a feed: each publication's matches at once
     render = make_renderer(args, engine)
@@ -271,9 +278,16 @@ def match_in_processes(engine, render, pubs, workers: int):
     _WORKER.update(engine=engine, render=render)
     context = multiprocessing.get_context("fork")
     batches = iter(lambda: [(p.id, p.triples) for p in islice(pubs, WORKER_BATCH)], [])
-    with context.Pool(workers) as pool:
+    with context.Pool(workers, initializer=_quiet_worker) as pool:
         for results in pool.imap(_match_batch, batches):
             yield from results
+
+
+def _quiet_worker() -> None:
+    """In a worker: SIGTERM (the pool's way to stop it) just ends it, as before the
+    parent's handler (`rtf.cli.Terminated`, for the parent's cleanups) was inherited."""
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _match_batch(batch: list) -> list:

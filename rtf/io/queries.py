@@ -11,6 +11,7 @@ queries here.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -18,8 +19,13 @@ from rtf.errors import QueryError, RtfError
 from rtf.io.progress import progress
 
 
+#: A UTF-8 byte order mark, which some editors put at the start of a file: ignored.
+BOM = "\ufeff"
+
+
 def read_text(path: str | Path | None, what: str) -> str:
-    """The UTF-8 text of file `path` (None: stdin); an error names the line of a bad byte."""
+    """The UTF-8 text of file `path` (None: stdin), without a byte order mark at
+    its start; an error names the line of a bad byte."""
     if path is None:
         data = sys.stdin.buffer.read()
         path = "<stdin>"
@@ -29,7 +35,7 @@ def read_text(path: str | Path | None, what: str) -> str:
         except OSError as e:
             raise QueryFileError(f"cannot read {what} {path}: {e.strerror}") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
@@ -80,12 +86,17 @@ def _query_record(line: str, where: str, n: int) -> dict:
     if not isinstance(rec, dict) or not isinstance(rec.get("query"), str):
         raise QueryFileError(f'{where}: expected {{"id": ..., "query": "..."}}')
     for name in RECORD_FIELDS:
-        if not _is_unicode(rec.get(name)):
+        value = rec.get(name)
+        if isinstance(value, str) and not is_unicode(value):
             raise QueryFileError(f'{where}: "{name}" is not valid Unicode '
                                  "(a lone surrogate \\ud800-\\udfff)")
+    metadata = _metadata(rec, where)
+    problem = json_problem(metadata)
+    if problem:
+        raise QueryFileError(f"{where}: metadata: {problem}")
     return {"id": str(rec["id"]) if rec.get("id") is not None else None,
             "query": rec["query"], "subscriber": rec.get("subscriber"), "line": n,
-            "metadata": _metadata(rec, where)}
+            "metadata": metadata}
 
 
 def _metadata(rec: dict, where: str) -> dict:
@@ -100,15 +111,34 @@ def _metadata(rec: dict, where: str) -> dict:
     return {**extra, **nested}
 
 
-def _is_unicode(value) -> bool:
+def is_unicode(text: str) -> bool:
     """False for a string holding a lone surrogate (JSON allows "\\ud800"), which no file can hold."""
-    if not isinstance(value, str):
-        return True
     try:
-        value.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
+
+
+def json_problem(value) -> str | None:
+    """Why decoded JSON `value` could not be written back as JSON to a UTF-8 file, or
+    None: a key or string holding a lone surrogate, or a number that is not finite
+    (Python's json reads NaN, Infinity and 1e400). Walked without recursion: it may
+    nest deeply."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            if not all(is_unicode(k) for k in item if isinstance(k, str)):
+                return "a key holds a lone surrogate (\\ud800-\\udfff)"
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str) and not is_unicode(item):
+            return "a string holds a lone surrogate (\\ud800-\\udfff)"
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"{item} is not a JSON number (NaN and infinities are not JSON)"
+    return None
 
 
 def register_all(engine, records, source: str, problems: list[str] | None = None) -> None:
