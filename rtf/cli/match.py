@@ -273,12 +273,22 @@ def match_in_processes(engine, render, pubs, workers: int):
     process reads the input and sends batches of publications.
     """
     import multiprocessing
+    import signal
     from itertools import islice
 
     _WORKER.update(engine=engine, render=render)
     context = multiprocessing.get_context("fork")
     batches = iter(lambda: [(p.id, p.triples) for p in islice(pubs, WORKER_BATCH)], [])
-    with context.Pool(workers, initializer=_quiet_worker) as pool:
+    # SIGTERM is held while the workers are forked, and each releases it only once
+    # it has the default action (`_quiet_worker`): a SIGTERM that reached a worker
+    # still holding the parent's Python handler would be dropped when the handler
+    # changed, and the pool's terminate() would then wait for it forever.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        pool = context.Pool(workers, initializer=_quiet_worker)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    with pool:
         for results in pool.imap(_match_batch, batches):
             yield from results
 
@@ -288,6 +298,7 @@ def _quiet_worker() -> None:
     parent's handler (`rtf.cli.Terminated`, for the parent's cleanups) was inherited."""
     import signal
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def _match_batch(batch: list) -> list:
