@@ -11,10 +11,10 @@ import pytest
 
 from rtf.bench.inputs import EXIT_MISMATCH
 from rtf.cli import build_parser
-from rtf.cli.arguments import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE
+from rtf.cli.arguments import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parents[1]
-EXITS = {0, EXIT_INPUT, EXIT_USAGE, EXIT_MISMATCH, EXIT_INTERNAL, EXIT_INTERRUPTED}
+EXITS = {0, EXIT_INPUT, EXIT_USAGE, EXIT_MISMATCH, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED}
 
 
 def commands(parser: argparse.ArgumentParser, prefix: str = "rtf"):

@@ -199,7 +199,7 @@ def test_a_path_is_still_a_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "x.nt").write_text(NT)
     assert len(list(read_publications("x.nt"))) == 2
-    with pytest.raises(OSError):
+    with pytest.raises(PublicationError, match="cannot read publications file missing.nt"):
         list(read_publications("missing.nt"))
 
 
