@@ -11,7 +11,7 @@ import time
 from rtf.bench.memory import current_rss_mb, peak_rss_mb
 from rtf.cli.arguments import positive_float, positive_int, refuse_outputs_among_inputs
 from rtf.io.files import atomic_output
-from rtf.io.output import match_line, sparql_json_line
+from rtf.io.output import match_line, match_lines, sparql_json_line
 from rtf.io.progress import progress
 from rtf.io.queries import load_queries, register_all, report_skipped_queries
 
@@ -165,6 +165,8 @@ def make_renderer(args, engine):
 
 
 def _render_plain(pub, found) -> str:
+    if hasattr(found, "query_ids"):  # Engine.match's Matches: rendered from its lists
+        return match_lines(pub.id, found)
     return "".join([match_line(pub.id, m) + "\n" for m in found])
 
 
