@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 
+from rtf.query.memo import bounded_by_chars
 from rtf.query.terms import (
     display_iri,
     is_literal,
@@ -29,7 +29,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _POSITIONS = ("subject", "predicate", "object")
 
 
-@lru_cache(maxsize=65536)
+@bounded_by_chars(4 << 20)
 def term_problem(key: str, position: int) -> str | None:
     """Why `key` cannot be the term at `position` (0, 1, 2) of a triple, or None if it can.
 

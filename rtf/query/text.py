@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from functools import lru_cache
 
+from rtf.query.memo import bounded_by_chars
 from rtf.query.model import (
     FTAnd,
     FTExpr,
@@ -183,9 +183,15 @@ def _follows(first: list[int], first_len: int, second: list[int], lo: int, hi: i
     return False
 
 
-@lru_cache(maxsize=65536)
+#: Bytes of word tables the `text_index` cache may hold (a TextIndex takes about
+#: 24 bytes per character of its text).
+TEXT_CACHE_BYTES = 16 << 20
+
+
+@bounded_by_chars(TEXT_CACHE_BYTES, weight=24)
 def text_index(text: str) -> TextIndex:
-    """A cached `TextIndex` of a text (literals repeat across tuples and queries)."""
+    """A cached `TextIndex` of a text (literals repeat across tuples and queries;
+    the cache is bounded by bytes, `rtf.query.memo`)."""
     return TextIndex.of(text)
 
 
