@@ -14,7 +14,7 @@ import pytest
 
 from rtf import Engine
 
-from rtf.io import datasets
+from rtf.io import datasets, store
 from rtf.cli import main
 from rtf.bench.workload import Mix, generate_queries
 
@@ -80,7 +80,7 @@ def test_add_and_remove_update_the_index_in_place(records, sample, tmp_path, cap
     code, out, _ = run(capsys, "index", "info", idx)
     info = json.loads(out)
     assert code == 0 and info["queries"] == len(kept) and info["algorithm"] == "rtfs"
-    assert info["format_version"] == 1 and info["bytes"] == idx.stat().st_size and info["shapes"] > 0
+    assert info["format_version"] == store.FORMAT_VERSION and info["bytes"] == idx.stat().st_size and info["shapes"] > 0
 
 
 def test_a_failed_update_leaves_the_index_as_it_was(records, tmp_path, capsys):
