@@ -309,10 +309,11 @@ def word_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES) -> tuple[A
 
 
 def is_plain_disjunction(expr: FTExpr) -> bool:
-    """True when `expr` is single whole words under ftand and ftor: finding all the
-    words of one alternative (`word_alternatives`) decides it."""
+    """True when `expr` is single words and prefix terms under ftand and ftor:
+    finding all the words and prefixes of one alternative (`word_alternatives`;
+    a prefix is found when some word of the text starts with it) decides it."""
     if isinstance(expr, FTTerm):
-        return not expr.is_phrase and not expr.words[0].prefix
+        return not expr.is_phrase
     if isinstance(expr, (FTAnd, FTOr)):
         return all(is_plain_disjunction(o) for o in expr.operands)
     return False
