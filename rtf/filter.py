@@ -113,7 +113,7 @@ class ShapeIndex(ABC):
 
 def fulltext_holds(shape: TupleShape, obj: str) -> bool:
     """The shape's whole full-text constraint on the triple's object."""
-    return is_literal(obj) and text_index(lexical_form(obj)).matches(shape.fulltext)
+    return is_literal(obj) and shape.check(text_index(lexical_form(obj)))
 
 
 def only_subject(triples: list[Triple]) -> str | None:

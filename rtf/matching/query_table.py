@@ -34,7 +34,7 @@ from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
 if TYPE_CHECKING:  # rtf.matching.optional is imported where used: it imports the evaluator
     from rtf.matching.optional import OptionalPart
 from rtf.query.terms import TypePath, Wildcard, is_variable
-from rtf.query.text import is_plain_disjunction, required_words, word_alternatives
+from rtf.query.text import compile_ft, is_plain_disjunction, required_words, word_alternatives
 
 WILDCARD_CONTENT = "*"
 _NO_SLOTS = np.zeros(0, dtype=np.int32)
@@ -155,11 +155,12 @@ class TupleShape:
     (words, prefixes) tuples, one per ``ftor`` alternative, of which a
     literal must hold all of at least one (empty when nothing is certain:
     the shape is then verified on every literal reaching its structure).
-    `needs_check` says the expression says more than its keys.
+    `needs_check` says the expression says more than its keys; `check` then
+    decides it on a text (`rtf.query.text.compile_ft`).
     """
 
     __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "alternatives",
-                 "needs_check", "slots", "is_type_path", "row_positions")
+                 "needs_check", "check", "slots", "is_type_path", "row_positions")
 
     def __init__(self, id: int, key):
         self.id = id
@@ -170,6 +171,8 @@ class TupleShape:
         else:
             self.alternatives = ()
             self.needs_check = False
+        #: the whole full-text constraint as a function of a TextIndex, when it needs checking
+        self.check = compile_ft(self.fulltext) if self.needs_check else None
         self.slots = SlotList()
         self.is_type_path = self.predicate == TypePath().key
         # Where a triple's binding row comes from: the first position of ?1, ?2, ...

@@ -136,11 +136,15 @@ class TextIndex:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        first = self.word_positions(term.words[0])
-        if term.is_phrase and first:
-            rest = [set(self.word_positions(w)) for w in term.words[1:]]
+        first = self._cache[key] = self.starts(term.words)
+        return first
+
+    def starts(self, words: tuple[FTWord, ...]) -> list[int]:
+        """Start positions of the consecutive `words` (uncached: `occurrences` caches)."""
+        first = self.word_positions(words[0])
+        if len(words) > 1 and first:
+            rest = [set(self.word_positions(w)) for w in words[1:]]
             first = [p for p in first if all((p + k) in s for k, s in enumerate(rest, 1))]
-        self._cache[key] = first
         return first
 
     def matches(self, expr: FTExpr) -> bool:
@@ -171,6 +175,43 @@ class TextIndex:
         if _follows(a, len(e.left.words), b, e.min, e.max):
             return True
         return not e.ordered and _follows(b, len(e.right.words), a, e.min, e.max)
+
+
+def compile_ft(expr: FTExpr):
+    """`expr` as a function of a `TextIndex`, answering what `TextIndex.matches`
+    answers without dispatching on the expression's types at each call.
+
+    The indexed engines verify their candidate shapes with it, once per
+    (shape, literal); the reference engine keeps `TextIndex.matches`, so the
+    differential tests compare the two.
+    """
+    if isinstance(expr, FTTerm):
+        words_ = expr.words
+        if len(words_) == 1:
+            word = words_[0]
+            if not word.prefix:
+                text = word.text
+                return lambda ti: text in ti.positions
+            return lambda ti: ti.has_word(word)
+        return lambda ti: bool(ti.starts(words_))
+    if isinstance(expr, FTAnd):
+        parts = tuple(compile_ft(o) for o in expr.operands)
+        if len(parts) == 2:
+            a, b = parts
+            return lambda ti: a(ti) and b(ti)
+        return lambda ti: all(p(ti) for p in parts)
+    if isinstance(expr, FTOr):
+        plain = plain_alternatives(expr)
+        if plain is not None:
+            return lambda ti: not plain.isdisjoint(ti.word_set)
+        parts = tuple(compile_ft(o) for o in expr.operands)
+        return lambda ti: any(p(ti) for p in parts)
+    if isinstance(expr, FTNot):
+        inner = compile_ft(expr.operand)
+        return lambda ti: not inner(ti)
+    if isinstance(expr, FTNear):
+        return lambda ti: ti._near(expr)
+    raise TypeError(f"not a full-text expression: {expr!r}")
 
 
 def _follows(first: list[int], first_len: int, second: list[int], lo: int, hi: int) -> bool:
