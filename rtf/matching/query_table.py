@@ -34,7 +34,7 @@ from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
 if TYPE_CHECKING:  # rtf.matching.optional is imported where used: it imports the evaluator
     from rtf.matching.optional import OptionalPart
 from rtf.query.terms import TypePath, Wildcard, is_variable
-from rtf.query.text import compile_ft, is_plain_disjunction, required_words, word_alternatives
+from rtf.query.text import compile_ft, index_alternatives, is_plain_disjunction, required_words
 
 WILDCARD_CONTENT = "*"
 _NO_SLOTS = np.zeros(0, dtype=np.int32)
@@ -209,13 +209,14 @@ class TupleShape:
 def index_keys(fulltext: FTExpr) -> tuple[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], bool]:
     """(alternatives, needs_check) of a full-text constraint (see `TupleShape`).
 
-    Every ``ftor`` alternative is a key (`rtf.query.text.word_alternatives`); when
+    Every ``ftor`` alternative is a key (`rtf.query.text.index_alternatives`: words,
+    prefixes, and the bigrams of phrases, looked up in `TextIndex.keys`); when
     there are too many, or one requires no word, the shape keys on the
     words certain in all of them (`required_words`), maybe none. The keys
     alone decide the expression only when it is whole words under ftand
     and ftor and each alternative is a key.
     """
-    alternatives = word_alternatives(fulltext)
+    alternatives = index_alternatives(fulltext)
     if alternatives is None:
         ws, ps = required_words(fulltext)
         keys = ((tuple(sorted(ws)), tuple(sorted(ps))),) if ws or ps else ()

@@ -76,7 +76,7 @@ class TextIndex:
     answers prefix terms by a key range instead of a scan.
     """
 
-    __slots__ = ("positions", "length", "_sorted", "_cache", "_word_set")
+    __slots__ = ("positions", "length", "_sorted", "_cache", "_word_set", "_tokens", "_keys")
 
     def __init__(self, tokens: list[str]):
         positions: dict[str, list[int]] = {}
@@ -87,6 +87,20 @@ class TextIndex:
         self._sorted: list[str] | None = None
         self._cache: dict = {}
         self._word_set: frozenset[str] | None = None
+        self._tokens: list[str] | None = tokens
+        self._keys: set[str] | None = None
+
+    @property
+    def keys(self) -> set[str]:
+        """What an index's word keys are looked up in (`index_alternatives`): the
+        distinct words, and each pair of consecutive words as ``"w1 w2"``."""
+        keys = self._keys
+        if keys is None:
+            tokens = self._tokens
+            keys = self._keys = set(self.positions)
+            keys.update(map(bigram, tokens, tokens[1:]))
+            self._tokens = None
+        return keys
 
     @classmethod
     def of(cls, text: str) -> "TextIndex":
@@ -225,11 +239,11 @@ def _follows(first: list[int], first_len: int, second: list[int], lo: int, hi: i
 
 
 #: Bytes of word tables the `text_index` cache may hold (a TextIndex takes about
-#: 24 bytes per character of its text).
+#: 40 bytes per character of its text, with its bigrams).
 TEXT_CACHE_BYTES = 16 << 20
 
 
-@bounded_by_chars(TEXT_CACHE_BYTES, weight=24)
+@bounded_by_chars(TEXT_CACHE_BYTES, weight=40)
 def text_index(text: str) -> TextIndex:
     """A cached `TextIndex` of a text (literals repeat across tuples and queries;
     the cache is bounded by bytes, `rtf.query.memo`)."""
@@ -301,7 +315,36 @@ MAX_WORD_ALTERNATIVES = 4096
 Alternative = tuple[frozenset[str], frozenset[str]]
 
 
-def word_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES) -> tuple[Alternative, ...] | None:
+def bigram(first: str, second: str) -> str:
+    """The key of two consecutive words (no word holds a space, so no word is a bigram)."""
+    return first + " " + second
+
+
+def _term_words(term: FTTerm) -> Alternative:
+    return (frozenset(w.text for w in term.words if not w.prefix),
+            frozenset(w.text for w in term.words if w.prefix))
+
+
+def _term_keys(term: FTTerm) -> Alternative:
+    """A term's index keys: its consecutive pairs of whole words as bigrams (a
+    two-word phrase is then found only where it occurs), the whole words in no
+    such pair, and its prefixes."""
+    ws = term.words
+    pairs = [i for i in range(len(ws) - 1) if not ws[i].prefix and not ws[i + 1].prefix]
+    paired = {i for p in pairs for i in (p, p + 1)}
+    keys = {bigram(ws[i].text, ws[i + 1].text) for i in pairs}
+    keys.update(w.text for i, w in enumerate(ws) if not w.prefix and i not in paired)
+    return frozenset(keys), frozenset(w.text for w in ws if w.prefix)
+
+
+def index_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES) -> tuple[Alternative, ...] | None:
+    """`word_alternatives` as an index keys them: phrases by their bigrams
+    (`_term_keys`), looked up in `TextIndex.keys`."""
+    return word_alternatives(expr, cap, _term_keys)
+
+
+def word_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES,
+                      term_keys=_term_words) -> tuple[Alternative, ...] | None:
     """The (words, prefixes) sets of which at least one must all occur for `expr` to hold.
 
     A small DNF over the expression's positive words: ``ftor`` concatenates
@@ -317,8 +360,7 @@ def word_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES) -> tuple[A
     """
     def visit(e) -> list[Alternative] | None:
         if isinstance(e, FTTerm):
-            return [(frozenset(w.text for w in e.words if not w.prefix),
-                     frozenset(w.text for w in e.words if w.prefix))]
+            return [term_keys(e)]
         if isinstance(e, FTOr):
             out: list[Alternative] = []
             for o in e.operands:
@@ -350,11 +392,13 @@ def word_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES) -> tuple[A
 
 
 def is_plain_disjunction(expr: FTExpr) -> bool:
-    """True when `expr` is single words and prefix terms under ftand and ftor:
-    finding all the words and prefixes of one alternative (`word_alternatives`;
-    a prefix is found when some word of the text starts with it) decides it."""
+    """True when `expr` is single words, prefix terms and two-word phrases of whole
+    words under ftand and ftor: finding all the keys of one alternative
+    (`index_alternatives`: a prefix is found when some word of the text starts
+    with it, a two-word phrase when its bigram occurs) decides it."""
     if isinstance(expr, FTTerm):
-        return not expr.is_phrase
+        ws = expr.words
+        return len(ws) == 1 or (len(ws) == 2 and not ws[0].prefix and not ws[1].prefix)
     if isinstance(expr, (FTAnd, FTOr)):
         return all(is_plain_disjunction(o) for o in expr.operands)
     return False
