@@ -273,13 +273,21 @@ class Engine:
         pub = as_publication(publication)
         triples = list(pub.triples)
         virtual = self.taxonomy.expand(triples)
-        found, truncated = self._index.solutions(triples, virtual, self.max_solutions)
+        groups, found, truncated = self._index.solution_groups(triples, virtual, self.max_solutions)
         if truncated:
             self._truncated += len(truncated)
-        qids = sorted(found)
         # Parallel lists, built in C: no Python object per match until one is read.
-        return Matches(qids, list(map(found.__getitem__, qids)),
-                       list(map(self._queries.__getitem__, qids)), truncated, self._asks > 0)
+        if len(groups) == 1 and not found:  # the common case: one answer shared by all
+            qids, solutions = groups[0]
+            qids.sort()
+            sols = [solutions] * len(qids)
+        else:
+            for ids, solutions in groups:
+                found.update(dict.fromkeys(ids, solutions))
+            qids = sorted(found)
+            sols = list(map(found.__getitem__, qids))
+        return Matches(qids, sols, list(map(self._queries.__getitem__, qids)), truncated,
+                       self._asks > 0)
 
     def match_many(self, publications: Iterable) -> Iterator[Matches]:
         """`match` each of `publications` in turn: an iterator of their match lists, in input order.
