@@ -226,6 +226,7 @@ def cmd_match(args) -> int:
                     out.flush()
             matches += n_matches
         out.flush()
+    run_s = time.perf_counter() - t0 - register_s  # reading, matching, writing
     report_lost_input(read_stats)
     if args.stats:
         stats = {"algorithm": args.algorithm, "queries": len(engine), "publications": publications,
@@ -236,6 +237,8 @@ def cmd_match(args) -> int:
                  "register_queries_per_s": round(len(engine) / register_s) if register_s else None,
                  "index_rss_mb": round(index_rss_mb, 1), "filter_s": round(filter_s, 4),
                  "publications_per_s": round(publications / filter_s, 1) if filter_s else None,
+                 "run_s": round(run_s, 4),
+                 "run_publications_per_s": round(publications / run_s, 1) if run_s else None,
                  "filter_ms_per_publication": round(1000 * filter_s / publications, 4) if publications else None,
                  "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1), "workers": workers}
         print(json.dumps(stats), file=sys.stderr)
