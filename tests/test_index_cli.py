@@ -169,3 +169,12 @@ def test_sigkill_in_the_middle_of_index_add_leaves_the_previous_index_intact(rec
             if p.name.endswith(".tmp"):
                 p.unlink()
     assert killed_mid_write, "the last kill should land while the index was being written"
+
+
+def test_match_from_an_index_reports_its_stats(records, sample, tmp_path, capsys):
+    idx = tmp_path / "q.idx"
+    run(capsys, "index", "build", "--queries", write_jsonl(tmp_path / "a.jsonl", records), "--output", idx)
+    code, out, err = run(capsys, "match", "--index", idx, "--publications", sample, "--stats")
+    stats = json.loads(err.strip().splitlines()[-1])
+    assert code == 0 and stats["queries"] == len(records) and stats["skipped_queries"] == 0
+    assert stats["matches"] == len(out.splitlines()) and stats["run_s"] >= stats["filter_s"]

@@ -177,6 +177,7 @@ def cmd_match(args) -> int:
     from rtf.io.sources import UnknownFormatError
 
     t0 = time.perf_counter()
+    problems: list[str] | None = None  # the queries skipped (--queries --skip-invalid)
     if getattr(args, "index", None):  # a saved index: loaded, no query parsed
         from rtf.cli.index import load_index_engine
         rss_before = current_rss_mb()
