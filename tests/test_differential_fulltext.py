@@ -5,6 +5,8 @@ and ftnot are verified after the keys."""
 
 from __future__ import annotations
 
+import pickle
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -46,3 +48,6 @@ def test_full_text_answers_equal_the_reference(exprs, literals):
     expected = engines["naive"].match(pub)
     for name, engine in engines.items():
         assert engine.match(pub) == expected, name
+    # shipped to Spark executors and --workers processes: pickled, then answers alike
+    shipped = pickle.loads(pickle.dumps(engines["rtfs"]))
+    assert shipped.match(pub) == expected

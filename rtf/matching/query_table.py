@@ -182,6 +182,15 @@ class TupleShape:
                 firsts.setdefault(c, i)
         self.row_positions = tuple(firsts[c] for c in sorted(firsts, key=lambda c: int(c[1:])))
 
+    def __getstate__(self):
+        # `check` is a closure, which cannot be pickled (Spark ships engines): made again.
+        return None, {name: getattr(self, name) for name in self.__slots__ if name != "check"}
+
+    def __setstate__(self, state) -> None:
+        for name, value in state[1].items():
+            setattr(self, name, value)
+        self.check = compile_ft(self.fulltext) if self.needs_check else None
+
     @property
     def structure(self) -> tuple[str, str, str]:
         return (self.subject, self.predicate, self.object)
