@@ -12,7 +12,7 @@ import time
 from rtf.bench.memory import current_rss_mb, peak_rss_mb
 from rtf.cli.arguments import positive_float, positive_int, refuse_outputs_among_inputs
 from rtf.io.files import atomic_output
-from rtf.io.output import match_line, sparql_json_line
+from rtf.io.output import match_line, match_lines, sparql_json_line
 from rtf.io.progress import read_progress
 from rtf.io.queries import load_queries, register_all, report_skipped_queries
 
@@ -181,6 +181,8 @@ def make_renderer(args, engine):
 
 
 def _render_plain(pub, found) -> str:
+    if hasattr(found, "query_ids"):  # Engine.match's Matches: rendered from its lists
+        return match_lines(pub.id, found)
     return "".join([match_line(pub.id, m) + "\n" for m in found])
 
 
@@ -243,6 +245,7 @@ def cmd_match(args) -> int:
                     out.flush()
             matches += n_matches
         out.flush()
+    run_s = time.perf_counter() - t0 - register_s  # reading, matching, writing
     report_lost_input(read_stats)
     if args.stats:
         stats = {"algorithm": args.algorithm, "queries": len(engine), "publications": publications,
@@ -253,6 +256,8 @@ def cmd_match(args) -> int:
                  "register_queries_per_s": round(len(engine) / register_s) if register_s else None,
                  "index_rss_mb": round(index_rss_mb, 1), "filter_s": round(filter_s, 4),
                  "publications_per_s": round(publications / filter_s, 1) if filter_s else None,
+                 "run_s": round(run_s, 4),
+                 "run_publications_per_s": round(publications / run_s, 1) if run_s else None,
                  "filter_ms_per_publication": round(1000 * filter_s / publications, 4) if publications else None,
                  "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1), "workers": workers}
         print(json.dumps(stats), file=sys.stderr)

@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyoxigraph as ox
 
 from rtf.errors import PublicationError
 from rtf.io.sources import STDIN, detect_format
+from rtf.query.memo import bounded_by_chars
 from rtf.query.terms import (
     display_iri,
     is_literal,
@@ -47,7 +47,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _POSITIONS = ("subject", "predicate", "object")
 
 
-@lru_cache(maxsize=65536)
+@bounded_by_chars(4 << 20)
 def term_problem(key: str, position: int) -> str | None:
     """Why `key` cannot be the term at `position` (0, 1, 2) of a triple, or None if it can.
 
@@ -86,7 +86,7 @@ def term_problem(key: str, position: int) -> str | None:
 _PROBES = ("{} <urn:rtf:p> <urn:rtf:o> .", "<urn:rtf:s> {} <urn:rtf:o> .", "<urn:rtf:s> <urn:rtf:p> {} .")
 
 
-@lru_cache(maxsize=65536)
+@bounded_by_chars(4 << 20)
 def canonical_term(key: str, position: int) -> str:
     """The canonical N-Triples key of the term `key` at `position` (0, 1, 2) of a triple.
 
@@ -94,8 +94,8 @@ def canonical_term(key: str, position: int) -> str:
     ``"s"^^xsd:string`` as ``"s"``, ``\\u`` escapes decoded, string escapes
     as N-Triples writes them. ValueError (the reason) for what is not a term
     of that position, or not one that pyoxigraph accepts (a relative or
-    malformed IRI, a bad language tag). Cached: a term seen again costs a
-    lookup.
+    malformed IRI, a bad language tag). Cached (bounded by the characters it
+    keeps, `rtf.query.memo`): a term seen again costs a lookup.
     """
     problem = term_problem(key, position)
     if problem is not None:

@@ -65,6 +65,18 @@ def parse_query(text: str) -> Query:
 
 
 def _parse(text: str) -> Query:
+    if len(text) <= MAX_QUERY_TOKENS:
+        # A token is at least one character: the text cannot pass the token limit.
+        # The tree is built without positions (faster); a query that fails is
+        # parsed again with them, so its error is reported exactly as before.
+        try:
+            return _build(text, lark_parser(positions=False).parse(text))
+        except Exception:  # any error (a positioned one reads the tree's positions)
+            pass
+    return _parse_with_positions(text)
+
+
+def _parse_with_positions(text: str) -> Query:
     parser = lark_parser()
     # Token by token, so that a query over MAX_QUERY_TOKENS stops there, before
     # Lark has built a tree of it (about 1 KB per token).
@@ -78,6 +90,10 @@ def _parse(text: str) -> Query:
         if getattr(e, "interactive_parser", None) is None:  # as Lark's parse() would set it
             e.interactive_parser = interactive
         raise diagnose(text, e, parser) from None
+    return _build(text, tree)
+
+
+def _build(text: str, tree) -> Query:
     check_nesting(tree)
     check_blank_node_scopes(tree, text)
     try:
