@@ -22,7 +22,27 @@ parts), `rtf.engine` (the facade); then the applications: `rtf.bench`,
 `rtf.spark`, `rtf.server` (and its client), `rtf.cli`.
 """
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what a type checker sees: the real names (at run time, __getattr__ below)
+    from rtf.engine import ALGORITHMS as ALGORITHMS
+    from rtf.engine import Algorithm as Algorithm
+    from rtf.engine import Engine as Engine
+    from rtf.engine import Match as Match
+    from rtf.engine import RegisteredQuery as RegisteredQuery
+    from rtf.errors import PublicationError as PublicationError
+    from rtf.errors import QueryError as QueryError
+    from rtf.errors import QuerySyntaxError as QuerySyntaxError
+    from rtf.errors import QueryTooComplexError as QueryTooComplexError
+    from rtf.errors import RtfError as RtfError
+    from rtf.errors import TaxonomyError as TaxonomyError
+    from rtf.errors import UnsupportedQueryError as UnsupportedQueryError
+    from rtf.io.publication import Publication as Publication
+    from rtf.io.reader import read_publications as read_publications
+    from rtf.io.taxonomy import Taxonomy as Taxonomy
+    from rtf.parser import parse_query as parse_query
 
 # The public API, imported on first use (PEP 562) so that `import rtf.query.text`
 # in a Spark executor does not pay for the parser and every engine.
@@ -39,7 +59,7 @@ _API = {
 __all__ = sorted(_API)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _API.get(name)
     if module is None:
         raise AttributeError(f"module 'rtf' has no attribute {name!r}")
@@ -50,5 +70,5 @@ def __getattr__(name: str):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(list(globals()) + __all__)

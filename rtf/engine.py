@@ -20,19 +20,20 @@ from __future__ import annotations
 import functools
 import gc
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import attrgetter, itemgetter
 from os import PathLike
+from typing import Any, Concatenate, ParamSpec, TypeVar
 from typing import Literal as TypingLiteral
 
 from rtf.errors import IndexFileError, QueryError, QueryTooComplexError, RtfError
 from rtf.filter import QueryIndex
 from rtf.io import store
-from rtf.io.publication import as_publication
+from rtf.io.metadata import Metadata, frozen
+from rtf.io.publication import PublicationLike, as_publication
 from rtf.io.taxonomy import Taxonomy
 from rtf.matching.query_table import bulk_memos, shrunk
+from rtf.matching.results import Match, Matches  # noqa: F401 (Match: rtf.engine.Match, the public name)
 from rtf.parser import parse_query
 from rtf.query.expressions import compile_filter
 from rtf.query.model import Query
@@ -48,6 +49,8 @@ DEFAULT_ALGORITHM: Algorithm = "rtfs"
 
 #: Default cap on the distinct solutions one query reports for one publication.
 MAX_SOLUTIONS = 10_000
+#: The largest `max_solutions` an engine takes (its joins keep up to ten times as many rows).
+MAX_SOLUTIONS_BOUND = 1_000_000_000
 
 
 def freeze_long_lived() -> None:
@@ -63,10 +66,18 @@ def freeze_long_lived() -> None:
     gc.freeze()
 
 
-def _synchronized(method):
-    """Run `method` holding the engine's lock (see `Engine`: one operation at a time)."""
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _synchronized(method: Callable[Concatenate[Engine, _P], _R]) -> Callable[Concatenate[Engine, _P], _R]:
+    """Run `method` holding the engine's lock (see `Engine`: one operation at a time).
+
+    Typed with a ParamSpec, so that the methods keep their signatures for a
+    type checker (``Engine().register(5)`` is an error to mypy).
+    """
     @functools.wraps(method)
-    def locked(self, *args, **kwargs):
+    def locked(self: Engine, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self._lock:
             return method(self, *args, **kwargs)
     return locked
@@ -86,101 +97,6 @@ def make_index(algorithm: Algorithm) -> QueryIndex:
     raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
 
 
-class Match(tuple):
-    """A query that a publication satisfies, and with which bindings.
-
-    `solutions` is the set of distinct projected solutions, each a tuple
-    of (variable, N-Triples term) pairs in projection order; `bindings`
-    shows them as dicts in a stable order. An ASK query has no bindings.
-
-    `truncated` is True when the engine stopped before it had every
-    solution: the query had more than the engine's `max_solutions`, or its
-    join reached its work bound. `solutions` then holds at most
-    `max_solutions` of them (all genuine; which ones is unspecified).
-
-    An immutable record, compared and hashed by its five fields. It is a
-    tuple underneath so that `Engine.match` can build the thousands of
-    matches of one publication in C (``tuple.__new__``), without a Python
-    call per match; ``query_id, subscriber, bindings = match`` unpacks the
-    three that a user reads.
-
-    >>> m = Match("q1", "alice", frozenset({(("s", "<http://ex/a>"),)}))
-    >>> m.query_id, m.bindings, m.truncated
-    ('q1', [{'s': '<http://ex/a>'}], False)
-    >>> qid, subscriber, bindings = m
-    """
-
-    __slots__ = ()
-
-    def __new__(cls, query_id: str, subscriber: str | None,
-                solutions: frozenset[tuple[tuple[str, str], ...]], is_ask: bool = False,
-                truncated: bool = False):
-        return tuple.__new__(cls, (query_id, subscriber, solutions, is_ask, truncated))
-
-    query_id = property(itemgetter(0), doc="The id of the query that matched.")
-    subscriber = property(itemgetter(1), doc="The query's subscriber (None if it has none).")
-    solutions = property(itemgetter(2), doc="The distinct projected solutions (a frozenset).")
-    is_ask = property(itemgetter(3), doc="An ASK query: it has no bindings.")
-    truncated = property(itemgetter(4), doc="The solutions were cut at the engine's cap.")
-
-    def __repr__(self) -> str:
-        return (f"Match(query_id={self[0]!r}, subscriber={self[1]!r}, "
-                f"solutions={set(self[2])!r}, is_ask={self[3]}, truncated={self[4]})")
-
-    def __reduce__(self):
-        return (Match, (self[0], self[1], self[2], self[3], self[4]))
-
-    @property
-    def bindings(self) -> list[dict[str, str]]:
-        """The solutions as {variable: N-Triples term} dicts, sorted; [] for ASK."""
-        if self[3]:
-            return []
-        return [dict(s) for s in sorted(self[2])]
-
-    def explain(self, publication, source) -> list[dict]:
-        """Why this match: per solution, the branch that matched and each
-        satisfied ``ftcontains`` with its variable, literal, character spans
-        and words (see `rtf.matching.explain`).
-
-        Computed now, from `publication` (the one matched) and `source` (the
-        `Engine` that matched it, a `RegisteredQuery` or a `Query`): matching
-        keeps nothing for it, so it costs nothing unless asked for.
-        """
-        from rtf.matching.explain import explain_match
-        return explain_match(self, publication, source)
-
-    def __iter__(self):
-        """``query_id, subscriber, bindings = match``."""
-        return iter((self[0], self[1], self.bindings))
-
-
-_new_match = tuple.__new__
-_subscriber = attrgetter("subscriber")
-_is_ask = attrgetter("is_ask")
-
-
-class Metadata(Mapping):
-    """A query's metadata: a read-only mapping that pickles (an engine is
-    shipped to Spark executors and --workers processes)."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping | Iterable = ()):
-        self._data = dict(data)
-
-    def __getitem__(self, key):
-        return self._data[key]
-
-    def __iter__(self):
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return f"Metadata({self._data!r})"
-
-
 _NO_METADATA = Metadata()
 
 
@@ -189,7 +105,8 @@ class RegisteredQuery:
     """A query as the engine holds it: its id, parsed query, subscriber and metadata.
 
     `metadata` is what the caller attached at registration (for the CLI, the
-    extra fields of a JSON Lines query record), returned as a read-only mapping.
+    extra fields of a JSON Lines query record), as a deep read-only copy: a
+    dict (`rtf.io.metadata.Metadata`) that ``json.dumps`` takes as it is.
     """
 
     id: str
@@ -230,8 +147,9 @@ class Engine:
                  max_solutions: int = MAX_SOLUTIONS):
         if isinstance(max_solutions, bool) or not isinstance(max_solutions, int):
             raise TypeError(f"max_solutions must be a positive int, not {type(max_solutions).__name__}")
-        if max_solutions < 1:
-            raise ValueError(f"max_solutions must be a positive int, not {max_solutions}")
+        if not 1 <= max_solutions <= MAX_SOLUTIONS_BOUND:
+            raise ValueError(f"max_solutions must be from 1 to {MAX_SOLUTIONS_BOUND:_}, "
+                             f"not {max_solutions}")
         self.algorithm = algorithm
         self.max_solutions = max_solutions
         self._index = make_index(algorithm)
@@ -243,16 +161,18 @@ class Engine:
         self._queries: dict[str, RegisteredQuery] = {}
         self._next_id = 1
         self._truncated = 0
+        self._asks = 0  # registered ASK queries (a writer looks for them only when there are)
         self._lock = threading.RLock()
 
     @_synchronized
     def register(self, query: str | Query, query_id: str | None = None,
-                 subscriber: str | None = None, metadata: Mapping | None = None) -> str:
+                 subscriber: str | None = None, metadata: Mapping[str, Any] | None = None) -> str:
         """Register a continuous query and return its id.
 
         `query` is query text or a parsed `Query`; `query_id` a non-empty str
         (default: the next free ``q<n>``); `subscriber` a str or None;
-        `metadata` a mapping kept with the query (a read-only copy), for
+        `metadata` a mapping of str keys to JSON values, kept with the query
+        as a deep read-only copy (`rtf.io.metadata.Metadata`, a dict) for
         `get` to return.
 
         Atomic: on any error the engine is left exactly as it was. A wrong
@@ -268,8 +188,8 @@ class Engine:
             _check_id(query_id)
         if subscriber is not None and not isinstance(subscriber, str):
             raise TypeError(f"subscriber must be a str or None, not {type(subscriber).__name__}")
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise TypeError(f"metadata must be a mapping or None, not {type(metadata).__name__}")
+        # A deep read-only copy; TypeError or ValueError (naming the value) if it is not JSON.
+        kept = frozen(metadata) if metadata is not None and metadata != {} else _NO_METADATA
         if query_id is None:
             while f"q{self._next_id}" in self._queries:
                 self._next_id += 1
@@ -277,9 +197,8 @@ class Engine:
         if query_id in self._queries:
             raise ValueError(f"a query with id {query_id!r} is already registered")
         parsed = self._index_query(query, query_id)
-        self._queries[query_id] = RegisteredQuery(
-            query_id, parsed, subscriber, parsed.is_ask,
-            Metadata(metadata) if metadata else _NO_METADATA)
+        self._queries[query_id] = RegisteredQuery(query_id, parsed, subscriber, parsed.is_ask, kept)
+        self._asks += parsed.is_ask
         return query_id
 
     def _index_query(self, query: str | Query, query_id: str) -> Query:
@@ -309,12 +228,16 @@ class Engine:
         if query_id not in self._queries:
             raise KeyError(f"no registered query with id {query_id!r}")
         self._index.remove(query_id)
-        del self._queries[query_id]
+        self._asks -= self._queries.pop(query_id).is_ask
         self._queries = shrunk(self._queries)
 
     @_synchronized
-    def match(self, publication) -> list[Match]:
-        """The queries `publication` satisfies, by query id.
+    def match(self, publication: PublicationLike) -> Matches:
+        """The queries `publication` satisfies, by query id: a sequence of `Match`.
+
+        The sequence (`rtf.matching.results.Matches`) reads as a list of
+        `Match` records and compares equal to one; it makes each record only
+        when it is read, and writers read its parallel lists directly.
 
         `publication` is a `Publication`, an rdflib Graph, or an iterable of
         (subject, predicate, object) N-Triples keys or pyoxigraph triples.
@@ -337,24 +260,27 @@ class Engine:
                 gc.enable()
         return self._match(publication)
 
-    def _match(self, publication) -> list[Match]:
+    def _match(self, publication: PublicationLike) -> Matches:
         pub = as_publication(publication)
         triples = list(pub.triples)
         virtual = self.taxonomy.expand(triples)
-        found, truncated = self._index.solutions(triples, virtual, self.max_solutions)
-        queries = self._queries
-        qids = sorted(found)
+        groups, found, truncated = self._index.solution_groups(triples, virtual, self.max_solutions)
         if truncated:
             self._truncated += len(truncated)
-            return [Match(qid, queries[qid].subscriber, found[qid], queries[qid].is_ask,
-                          qid in truncated) for qid in qids]
-        # Thousands of matches per publication: built in C, no Python call per match.
-        registered = list(map(queries.__getitem__, qids))
-        return list(map(_new_match, repeat(Match),
-                        zip(qids, map(_subscriber, registered), map(found.__getitem__, qids),
-                            map(_is_ask, registered), repeat(False))))
+        # Parallel lists, built in C: no Python object per match until one is read.
+        if len(groups) == 1 and not found:  # the common case: one answer shared by all
+            qids, solutions = groups[0]
+            qids.sort()
+            sols = [solutions] * len(qids)
+        else:
+            for ids, solutions in groups:
+                found.update(dict.fromkeys(ids, solutions))
+            qids = sorted(found)
+            sols = list(map(found.__getitem__, qids))
+        return Matches(qids, sols, list(map(self._queries.__getitem__, qids)), truncated,
+                       self._asks > 0)
 
-    def match_many(self, publications: Iterable) -> Iterator[list[Match]]:
+    def match_many(self, publications: Iterable[PublicationLike]) -> Iterator[Matches]:
         """`match` each of `publications` in turn: an iterator of their match lists, in input order.
 
         Lazy: a publication is read only when its result is asked for, so a
@@ -387,6 +313,8 @@ class Engine:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        if "_asks" not in state:  # pickled by an older rtf
+            self._asks = sum(rq.is_ask for rq in self._queries.values())
         self._lock = threading.RLock()
 
     @_synchronized
@@ -475,6 +403,7 @@ class Engine:
         """Every registered query, in registration order."""
         return list(self._queries.values())
 
+    @_synchronized  # an index is walked: not while another thread changes it
     def stats(self) -> dict:
         """Sizes of the index -- queries, tuples, trie nodes, word nodes, bytes
         (estimate) -- and counters: ``truncated_matches`` (matches cut at

@@ -62,6 +62,16 @@ class QueryIndex(ABC):
         (more solutions than `limit`, or its join bound reached) is in the set.
         """
 
+    def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None
+                        ) -> tuple[list[tuple[list[str], frozenset]], Solutions, set[str]]:
+        """`solutions` as (groups, rest, truncated): each group a list of query ids
+        that share one set of solutions (no id in two groups or in `rest`), `rest`
+        the other queries' solutions. An index that answers many queries alike
+        (star queries about the publication's subject) hands them over without
+        a dict entry each; this default puts everything in `rest`."""
+        found, truncated = self.solutions(triples, virtual, limit)
+        return [], found, truncated
+
     def stats(self) -> dict:
         return {}
 
@@ -113,7 +123,7 @@ class ShapeIndex(ABC):
 
 def fulltext_holds(shape: TupleShape, obj: str) -> bool:
     """The shape's whole full-text constraint on the triple's object."""
-    return is_literal(obj) and text_index(lexical_form(obj)).matches(shape.fulltext)
+    return is_literal(obj) and shape.check(text_index(lexical_form(obj)))
 
 
 def only_subject(triples: list[Triple]) -> str | None:
@@ -190,16 +200,23 @@ class IndexedQueries(QueryIndex):
 
     def solutions(self, triples: list[Triple], virtual: list[Triple],
                   limit: int | None = None) -> tuple[Solutions, set[str]]:
+        groups, out, truncated = self.solution_groups(triples, virtual, limit)
+        for qids, found in groups:
+            out.update(dict.fromkeys(qids, found))
+        return out, truncated
+
+    def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None
+                        ) -> tuple[list[tuple[list[str], frozenset]], Solutions, set[str]]:
         if limit is None:
             limit = sys.maxsize
         hits = self.satisfied(triples, virtual)
         if not hits:
-            return {}, set()
+            return [], {}, set()
         subject = only_subject(triples)
         solver = PublicationSolver(hits, subject, triples, virtual)
         table = self.table
         slots = table.complete_slots(hits)
-        out: Solutions = {}
+        groups = []
         if subject is not None and len(slots):
             # Most complete branches are a query's only branch, a star about the one
             # subject: their answer ({var: subject}, or the unit solution) is known
@@ -211,9 +228,9 @@ class IndexedQueries(QueryIndex):
                 for code in np.unique(known_codes).tolist():
                     var = table.answer_vars[code]
                     found = solver.subject_solutions(var) if var else UNIT
-                    qids = table.slot_query[known_slots[known_codes == code]].tolist()
-                    out.update(dict.fromkeys(qids, found))
+                    groups.append((table.slot_query[known_slots[known_codes == code]].tolist(), found))
                 slots = slots[~known]
+        out: Solutions = {}
         branches = table.branches
         solve = solver.solve
         truncated: set[str] = set()
@@ -231,7 +248,7 @@ class IndexedQueries(QueryIndex):
                 truncated.add(qid)
         for qid in truncated:
             out[qid] = frozenset(list(out[qid])[:limit])
-        return out, truncated
+        return groups, out, truncated
 
     def stats(self) -> dict:
         s = {"queries": len(self.queries), "tuples": self.table.tuple_count,

@@ -53,7 +53,7 @@ def test_client_round_trip_equals_a_local_engine(tmp_path):
     rdf = body(1, "Olympic Games in Rio") + body(2, "rio carnival") + body(3, "nothing")
     with ServerProcess(tmp_path / "d") as server, Client(server.url) as broker:
         for qid, (text, subscriber) in queries.items():
-            assert broker.register(qid, text, subscriber, metadata={"n": 1})["created"] is True
+            assert broker.register(text, qid, subscriber, metadata={"n": 1})["created"] is True
         assert broker.get("x/y z") == {"id": "x/y z", "subscriber": "alice", "query": q("olympic"),
                                        "metadata": {"n": 1}}
         assert [r["id"] for r in broker.queries(page_size=2)] == list(queries)
@@ -68,7 +68,7 @@ def test_client_round_trip_equals_a_local_engine(tmp_path):
         assert broker.publish(rdf) == local_lines(queries, rdf)
         bad = 'ASK { ?s ?p ?t FILTER ftcontains(?t, "a" ftand) }'
         with pytest.raises(QueryError) as remote:
-            broker.register("bad", bad)
+            broker.register(bad, "bad")
         with pytest.raises(QueryError) as local:
             parse_query(bad)
         assert (remote.value.line, remote.value.column, str(remote.value)) == (
@@ -83,7 +83,7 @@ def test_matches_survive_a_killed_and_restarted_server_exactly_once(tmp_path):
     port = server.port
     received: list[MatchEvent] = []
     with Client(server.url) as broker:
-        broker.register("rio", q("rio"), "alice")
+        broker.register(q("rio"), "rio", "alice")
         events = broker.matches("alice", timeout=20)
         first = broker.publish(body(0, "rio"))  # before the iterator connects: not for it
         reader_ready = threading.Event()
@@ -119,9 +119,9 @@ def test_client_errors_for_tokens(tmp_path):
     tokens.write_text("admin-token-0123456789 admin\nalice-token-0123456789 subscriber:alice\n")
     with ServerProcess(tmp_path / "d", "--tokens", tokens) as server:
         with Client(server.url) as anonymous, pytest.raises(AuthenticationError):
-            anonymous.register("q", q("rio"))
+            anonymous.register(q("rio"), "q")
         with Client(server.url, token="alice-token-0123456789") as alice:
-            assert alice.register("mine", q("rio"))["subscriber"] == "alice"
+            assert alice.register(q("rio"), "mine")["subscriber"] == "alice"
             with pytest.raises(PermissionDeniedError):
                 alice.publish(body(1, "rio"))
             with pytest.raises(PermissionDeniedError):
@@ -133,7 +133,7 @@ def test_client_errors_for_tokens(tmp_path):
 def test_a_last_event_id_beyond_the_outbox_skips_nothing_new(tmp_path):
     """A client that comes back to a server whose data folder was replaced."""
     with ServerProcess(tmp_path / "d") as server, Client(server.url) as broker:
-        broker.register("rio", q("rio"), "alice")
+        broker.register(q("rio"), "rio", "alice")
         got: list = []
         events = broker.matches("alice", last_event_id=10**9, timeout=20)
         t = threading.Thread(target=lambda: got.extend(itertools.islice(events, 1)))
@@ -143,3 +143,25 @@ def test_a_last_event_id_beyond_the_outbox_skips_nothing_new(tmp_path):
         sent = broker.publish(body(1, "rio"))
         t.join(30)
     assert [e.match for e in got] == sent
+
+
+def test_the_docs_client_example_prints_its_match(tmp_path):
+    """docs/server.md's Python example, run as written against a real server (its address aside:
+    the test's server listens on a free port, not 8750)."""
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "server.md").read_text(encoding="utf-8")
+    section = docs[docs.index("## From Python"):]
+    example = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    with ServerProcess(tmp_path / "data") as server:
+        code = example.replace("http://127.0.0.1:8750", server.url)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "docs/server.md", "exec"), {})
+    lines = out.getvalue().splitlines()
+    import ast
+    assert ast.literal_eval(lines[0])[0]["query"] == "rio"  # the POST's answer, printed
+    assert re.fullmatch(r"\d+ rio", lines[1]), lines

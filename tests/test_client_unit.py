@@ -123,7 +123,7 @@ def test_query_ids_are_one_percent_encoded_path_segment(query_id, path):
     with client(fake) as broker:
         assert broker.get(query_id) == {"id": query_id}
         assert broker.unregister(query_id) is None
-        broker.register(query_id, "ASK {}")
+        broker.register("ASK {}", query_id)
     assert [r.method for r in fake.requests] == ["GET", "DELETE", "PUT"]
     assert fake.paths() == [path] * 3
 
@@ -147,9 +147,9 @@ def test_register_sends_the_query_subscriber_and_metadata_and_returns_the_server
     answer = {"id": "rio", "subscriber": "alice", "query": "ASK {}", "metadata": {"topic": "sport"}}
     fake = Fake(httpx.Response(201, json=answer), httpx.Response(200, json=answer), httpx.Response(201))
     with client(fake) as broker:
-        assert broker.register("rio", "ASK {}", subscriber="alice", metadata={"topic": "sport"}) == answer
-        assert broker.register("rio", "ASK {}") == answer
-        assert broker.register("rio", "ASK {}") == {}          # a 201 without a body
+        assert broker.register("ASK {}", "rio", subscriber="alice", metadata={"topic": "sport"}) == answer
+        assert broker.register("ASK {}", "rio") == answer
+        assert broker.register("ASK {}", "rio") == {}          # a 201 without a body
     bodies = [json.loads(r.content) for r in fake.requests]
     assert bodies[0] == {"query": "ASK {}", "subscriber": "alice", "metadata": {"topic": "sport"}}
     assert bodies[1] == {"query": "ASK {}"}                     # None is left out, not sent as null
@@ -230,7 +230,7 @@ def test_each_error_status_raises_its_class_with_the_servers_message(status, cls
     with client(fake) as broker:
         for call in (lambda: broker.get("q1"), lambda: broker.publish("x"),
                      lambda: list(broker.queries()), lambda: broker.unregister("q1"),
-                     lambda: broker.register("q1", "ASK {}"), lambda: broker.metrics(),
+                     lambda: broker.register("ASK {}", "q1"), lambda: broker.metrics(),
                      lambda: next(broker.matches("alice"))):
             with pytest.raises(cls) as caught:
                 call()
@@ -260,7 +260,7 @@ def test_an_invalid_query_raises_the_query_error_a_local_engine_raises():
     body = {"error": f"invalid query: {local}", "line": local.line, "column": local.column}
     fake = Fake(httpx.Response(400, json=body))
     with client(fake) as broker, pytest.raises(QueryError) as remote:
-        broker.register("bad", bad)
+        broker.register(bad, "bad")
     remote = remote.value
     assert not isinstance(remote, ServerError)
     assert (remote.line, remote.column) == (local.line, local.column)
@@ -271,7 +271,7 @@ def test_an_invalid_query_raises_the_query_error_a_local_engine_raises():
 def test_a_query_error_without_a_position_keeps_the_message():
     fake = Fake(httpx.Response(400, json={"error": "invalid query: too large", "line": None, "column": None}))
     with client(fake) as broker, pytest.raises(QueryError) as caught:
-        broker.register("big", "ASK {}")
+        broker.register("ASK {}", "big")
     assert (caught.value.line, str(caught.value)) == (None, "too large")
 
 
@@ -543,3 +543,13 @@ def test_a_read_timeout_after_the_deadline_ends_the_iterator_and_before_it_recon
         assert ids(broker.matches("alice", timeout=0.3)) == [1, 2]
         assert ids(broker.matches("alice", timeout=0.3, reconnect=False)) == [1]   # ends, no error
     assert fake.last_ids() == [None, "1", None] and sleeps == [0.1]
+
+
+def test_register_takes_the_query_first_as_engine_register_does():
+    fake = Fake()
+    broker = client(fake)
+    with pytest.raises(TypeError, match="the query first"):
+        broker.register("rio", 'ASK { ?a <http://ex/p> ?t }')  # the old order: id, then query
+    with pytest.raises(TypeError, match="two str"):
+        broker.register('ASK { ?a <http://ex/p> ?t }', 5)
+    assert fake.requests == []  # nothing was sent

@@ -14,7 +14,7 @@ import pytest
 
 from rtf import Engine
 
-from rtf.io import datasets
+from rtf.io import datasets, store
 from rtf.cli import main
 from rtf.bench.workload import Mix, generate_queries
 
@@ -80,7 +80,7 @@ def test_add_and_remove_update_the_index_in_place(records, sample, tmp_path, cap
     code, out, _ = run(capsys, "index", "info", idx)
     info = json.loads(out)
     assert code == 0 and info["queries"] == len(kept) and info["algorithm"] == "rtfs"
-    assert info["format_version"] == 1 and info["bytes"] == idx.stat().st_size and info["shapes"] > 0
+    assert info["format_version"] == store.FORMAT_VERSION and info["bytes"] == idx.stat().st_size and info["shapes"] > 0
 
 
 def test_a_failed_update_leaves_the_index_as_it_was(records, tmp_path, capsys):
@@ -169,3 +169,12 @@ def test_sigkill_in_the_middle_of_index_add_leaves_the_previous_index_intact(rec
             if p.name.endswith(".tmp"):
                 p.unlink()
     assert killed_mid_write, "the last kill should land while the index was being written"
+
+
+def test_match_from_an_index_reports_its_stats(records, sample, tmp_path, capsys):
+    idx = tmp_path / "q.idx"
+    run(capsys, "index", "build", "--queries", write_jsonl(tmp_path / "a.jsonl", records), "--output", idx)
+    code, out, err = run(capsys, "match", "--index", idx, "--publications", sample, "--stats")
+    stats = json.loads(err.strip().splitlines()[-1])
+    assert code == 0 and stats["queries"] == len(records) and stats["skipped_queries"] == 0
+    assert stats["matches"] == len(out.splitlines()) and stats["run_s"] >= stats["filter_s"]

@@ -129,8 +129,10 @@ def _ftor_shape(engine: Engine):
 @pytest.mark.parametrize("expr, keys, needs_check", [
     ('"a" ftor "b"', [(("a",), ()), (("b",), ())], False),
     ('("a" ftand "b") ftor "c"', [(("a", "b"), ()), (("c",), ())], False),
-    ('"a" ftand ("b" ftor "c*")', [(("a", "b"), ()), (("a",), ("c",))], True),
-    ('"rio games" ftor "x"', [(("games", "rio"), ()), (("x",), ())], True),   # a phrase
+    ('"a" ftand ("b" ftor "c*")', [(("a", "b"), ()), (("a",), ("c",))], False),  # a prefix decides
+    ('"rio games" ftor "x"', [(("rio games",), ()), (("x",), ())], False),  # a phrase: its bigram
+    ('"a b c" ftor "x"', [(("a b", "b c"), ()), (("x",), ())], True),       # 3 words: checked
+    ('"a b*" ftor "x"', [(("a",), ("b",)), (("x",), ())], True),            # a prefix in a phrase
     ('"a" ftor ftnot "b"', [], True),                                          # nothing certain
 ])
 def test_every_ftor_alternative_is_an_index_key(expr, keys, needs_check):

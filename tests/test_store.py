@@ -102,8 +102,9 @@ def _saved(tmp_path) -> bytes:
 
 def _with_body(content: dict, version: int = store.FORMAT_VERSION) -> bytes:
     """A well-formed file (valid checksum) around an arbitrary body."""
-    packed = zlib.compress(json.dumps(content).encode())
-    return store.HEADER.pack(store.MAGIC, version, store.FLAG_ZLIB, len(packed),
+    raw = json.dumps(content).encode()
+    packed = zlib.compress(raw)
+    return store.HEADER.pack(store.MAGIC, version, store.FLAG_ZLIB, len(packed), len(raw),
                              hashlib.sha256(packed).digest()) + packed
 
 
@@ -113,12 +114,14 @@ def _body(data: bytes) -> dict:
 
 @pytest.mark.parametrize("damage, message", [
     (lambda d: d[: len(d) // 2], "truncated"),
-    (lambda d: d[:20], "not an rtf index"),
+    (lambda d: d[:20], "truncated"),
+    (lambda d: d[:10], "not an rtf index"),
     (lambda d: b"", "not an rtf index"),
     (lambda d: d + b"\0", "trailing"),
     (lambda d: d[:-5] + bytes([d[-5] ^ 1]) + d[-4:], "checksum"),
     (lambda d: b'{"queries": []}' + b" " * 60, "not an rtf index"),
-    (lambda d: d[:8] + (2).to_bytes(4, "little") + d[12:], "version 2"),
+    (lambda d: d[:8] + (1).to_bytes(4, "little") + d[12:], "version 1, but this rtf reads version 2"),
+    (lambda d: d[:8] + (3).to_bytes(4, "little") + d[12:], "version 3"),
     (lambda d: _with_body({**_body(d), "classes": ["IRI", "os.system"]}), "class"),
     (lambda d: _with_body({**_body(d), "values": [[0, [5]]] + _body(d)["values"]}), "malformed"),
     (lambda d: _with_body({**_body(d), "values": [[0, [-1]]] + _body(d)["values"]}), "malformed"),

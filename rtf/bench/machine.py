@@ -13,6 +13,13 @@ from pathlib import Path
 
 
 def machine_info() -> dict:
+    """The machine record of every measurement.
+
+    The CPU model is read from /proc/cpuinfo by hand (reviewed for issue 26):
+    psutil, already a dependency, gives cores, memory and load but no model
+    name; py-cpuinfo would, but it has had no release since 2022 and runs a
+    subprocess (about a second) where one file read does.
+    """
     import psutil
 
     cpu = platform.processor() or platform.machine()

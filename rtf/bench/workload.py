@@ -63,6 +63,8 @@ from rtf.query.text import words
 _TYPE = f"<{RDF_TYPE}>"
 #: A word in more than this share of the publications is not informative (selective mix).
 COMMON_WORD_SHARE = 0.01
+#: The full-text mix draws no word found in more than this share of the publications.
+FULLTEXT_WORD_SHARE = 0.05
 #: The selective mix keeps an IRI object as a constant with this probability.
 SELECTIVE_CONSTANT = 0.5
 _NUMERIC = {XSD + t for t in ("integer", "decimal", "double", "float", "int", "long",
@@ -98,6 +100,12 @@ class Mix:
     # a term is an informative word of the tuple's own text: one in at most
     # COMMON_WORD_SHARE of the publications (else the text's rarest word)
     informative_words: float = 0.0
+    # the query is full text alone: one tuple ?s p ?o (p the predicate of a literal of
+    # the modelled publication) and its ftcontains, as a search engine's stored queries
+    fulltext_only: float = 0.0
+    # words found in more than this share of the publications are never drawn
+    # (1.0: any word; the multiset's Zipf law then favours stop words)
+    max_word_share: float = 1.0
 
     @classmethod
     def paper(cls, ft_pr: float = 0.5) -> "Mix":
@@ -118,6 +126,21 @@ class Mix:
         """
         return cls(ft_pr=ft_pr, distinct_predicates=1.0, rare_class=1.0, informative_words=1.0,
                    constant=SELECTIVE_CONSTANT)
+
+    @classmethod
+    def fulltext(cls, ft_pr: float = 1.0) -> "Mix":
+        """Full-text-only queries (``--mix fulltext``), as Lucene Monitor stores them.
+
+        ``?s p ?o FILTER ftcontains(?o, ...)`` with 1-3 terms, joined by ftand
+        mostly, some ftor and ftnear; some two-word phrases of a real text and
+        some prefix terms. Words are drawn from the multiset of the
+        publications' words (a Zipf law), leaving out those found in more than
+        `FULLTEXT_WORD_SHARE` of the publications, so that about 1.5 % of the
+        queries match each DBpedia abstract (docs/benchmarks.md). `ft_pr` is
+        not used: every query is full text.
+        """
+        return cls(ft_pr=1.0, max_tuples=1, phrase=0.15, near=0.1, ftor=0.15, prefix=0.1,
+                   fulltext_only=1.0, max_word_share=FULLTEXT_WORD_SHARE)
 
     @classmethod
     def all_operators(cls, ft_pr: float = 0.5) -> "Mix":
@@ -148,6 +171,7 @@ class Vocabulary:
                 ws = words(lexical_form(o))
                 self.word_multiset.extend(ws)
         self.taxonomy = taxonomy
+        self._within: dict[float, list[str]] = {}
         if not self.publications:
             raise ValueError("no publications to build queries from")
 
@@ -158,6 +182,17 @@ class Vocabulary:
         for pub in self.publications:
             df.update({w for o in pub.literals() for w in words(lexical_form(o))})
         return df
+
+    def words_within(self, share: float) -> list[str]:
+        """The word multiset without the words found in more than `share` of the publications."""
+        if share >= 1.0:
+            return self.word_multiset
+        found = self._within.get(share)
+        if found is None:
+            limit = share * len(self.publications)
+            df = self.word_publications
+            found = self._within[share] = [w for w in self.word_multiset if df[w] <= limit]
+        return found
 
     @cached_property
     def common_word_limit(self) -> float:
@@ -201,8 +236,9 @@ class _Builder:
             return self.informative_word(local, used)
         if local and self.chance(self.mix.local_words):
             return self.rng.choice(local)
-        if self.v.word_multiset:
-            return self.rng.choice(self.v.word_multiset)
+        pool = self.v.words_within(self.mix.max_word_share)
+        if pool:
+            return self.rng.choice(pool)
         return "rio"
 
     def informative_word(self, local: list[str], used: set[str]) -> str:
@@ -266,7 +302,20 @@ class _Builder:
         counts = self.v.class_publications
         return min(classes, key=lambda t: (counts[t[2]], t[2])) if classes else None
 
+    def fulltext_query(self) -> str:
+        """One tuple ``?s p ?o`` on a literal of a random publication, and its ftcontains."""
+        literals = [t for pub in (self.rng.choice(self.v.publications),) for t in pub.triples
+                    if is_literal(t[2]) and words(lexical_form(t[2]))]
+        if not literals:  # a publication without text: any word of the vocabulary
+            predicate, local = "*", []
+        else:
+            _, predicate, o = self.rng.choice(literals)
+            local = words(lexical_form(o))
+        return f"SELECT ?s WHERE {{ ?s {predicate} ?o FILTER ftcontains(?o, {self.fulltext(local)}) }}"
+
     def query(self) -> str:
+        if self.chance(self.mix.fulltext_only):
+            return self.fulltext_query()
         models = self.v.publications
         if self.mix.rare_class > 0 and self.v.typed_publications:
             models = self.v.typed_publications
@@ -326,7 +375,7 @@ class _Builder:
 
 
 #: The named workloads of ``rtf bench --mix`` (each a function of FT_pr from 0 to 1).
-MIXES = {"paper": Mix.paper, "selective": Mix.selective}
+MIXES = {"paper": Mix.paper, "selective": Mix.selective, "fulltext": Mix.fulltext}
 
 
 def named_mix(name: str, ft_pr: float) -> Mix:

@@ -15,8 +15,11 @@ exit status:
   1   bad input: an invalid query or RDF line, an unreadable, truncated or
       corrupt file, not UTF-8, nested too deeply, out of memory
   2   bad command line, or an output file that is also an input (refused)
+  3   rtf bench: the engines disagree on some match (a bug in an engine; the
+      report names the publication and a query that reproduces it)
   70  internal error (a bug: please report it; RTF_DEBUG=1 shows the traceback)
   130 interrupted (Ctrl-C)
+  143 terminated (SIGTERM; rtf serve exits 0: a clean stop)
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
+import threading
 import traceback
 import zlib
 
@@ -32,6 +37,7 @@ from rtf.cli.arguments import (
     EXIT_INPUT,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
     EXIT_USAGE,
     refuse_outputs_among_inputs,
 )
@@ -63,6 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM: the command stops as on Ctrl-C, its cleanups run (an output's
+    temporary file is removed, the old output left as it was)."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line `argv`; return the exit status (see `rtf --help`)."""
     parser = build_parser()
@@ -70,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
+    with _on_sigterm(_terminate):
+        return _run(args)
+
+
+def _run(args) -> int:
     try:
         refuse_outputs_among_inputs(args)
         return args.func(args)
@@ -78,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except Terminated:
+        return EXIT_TERMINATED
     except OutputIsInputError as e:
         return _fail(str(e), EXIT_USAGE)
     except (RtfError, OSError) as e:
@@ -95,6 +117,20 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         return _fail(f"internal error: {type(e).__name__}: {e}; please report it "
                      f"(set {DEBUG_ENV}=1 to see the traceback)", EXIT_INTERNAL)
+
+
+@contextlib.contextmanager
+def _on_sigterm(handler):
+    """`handler` for SIGTERM while the command runs (from the main thread only: a
+    command run in another thread keeps the process's handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _silence_stdout() -> None:

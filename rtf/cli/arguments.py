@@ -17,7 +17,7 @@ from collections.abc import Callable
 from rtf.io.files import STDIO, OutputIsInputError, same_file
 
 #: Exit statuses (documented in `rtf --help`).
-EXIT_INPUT, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 70, 130
+EXIT_INPUT, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 70, 130, 143
 
 
 def positive_int(text: str) -> int:

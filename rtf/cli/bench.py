@@ -34,8 +34,19 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
+_SCALE = {"k": 1_000, "m": 1_000_000}
+
+
 def _db_list(text: str) -> list[int]:
-    values = _int_list(text)
+    """DB sizes: integers, or with a K or M suffix (``10K,100K,1M``)."""
+    parts = []
+    for v in text.split(","):
+        v = v.strip()
+        scale = _SCALE.get(v[-1:].lower())
+        if scale and v[:-1].replace("_", "").isdigit():
+            v = str(int(v[:-1].replace("_", "")) * scale)
+        parts.append(v)
+    values = _int_list(",".join(parts))
     if values[0] <= 0:
         raise argparse.ArgumentTypeError("DB sizes must be positive")
     return values
@@ -102,8 +113,9 @@ def add_command(sub) -> None:
     p.add_argument("--publications", nargs="+", metavar="F",
                    help="RDF files of publications (default: the DBpedia sample, $RTF_DATA_DIR/dbpedia)")
     p.add_argument("--db", type=_db_list, default=",".join(map(str, DEFAULT_DB)), metavar="N,N,...",
-                   help="query database sizes (default: %(default)s; the paper: "
-                        "20000,40000,60000,80000,100000)")
+                   help="query database sizes, K and M suffixes allowed (default: %(default)s; the "
+                        "paper: 20000,40000,60000,80000,100000; the growth curve to a million: "
+                        "10K,100K,1M with --no-memory)")
     p.add_argument("--ft-pr", type=_ft_list, default="50", metavar="P[,P...]",
                    help="percent of literal tuples with a full-text constraint; several values "
                         "run several workloads (default: 50)")
@@ -123,8 +135,9 @@ def add_command(sub) -> None:
                    help="ontology for a/rdfs:subClassOf* (default: none, as in the paper's queries)")
     p.add_argument("--mix", choices=sorted(MIXES), default="paper", dest="mix_name",
                    help="the generated workload: paper (the RTF paper's; about 11 %% of the queries "
-                        "match a DBpedia publication) or selective (about 2 %%: a class constraint "
+                        "match a DBpedia publication), selective (about 2 %%: a class constraint "
                         "and informative words, as real subscriptions; rtf.bench.workload.Mix.selective) "
+                        "or fulltext (full-text-only queries, about 1.4 %% of them match an abstract) "
                         "(default: paper)")
     p.add_argument("--queries", metavar="Q.jsonl",
                    help="use these queries (the first max DB of them) instead of generating")

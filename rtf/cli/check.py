@@ -59,7 +59,8 @@ def cmd_check(args) -> int:
 def check_query_file(path: str) -> int:
     """Check every query of a JSON Lines file: each bad one (bad JSON, invalid
     query, duplicate id) is reported with its line, id and reason on stderr,
-    each query that can never match gets a warning; exit 1 if any was bad."""
+    each query that can never match gets a warning, all in line order; exit 1
+    if any was bad."""
     from rtf.engine import Engine
     from rtf.matching.explain import never_match_reasons
 
@@ -67,14 +68,25 @@ def check_query_file(path: str) -> int:
     records = load_queries(path, problems)
     engine = Engine("naive")  # the cheapest index; registering runs every check
     register_all(engine, records, path, problems)
+    # (line, report): the problems of both passes and the warnings, merged into line order.
+    reports = [(_line_of(problem, path), problem) for problem in problems]
     warnings = 0
+    claimed: set[str] = set()  # ids whose registered record was found: a later duplicate is not it
     for rec in records:
-        if rec["id"] is None or rec["id"] not in engine:
+        if rec["id"] is None or rec["id"] not in engine or rec["id"] in claimed \
+                or engine.get(rec["id"]).query.text != rec["query"]:
             continue
+        claimed.add(rec["id"])
         for reason in never_match_reasons(engine.get(rec["id"]).query):
-            print(f"{path}:{rec['line']}: query {rec['id']!r}: warning: {reason}", file=sys.stderr)
+            reports.append((rec["line"], f"{path}:{rec['line']}: query {rec['id']!r}: warning: {reason}"))
             warnings += 1
-    for problem in problems:
-        print(problem, file=sys.stderr)
+    for _, report in sorted(reports, key=lambda r: r[0]):  # stable: a line's reports keep their order
+        print(report, file=sys.stderr)
     print(f"{path}: {len(engine)} valid queries, {len(problems)} invalid, {warnings} warning(s)")
     return EXIT_INPUT if problems else 0
+
+
+def _line_of(problem: str, path: str) -> int:
+    """The file line a problem of `rtf.io.queries` names (``PATH:LINE: ...``); 0 if none."""
+    line, _, _ = problem[len(path) + 1:].partition(":") if problem.startswith(path + ":") else ("", "", "")
+    return int(line) if line.isdigit() else 0

@@ -8,6 +8,8 @@ from dataclasses import asdict
 
 from rtf.bench.workload import (
     COMMON_WORD_SHARE,
+    FULLTEXT_WORD_SHARE,
+    MIXES,
     Mix,
     generate_queries,
     named_mix,
@@ -33,11 +35,14 @@ _MIX_HELP = {
     "rare_class": "a query asks ?s a C for the most specific class of a typed publication",
     "informative_words": "a term is a word of the tuple's own text found in at most "
                          f"{COMMON_WORD_SHARE:.0%}% of the publications",  # %%: argparse formats help
+    "fulltext_only": "a query is full text alone: ?s p ?o FILTER ftcontains(?o, ...)",
+    "max_word_share": "no word found in more than this share of the publications is drawn",
 }
 assert set(_MIX_HELP) == set(Mix.field_names()) - {"ft_pr"}
 
 
 _percent = between(0, 100, "a percentage")
+_COUNTS = ("max_tuples", "max_terms")  # the other mix fields are probabilities
 _probability = between(0, 1, "a probability")
 
 
@@ -58,8 +63,17 @@ def add_command(sub) -> None:
                "1-3 other distinct properties, IRI objects constant half of the time, and 1-3\n"
                "conjunctive words of the tuple's own text found in at most "
                f"{COMMON_WORD_SHARE:.0%} of the publications;\n"
-               "about 2 % of the queries match each DBpedia publication (the default mix: 11 %).")
-    p.add_argument("--publications", nargs="+", required=True, metavar="F")
+               "about 2 % of the queries match each DBpedia publication (the default mix: 11 %).\n\n"
+               "--mix fulltext: ?s p ?o FILTER ftcontains(?o, ...) with 1-3 terms (ftand mostly,\n"
+               "some ftor and ftnear, two-word phrases, prefixes), words drawn from the\n"
+               "publications' word multiset (a Zipf law) leaving out those found in more than\n"
+               f"{FULLTEXT_WORD_SHARE:.0%} of the publications; about 1.5 % of the queries match each abstract:\n"
+               "  rtf gen-queries --publications ../shared/data/dbpedia/*abstracts.nt.gz "
+               "-n 100000 --mix fulltext -o fulltext.jsonl")
+    p.add_argument("--publications", nargs="+", required=True, metavar="F",
+                   help="RDF files whose classes, properties and words the queries are made of "
+                        "(N-Triples, Turtle, N-Quads; plain, .gz or .bz2), read whole into memory; "
+                        "match the queries against the same files or others like them")
     p.add_argument("-n", "--count", type=positive_int, default=1000, help="number of queries (default 1000)")
     p.add_argument("--ft-pr", type=_percent, default=50,
                    help="percent of literal-valued tuples with ftcontains: FT_pr (default 50)")
@@ -72,6 +86,9 @@ def add_command(sub) -> None:
     kind.add_argument("--selective", action="store_true",
                       help="the selective workload (Mix.selective): few queries match each "
                            "publication, as with real subscriptions; see below")
+    kind.add_argument("--mix", choices=sorted(MIXES), dest="mix_name",
+                      help="a named workload: paper (the default), selective (as --selective) or "
+                           "fulltext (full-text-only queries, as a search engine stores them; see below)")
     mix = p.add_argument_group(
         "operator mix", "probabilities from 0 to 1 (counts for max-*) that override the defaults; "
                         "the defaults are the paper's workload (rtf bench's): conjunctive terms only, "
@@ -79,8 +96,8 @@ def add_command(sub) -> None:
     for name, help_ in _MIX_HELP.items():
         # "taxonomy" is also the ontology option: its probability is --taxonomy-pr.
         option = "--taxonomy-pr" if name == "taxonomy" else "--" + name.replace("_", "-")
-        mix.add_argument(option, type=positive_int if name.startswith("max_") else _probability, default=None,
-                         metavar="N" if name.startswith("max_") else "P", dest="mix_" + name,
+        mix.add_argument(option, type=positive_int if name in _COUNTS else _probability, default=None,
+                         metavar="N" if name in _COUNTS else "P", dest="mix_" + name,
                          help=f"{help_} (default {getattr(Mix.paper(), name)}"
                               # (--all-operators also asks distinct properties: see _cmd)
                               + "".join(f", --{flag} {getattr(other, name)}"
@@ -101,7 +118,7 @@ def _cmd(args) -> int:
     if args.all_operators:
         mix = Mix.all_operators(ft_pr)
     else:
-        mix = named_mix("selective" if args.selective else "paper", ft_pr)
+        mix = named_mix(args.mix_name or ("selective" if args.selective else "paper"), ft_pr)
     mix.distinct_predicates = 1.0
     for name in Mix.field_names():
         value = getattr(args, "mix_" + name, None)

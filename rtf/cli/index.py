@@ -8,7 +8,9 @@
 
 The file format is described in docs/index-format.md (`rtf.io.store`). Every
 update is atomic: the new index is written beside the old one and renamed
-over it, so a failed or killed run leaves the previous index intact.
+over it, so a failed or killed run leaves the previous index intact; and
+updates run one at a time (the index's folder is locked from reading the
+index to replacing it), so concurrent ones all take effect.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import sys
 
 from rtf.errors import RtfError
-from rtf.io.files import STDIO, OutputIsInputError, same_file
+from rtf.io.files import STDIO, OutputIsInputError, folder_locked, same_file
 from rtf.io.queries import QueryFileError, load_queries, register_all
 
 EPILOG = """\
@@ -35,7 +37,8 @@ The index holds the queries (text and parsed form), the algorithm, the
 solution cap and the taxonomy; `rtf match --index` answers exactly as
 `rtf match --queries` with the same queries, algorithm and taxonomy, without
 parsing a query. A truncated, corrupt or other-version file is refused
-(exit 1) and left as it is.
+(exit 1) and left as it is. Updates (build, add, remove) run one at a time:
+one started while another changes a file in the same folder waits for it.
 """
 
 
@@ -43,12 +46,23 @@ class IndexOptionError(RtfError):
     """An option of ``rtf match`` that contradicts the index it loads."""
 
 
+def _locked(index: str):
+    """Hold the lock of the index's folder while the block reads and replaces the index:
+    two ``rtf index add`` at once each add their queries (one waits for the other)
+    instead of the last writer's file replacing the other's changes."""
+    def waiting() -> None:
+        print(f"rtf index: another rtf index is changing a file beside {index}: waiting for it",
+              file=sys.stderr, flush=True)
+    return folder_locked(index, on_wait=waiting)
+
+
 def cmd_build(args) -> int:
     from rtf.engine import Engine
 
     engine = Engine(args.algorithm, taxonomy=args.taxonomy)
     register_all(engine, load_queries(args.queries), args.queries)
-    size = engine.save(args.output)
+    with _locked(args.output):
+        size = engine.save(args.output)
     print(f"rtf index: {args.output}: {len(engine)} queries, {args.algorithm}, {size} bytes",
           file=sys.stderr)
     return 0
@@ -70,10 +84,12 @@ def cmd_info(args) -> int:
 def cmd_add(args) -> int:
     from rtf.engine import Engine
 
-    engine = Engine.load(args.index)
-    before = len(engine)
-    register_all(engine, load_queries(args.queries), args.queries)
-    size = engine.save(args.index)
+    records = load_queries(args.queries)
+    with _locked(args.index):
+        engine = Engine.load(args.index)
+        before = len(engine)
+        register_all(engine, records, args.queries)
+        size = engine.save(args.index)
     print(f"rtf index: {args.index}: added {len(engine) - before} queries, "
           f"{len(engine)} in all, {size} bytes", file=sys.stderr)
     return 0
@@ -82,13 +98,14 @@ def cmd_add(args) -> int:
 def cmd_remove(args) -> int:
     from rtf.engine import Engine
 
-    engine = Engine.load(args.index)
-    missing = [qid for qid in args.ids if qid not in engine]
-    if missing:  # checked first: nothing is removed when one id is wrong
-        raise QueryFileError(f"{args.index}: no query with id {', '.join(map(repr, missing))}")
-    for qid in dict.fromkeys(args.ids):
-        engine.unregister(qid)
-    size = engine.save(args.index)
+    with _locked(args.index):
+        engine = Engine.load(args.index)
+        missing = [qid for qid in args.ids if qid not in engine]
+        if missing:  # checked first: nothing is removed when one id is wrong
+            raise QueryFileError(f"{args.index}: no query with id {', '.join(map(repr, missing))}")
+        for qid in dict.fromkeys(args.ids):
+            engine.unregister(qid)
+        size = engine.save(args.index)
     print(f"rtf index: {args.index}: removed {len(set(args.ids))} queries, "
           f"{len(engine)} left, {size} bytes", file=sys.stderr)
     return 0
@@ -112,19 +129,38 @@ def add_command(sub) -> None:
     q.add_argument("--output", required=True, metavar="IDX", help="the index file to write (replaced atomically)")
     q.set_defaults(func=cmd_build)
 
-    q = commands.add_parser("info", help="print an index's algorithm, version, sizes, taxonomy (JSON)")
-    q.add_argument("index", metavar="IDX")
+    q = _subcommand(commands, "info", "print an index's algorithm, version, sizes, taxonomy (JSON)",
+                    "Print what a saved index holds, as one JSON object on stdout: its format\n"
+                    "version, algorithm, solution cap, number of queries, taxonomy size and the\n"
+                    "engine's statistics (tuples, trie nodes, ...). The file is only read.",
+                    "rtf index info q.idx")
+    q.add_argument("index", metavar="IDX", help="the index file (rtf index build --output IDX)")
     q.set_defaults(func=cmd_info)
 
-    q = commands.add_parser("add", help="register more queries in an index, in place (atomic)")
-    q.add_argument("index", metavar="IDX")
+    q = _subcommand(commands, "add", "register more queries in an index, in place (atomic)",
+                    "Register the queries of a file in a saved index and save it again, in place.\n"
+                    "All or nothing: a bad query or an id already in the index is an error naming\n"
+                    "its line, and the index is left as it was.",
+                    "rtf index add q.idx --queries more.jsonl",
+                    "rtf index add q.idx --queries alert.rq       (its id: alert)")
+    q.add_argument("index", metavar="IDX", help="the index file to update")
     q.add_argument("--queries", required=True, metavar="MORE", help="JSON Lines of queries, or a .rq file")
     q.set_defaults(func=cmd_add)
 
-    q = commands.add_parser("remove", help="unregister queries from an index, in place (atomic)")
-    q.add_argument("index", metavar="IDX")
+    q = _subcommand(commands, "remove", "unregister queries from an index, in place (atomic)",
+                    "Unregister queries from a saved index by id and save it again, in place.\n"
+                    "An id that is not in the index is an error, and then nothing is removed.",
+                    "rtf index remove q.idx --ids q3 q7")
+    q.add_argument("index", metavar="IDX", help="the index file to update")
     q.add_argument("--ids", required=True, nargs="+", metavar="ID", help="ids of the queries to remove")
     q.set_defaults(func=cmd_remove)
+
+
+def _subcommand(commands, name: str, help: str, description: str, *examples: str) -> argparse.ArgumentParser:
+    """An ``rtf index`` subcommand with its description (lines kept as written) and examples."""
+    return commands.add_parser(name, help=help, description=description,
+                               formatter_class=argparse.RawDescriptionHelpFormatter,
+                               epilog="example:\n" + "".join(f"  {e}\n" for e in examples))
 
 
 def load_index_engine(path: str | os.PathLike, args) -> "object":

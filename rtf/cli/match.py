@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import time
 
 from rtf.bench.memory import current_rss_mb, peak_rss_mb
 from rtf.cli.arguments import positive_float, positive_int, refuse_outputs_among_inputs
 from rtf.io.files import atomic_output
-from rtf.io.output import match_line, sparql_json_line
-from rtf.io.progress import progress
+from rtf.io.output import match_line, match_lines, sparql_json_line
+from rtf.io.progress import read_progress
 from rtf.io.queries import load_queries, register_all, report_skipped_queries
 
 EPILOG_MATCH = """\
@@ -49,7 +50,9 @@ live input:
   otherwise; gzip or bzip2 recognised by their first bytes) and writes, and
   flushes, each publication's matches as soon as it is complete: when the
   next subject starts, or the input ends. --follow FILE reads a growing file
-  like `tail -f` (until Ctrl-C, or --follow-timeout seconds without new data).
+  like `tail -F` (until Ctrl-C, or --follow-timeout seconds without new data):
+  FILE may not exist yet, and a rotated (renamed and recreated) or truncated
+  FILE is followed, read again from its start.
 
 several cores:
   --workers N forks N processes once the queries are registered (each has the
@@ -87,9 +90,11 @@ def add_command(sub) -> None:
                         help="a saved index (rtf index build): its queries, algorithm and taxonomy")
     inputs = p.add_mutually_exclusive_group(required=True)
     inputs.add_argument("--publications", nargs="+", metavar="F",
-                        help="N-Triples, Turtle or N-Quads files, plain, .gz or .bz2 ('-' for stdin)")
+                        help="N-Triples, Turtle or N-Quads files, plain, .gz or .bz2 ('-' for stdin; "
+                             "gzip and bzip2 are also told by their first bytes)")
     inputs.add_argument("--follow", metavar="FILE",
-                        help="read FILE as it grows, like `tail -f` (a live feed)")
+                        help="read FILE as it grows, like `tail -F` (a live feed; FILE may appear "
+                             "later, and may be rotated or truncated)")
     p.add_argument("--follow-timeout", type=positive_float, metavar="S",
                    help="with --follow: stop after S seconds without new data (default: never)")
     p.add_argument("--format", choices=("nt", "nq", "ttl", "trig", "owl"),
@@ -118,10 +123,21 @@ def add_command(sub) -> None:
     p.set_defaults(func=cmd_match)
 
     p = sub.add_parser("demo", help="run the example queries on the DBpedia sample",
-                       description="Run the example queries (examples/) over the DBpedia sample in "
-                                   "$RTF_DATA_DIR/dbpedia (default ../shared/data/dbpedia), or over a "
-                                   "small bundled example when the sample is absent.")
-    p.add_argument("--algorithm", default=DEFAULT_ALGORITHM, choices=ALGORITHMS)
+                       description="Run the example queries (examples/) over the DBpedia sample in\n"
+                                   "$RTF_DATA_DIR/dbpedia (default ../shared/data/dbpedia), or over a\n"
+                                   "small bundled example when the sample is absent. It is\n"
+                                   "`rtf match --stats` with the example files: the matches on\n"
+                                   "stdout, the figures on stderr.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n"
+                              "  rtf demo                              the default engine\n"
+                              "  rtf demo --algorithm naive            the brute-force reference: "
+                              "the same matches, slower\n"
+                              "  rtf demo --algorithm rtfm --output m.jsonl\n"
+                              "  RTF_DATA_DIR=path/to/data rtf demo    the sample in path/to/data/dbpedia")
+    p.add_argument("--algorithm", default=DEFAULT_ALGORITHM, choices=ALGORITHMS,
+                   help=f"the engine (default {DEFAULT_ALGORITHM}); all four give the same "
+                        "matches, and --stats' filter_s compares their speed")
     p.add_argument("--output", metavar="FILE", help="write matches here (default: stdout)")
     p.set_defaults(func=cmd_demo)
 
@@ -165,6 +181,8 @@ def make_renderer(args, engine):
 
 
 def _render_plain(pub, found) -> str:
+    if hasattr(found, "query_ids"):  # Engine.match's Matches: rendered from its lists
+        return match_lines(pub.id, found)
     return "".join([match_line(pub.id, m) + "\n" for m in found])
 
 
@@ -175,6 +193,7 @@ def cmd_match(args) -> int:
     from rtf.io.sources import UnknownFormatError
 
     t0 = time.perf_counter()
+    problems: list[str] | None = None  # the queries --skip-invalid left out (none from an index)
     if getattr(args, "index", None):  # a saved index: loaded, no query parsed
         from rtf.cli.index import load_index_engine
         rss_before = current_rss_mb()
@@ -184,7 +203,7 @@ def cmd_match(args) -> int:
     else:
         args.algorithm = args.algorithm or DEFAULT_ALGORITHM
         engine = Engine(args.algorithm, taxonomy=args.taxonomy)
-        problems: list[str] | None = [] if args.skip_invalid else None
+        problems = [] if args.skip_invalid else None
         records = load_queries(args.queries, problems)
         rss_before = current_rss_mb()
         register_all(engine, records, args.queries, problems)
@@ -196,6 +215,8 @@ def cmd_match(args) -> int:
     freeze_long_lived()  # the index is long-lived: out of the collector's sight
 
     follow = getattr(args, "follow", None)
+    if follow and not os.path.exists(follow):
+        print(f"rtf: {follow} does not exist yet: waiting for it (--follow)", file=sys.stderr)
     sources = [follow] if follow else args.publications
     live = bool(follow) or "-" in sources  # a feed: each publication's matches at once
     render = make_renderer(args, engine)
@@ -214,7 +235,7 @@ def cmd_match(args) -> int:
         if workers > 1:
             results = match_in_processes(engine, render, pubs, workers)
         else:
-            results = _match_here(engine, render, progress(pubs, "matching", unit="pub"))
+            results = _match_here(engine, render, read_progress(pubs, read_stats, None if live else sources, "matching"))
         for text, n_matches, seconds in results:
             filter_s += seconds
             publications += 1
@@ -224,6 +245,7 @@ def cmd_match(args) -> int:
                     out.flush()
             matches += n_matches
         out.flush()
+    run_s = time.perf_counter() - t0 - register_s  # reading, matching, writing
     report_lost_input(read_stats)
     if args.stats:
         stats = {"algorithm": args.algorithm, "queries": len(engine), "publications": publications,
@@ -234,6 +256,8 @@ def cmd_match(args) -> int:
                  "register_queries_per_s": round(len(engine) / register_s) if register_s else None,
                  "index_rss_mb": round(index_rss_mb, 1), "filter_s": round(filter_s, 4),
                  "publications_per_s": round(publications / filter_s, 1) if filter_s else None,
+                 "run_s": round(run_s, 4),
+                 "run_publications_per_s": round(publications / run_s, 1) if run_s else None,
                  "filter_ms_per_publication": round(1000 * filter_s / publications, 4) if publications else None,
                  "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1), "workers": workers}
         print(json.dumps(stats), file=sys.stderr)
@@ -254,14 +278,32 @@ def match_in_processes(engine, render, pubs, workers: int):
     process reads the input and sends batches of publications.
     """
     import multiprocessing
+    import signal
     from itertools import islice
 
     _WORKER.update(engine=engine, render=render)
     context = multiprocessing.get_context("fork")
     batches = iter(lambda: [(p.id, p.triples) for p in islice(pubs, WORKER_BATCH)], [])
-    with context.Pool(workers) as pool:
+    # SIGTERM is held while the workers are forked, and each releases it only once
+    # it has the default action (`_quiet_worker`): a SIGTERM that reached a worker
+    # still holding the parent's Python handler would be dropped when the handler
+    # changed, and the pool's terminate() would then wait for it forever.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        pool = context.Pool(workers, initializer=_quiet_worker)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    with pool:
         for results in pool.imap(_match_batch, batches):
             yield from results
+
+
+def _quiet_worker() -> None:
+    """In a worker: SIGTERM (the pool's way to stop it) just ends it, as before the
+    parent's handler (`rtf.cli.Terminated`, for the parent's cleanups) was inherited."""
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def _match_batch(batch: list) -> list:

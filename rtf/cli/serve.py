@@ -11,18 +11,27 @@ data folder (--data DIR, created if missing):
   queries.sqlite3   the registered queries, the source of truth (a 201 means on disk)
   outbox.sqlite3    the matches pushed to subscribers, for those who reconnect
   snapshot.idx      the saved index, so that a restart does not parse every query
-  serve.lock        one server per folder
+                    (used only if it was made from this very queries.sqlite3)
+  serve.lock        names the serving process (the folder itself is locked:
+                    one server per folder)
 
 API (JSON; docs/server.md has every detail, /docs the OpenAPI pages):
   PUT    /queries/{id}              {"query": "...", "subscriber": "alice"} -> 201
   GET    /queries[?subscriber=]     GET|DELETE /queries/{id}
   POST   /publications              an RDF body (application/n-triples, text/turtle,
-                                    application/n-quads) -> the matches, as rtf match lines
+                                    application/n-quads, application/trig,
+                                    application/rdf+xml without a DTD)
+                                    -> the matches, as rtf match lines
   GET    /subscribers/{name}/matches  Server-Sent Events; reconnect with Last-Event-ID
   GET    /health, /metrics (Prometheus)
 
 tokens file (--tokens FILE; without it, anyone who reaches the port is admin):
-  one "TOKEN ROLE" per line; ROLE is admin, publisher or subscriber:NAME
+  one "TOKEN ROLE" per line; ROLE is admin, publisher or subscriber:NAME;
+  a token has at least 16 characters (a shorter one is refused at start, exit 1)
+
+errors are {"error": "..."} JSON: 400 bad request (ids and subscriber names
+are 1 to 1024 characters), 401/403 tokens, 413 body too large, 507 the data
+folder is full (nothing changed). SIGTERM and Ctrl-C stop cleanly (exit 0, 130).
 
 examples:
   rtf serve --data ./broker
@@ -32,6 +41,17 @@ examples:
   curl -X POST localhost:8750/publications -H 'Content-Type: application/n-triples' \\
        --data-binary '<http://ex/a> <http://ex/p> "Games in Rio" .'
 """
+
+def port(text: str) -> int:
+    """A TCP port, 0 to 65535 (0: any free one)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is from 0 to 65535, got {text!r}")
+    return value
+
 
 def add_command(sub) -> None:
     from rtf.engine import ALGORITHMS, DEFAULT_ALGORITHM
@@ -53,7 +73,7 @@ def add_command(sub) -> None:
                    help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf*")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+    p.add_argument("--port", type=port, default=DEFAULT_PORT,
                    help=f"port (default {DEFAULT_PORT}; 0: any free port, printed at start)")
     p.add_argument("--tokens", metavar="FILE", help="bearer tokens and their roles (see below)")
     p.add_argument("--max-body", type=positive_int, default=MAX_BODY, metavar="BYTES",

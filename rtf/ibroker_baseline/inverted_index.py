@@ -132,7 +132,7 @@ class QueryEntry:
             if not alternatives and not single:  # no certain word: the full check decides
                 return True
             text = text_index(lexical_form(o))
-            if single and not single.isdisjoint(text.positions.keys()):
+            if single and not single.isdisjoint(text.keys):
                 return True
             return any(_holds(text, ws, ps) for ws, ps in alternatives)
         return True
@@ -152,9 +152,9 @@ class QueryEntry:
 
 def _holds(text, words: tuple[str, ...], prefixes: tuple[str, ...]) -> bool:
     """Every word and prefix occurs in the text (hash lookups, a key range per prefix)."""
-    positions = text.positions
+    keys = text.keys  # words and bigrams (the keys of two-word phrases)
     for w in words:
-        if w not in positions:
+        if w not in keys:
             return False
     if prefixes:
         sw = text.sorted_words

@@ -1,13 +1,17 @@
 """Query files: JSON Lines records or one ``.rq`` query, read with file:line errors, registered all-or-nothing.
 
 A JSON line is ``{"id": "...", "query": "...", "subscriber": "..."}``; its
-other fields are the query's metadata. ``rtf match``, ``rtf index``, the
-Spark replay and ``rtf check -f`` all read queries here.
+metadata is its ``"metadata"`` object, if it has one, and its other fields
+(so the lines of ``GET /queries`` and of ``rtf match --with-metadata`` read
+back with the same metadata, not nested in a second ``"metadata"``).
+``rtf match``, ``rtf index``, the Spark replay and ``rtf check -f`` all read
+queries here.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -15,8 +19,13 @@ from rtf.errors import QueryError, RtfError
 from rtf.io.progress import progress
 
 
+#: A UTF-8 byte order mark, which some editors put at the start of a file: ignored.
+BOM = "\ufeff"
+
+
 def read_text(path: str | Path | None, what: str) -> str:
-    """The UTF-8 text of file `path` (None: stdin); an error names the line of a bad byte."""
+    """The UTF-8 text of file `path` (None: stdin), without a byte order mark at
+    its start; an error names the line of a bad byte."""
     if path is None:
         data = sys.stdin.buffer.read()
         path = "<stdin>"
@@ -26,7 +35,7 @@ def read_text(path: str | Path | None, what: str) -> str:
         except OSError as e:
             raise QueryFileError(f"cannot read {what} {path}: {e.strerror}") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
@@ -45,14 +54,15 @@ RECORD_FIELDS = ("id", "query", "subscriber")
 def load_queries(path: str | Path, problems: list[str] | None = None) -> list[dict]:
     """Query records {"id", "query", "subscriber", "metadata", "line"} from a JSON Lines or .rq file.
 
-    The fields of a JSON line other than id, query and subscriber are its
-    metadata. A bad line raises `QueryFileError` naming the file and line;
+    A JSON line's metadata is its "metadata" object and its fields other than
+    id, query and subscriber (a key in both is an error). A bad line raises `QueryFileError` naming the file and line;
     with a `problems` list it is reported there instead, and skipped.
     """
     path = Path(path)
     text = read_text(path, "queries file")
     if path.suffix == ".rq":
-        return [{"id": path.stem, "query": text, "subscriber": None, "metadata": {}, "line": 1}]
+        return [{"id": path.stem, "query": text, "subscriber": None, "metadata": {}, "line": 1,
+                 "whole_file": True}]
     records = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -76,23 +86,59 @@ def _query_record(line: str, where: str, n: int) -> dict:
     if not isinstance(rec, dict) or not isinstance(rec.get("query"), str):
         raise QueryFileError(f'{where}: expected {{"id": ..., "query": "..."}}')
     for name in RECORD_FIELDS:
-        if not _is_unicode(rec.get(name)):
+        value = rec.get(name)
+        if isinstance(value, str) and not is_unicode(value):
             raise QueryFileError(f'{where}: "{name}" is not valid Unicode '
                                  "(a lone surrogate \\ud800-\\udfff)")
+    metadata = _metadata(rec, where)
+    problem = json_problem(metadata)
+    if problem:
+        raise QueryFileError(f"{where}: metadata: {problem}")
     return {"id": str(rec["id"]) if rec.get("id") is not None else None,
             "query": rec["query"], "subscriber": rec.get("subscriber"), "line": n,
-            "metadata": {k: v for k, v in rec.items() if k not in RECORD_FIELDS}}
+            "metadata": metadata}
 
 
-def _is_unicode(value) -> bool:
+def _metadata(rec: dict, where: str) -> dict:
+    """A record's metadata: its "metadata" object and its other extra fields (a key in both is an error)."""
+    extra = {k: v for k, v in rec.items() if k not in RECORD_FIELDS and k != "metadata"}
+    nested = rec.get("metadata", {})
+    if not isinstance(nested, dict):
+        raise QueryFileError(f'{where}: "metadata" must be a JSON object, not {type(nested).__name__}')
+    both = sorted(extra.keys() & nested.keys())
+    if both:
+        raise QueryFileError(f'{where}: {both[0]!r} is both a field and a key of "metadata": keep one')
+    return {**extra, **nested}
+
+
+def is_unicode(text: str) -> bool:
     """False for a string holding a lone surrogate (JSON allows "\\ud800"), which no file can hold."""
-    if not isinstance(value, str):
-        return True
     try:
-        value.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
+
+
+def json_problem(value) -> str | None:
+    """Why decoded JSON `value` could not be written back as JSON to a UTF-8 file, or
+    None: a key or string holding a lone surrogate, or a number that is not finite
+    (Python's json reads NaN, Infinity and 1e400). Walked without recursion: it may
+    nest deeply."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            if not all(is_unicode(k) for k in item if isinstance(k, str)):
+                return "a key holds a lone surrogate (\\ud800-\\udfff)"
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str) and not is_unicode(item):
+            return "a string holds a lone surrogate (\\ud800-\\udfff)"
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"{item} is not a JSON number (NaN and infinities are not JSON)"
+    return None
 
 
 def register_all(engine, records, source: str, problems: list[str] | None = None) -> None:
@@ -105,7 +151,10 @@ def register_all(engine, records, source: str, problems: list[str] | None = None
         try:
             engine.register(rec["query"], rec["id"], rec["subscriber"], rec.get("metadata"))
         except QueryError as e:
-            error = QueryFileError(f"{source}:{rec['line']}: query {rec['id']!r}: {e}")
+            if rec.get("whole_file") and e.line is not None:  # a .rq file: the query's position is the file's
+                error = QueryFileError(f"{source}:{e.line}:{e.column}: query {rec['id']!r}: {e.message}")
+            else:
+                error = QueryFileError(f"{source}:{rec['line']}: query {rec['id']!r}: {e}")
         except (ValueError, TypeError) as e:  # a duplicate id, a subscriber that is not a string
             error = QueryFileError(f"{source}:{rec['line']}: {e}")
         else:

@@ -37,6 +37,11 @@ disk) gives everything read before the break (`GuardedReader`), then a
 `Break`: an error, or with ``skip_invalid=True`` an entry of
 `ReadStats.breaks`. A UTF-8 byte order mark at the start of a file is dropped.
 
+What one document may cost is bounded (`rtf.io.input_limits`): a line over
+`MAX_LINE_BYTES` is a bad line, the terms of Turtle, TriG and RDF/XML are
+counted against an expansion budget, and an RDF/XML DTD is refused before
+the parser sees it.
+
 Grouping notes:
 
 - A subject that comes back after another one starts a new publication, as the
@@ -62,6 +67,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import chain, groupby
 from operator import itemgetter
@@ -70,7 +76,16 @@ from typing import IO, NamedTuple
 import pyoxigraph as ox
 
 from rtf.errors import PublicationError
+from rtf.io import input_limits
+from rtf.io.input_limits import (
+    BadLine,
+    ExpansionBudget,
+    RefuseDtd,
+    overlong_line,
+    overlong_term,
+)
 from rtf.io.sources import (_LINE_FORMATS, CHUNK_BYTES, STDIN, Break, GuardedReader, detect_format, open_binary)
+from rtf.io.memory import MemorySource, in_memory
 from rtf.io.publication import Publication, Triple
 from rtf.query.terms import display_iri
 
@@ -105,18 +120,13 @@ class ReadStats:
     breaks: list[Break] = field(default_factory=list)
 
 
-class BadLine(NamedTuple):
-    """A malformed line (or statement) met while parsing, in file order."""
-
-    line: int | None
-    message: str
-
-
 # ------------------------------------------------------------------- parsing
 
-#: Turns parsed quads into rows of keys. Converting while parsing keeps no
-#: pyoxigraph objects alive (a little faster) and lets a failed parse of a
-#: window of lines drop its rows whole.
+# Key functions (`KeyFunction`) turn parsed quads into rows of keys.
+# Converting while parsing keeps no pyoxigraph objects alive (a little
+# faster) and lets a failed parse of a window of lines drop its rows whole.
+
+
 KeyFunction = Callable[[Iterable[ox.Quad]], list[tuple[str, ...]]]
 
 
@@ -129,6 +139,19 @@ def _quad_keys(quads: Iterable[ox.Quad]) -> list[tuple[str, str, str, str]]:
     """(s, p, o, g) key rows; g is ``DEFAULT`` (not a key) for the default graph."""
     return [(str(q.subject), str(q.predicate), str(q.object), str(q.graph_name))
             for q in quads]
+
+
+# The same, one quad at a time, for the formats whose terms are budgeted (the
+# batch functions above are written out: a call per quad would cost N-Triples 3 %).
+def _triple_key(q: ox.Quad) -> Triple:
+    return (str(q.subject), str(q.predicate), str(q.object))
+
+
+def _quad_key(q: ox.Quad) -> tuple[str, str, str, str]:
+    return (str(q.subject), str(q.predicate), str(q.object), str(q.graph_name))
+
+
+_ONE_KEY = {_triple_keys: _triple_key, _quad_keys: _quad_key}
 
 
 _DEFAULT_GRAPH = str(ox.DefaultGraph())
@@ -147,6 +170,8 @@ def _try_parse(data: bytes | str, fmt: ox.RdfFormat, keys: KeyFunction
         return keys(ox.parse(data, fmt)), None
     except SyntaxError as error:
         return [], error
+    except MemoryError as error:
+        return [], overlong_term(error)
 
 
 def _parse_lines(data: bytes | str, fmt: ox.RdfFormat, keys: KeyFunction, first_line: int = 1
@@ -202,48 +227,72 @@ def _line_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stats:
     """Parse a line-based file in blocks of whole lines of about CHUNK_BYTES.
 
     Where the file breaks off, the unfinished line is not parsed: it is lost,
-    with the rest of the file (`GuardedReader.end` reports it).
+    with the rest of the file (`GuardedReader.end` reports it). A line over
+    `MAX_LINE_BYTES` is a bad line, dropped as it is read.
     """
     line = 1  # number of the first line of the next block
     carry = b""  # the unfinished last line of the previous read
+    overlong = False  # the unfinished line is over the limit (carry is dropped)
+    # A line inside one block is never over the limit: only the first and
+    # last lines of a block, which span blocks, need measuring.
+    size = min(CHUNK_BYTES, input_limits.MAX_LINE_BYTES)
     while True:
-        block = f.read(CHUNK_BYTES)
+        block = f.read(size)
         stats.bytes_read += len(block)
-        if block:
-            cut = block.rfind(b"\n") + 1
-            if not cut:  # a line longer than a block: keep reading it
-                carry += block
-                continue
-            data, carry = carry + block[:cut], block[cut:]
-        elif carry and f.broken is None:  # a last line without its newline
-            data, carry = carry, b""
-        else:
+        if not block:
+            if f.broken is None:  # a last line without its newline
+                if overlong:
+                    yield overlong_line(line)
+                elif carry:
+                    yield from _parse_lines(carry, fmt, keys, line)
             return
-        yield from _parse_lines(data, fmt, keys, line)
-        line += data.count(b"\n")
+        first_end = block.find(b"\n") + 1
+        if not first_end:  # a line longer than a block: keep reading it
+            if not overlong:
+                carry += block
+                overlong = len(carry) > input_limits.MAX_LINE_BYTES
+                carry = b"" if overlong else carry
+            continue
+        if overlong or len(carry) + first_end > input_limits.MAX_LINE_BYTES:
+            yield overlong_line(line)
+            line += 1
+            carry, block, overlong = b"", block[first_end:], False
+        cut = block.rfind(b"\n") + 1
+        data, carry = carry + block[:cut], block[cut:]
+        overlong = len(carry) > input_limits.MAX_LINE_BYTES
+        carry = b"" if overlong else carry
+        if data:
+            yield from _parse_lines(data, fmt, keys, line)
+            line += data.count(b"\n")
 
 
-def _stream_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats
-                    ) -> Iterator[list[tuple[str, ...]] | BadLine]:
+def _stream_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats,
+                    source: str = "<stream>") -> Iterator[list[tuple[str, ...]] | BadLine]:
     """Stream a file through pyoxigraph, which resumes after each error.
 
     Once the file has broken off, the parser's errors are those of the cut
-    statement: they are not reported, the break is (`GuardedReader.end`).
+    statement: they are not reported, the break is (`GuardedReader.end`). A
+    term over pyoxigraph's 16 MiB buffer ends the file there as a break: the
+    parser cannot go on after it. An RDF/XML DTD is refused (`RefuseDtd`);
+    the terms made are counted against the document's `ExpansionBudget`.
     """
-    quads = ox.parse(f, fmt)
+    row = ExpansionBudget(source, _ONE_KEY[keys], lambda: f.bytes_read).row
+    quads = ox.parse(RefuseDtd(f, source) if fmt == ox.RdfFormat.RDF_XML else f, fmt)
     while True:
-        batch: list[ox.Quad] = []
+        batch: list[tuple[str, ...]] = []
         bad = None
         try:
             for quad in quads:
-                batch.append(quad)
+                batch.append(row(quad))
                 if len(batch) == _STREAM_BATCH:
                     break
         except SyntaxError as error:
             if f.broken is None:
                 bad = BadLine(error.lineno, _describe(error))
+        except MemoryError as error:
+            f.broken = overlong_term(error)
         if batch:
-            yield keys(batch)
+            yield batch
         if bad:
             yield bad
         elif len(batch) < _STREAM_BATCH and f.broken is None or not batch:
@@ -307,24 +356,27 @@ def _turtle_statements(data: bytes) -> Iterator[_Statement]:
         yield _Statement(line, data[start:], False)
 
 
-def _turtle_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats
-                    ) -> Iterator[list[tuple[str, ...]] | BadLine]:
+def _turtle_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stats: ReadStats,
+                    source: str = "<stream>") -> Iterator[list[tuple[str, ...]] | BadLine]:
     """Parse a Turtle file, read whole, in one call; only if that fails, by statement.
 
     pyoxigraph's own recovery after an error may drop the next statement or
     everything after an unterminated string; parsed alone, with the
-    directives before it, a statement is bad only for its own fault.
+    directives before it, a statement is bad only for its own fault. The
+    terms made are counted against the document's `ExpansionBudget`.
     """
     data = f.read()
     stats.bytes_read += len(data)
-    rows, error = _try_parse(data, fmt, keys)
+    budget = ExpansionBudget(source, _ONE_KEY[keys], data.__len__)
+    rows, error = _try_parse(data, fmt, budget.keys)
     if error is None:
         yield rows
         return
+    budget.used = 0  # the rows of the failed parse were dropped
     header = b""  # the directives so far, on one line: the first of each parse
     last_bad = None
     for statement in _turtle_statements(data):
-        rows, error = _parse_recovering(header + b"\n" + statement.text, fmt, keys)
+        rows, error = _parse_recovering(header + b"\n" + statement.text, fmt, budget.row)
         if rows:
             yield rows
         if error is not None:
@@ -336,23 +388,27 @@ def _turtle_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stat
             header += b" " + b" ".join(statement.text.split())
 
 
-def _parse_recovering(data: bytes, fmt: ox.RdfFormat, keys: KeyFunction, max_errors: int = 100
-                      ) -> tuple[list[tuple[str, ...]], SyntaxError | None]:
-    """All the rows pyoxigraph makes of `data` going on after errors, and its first error.
+def _parse_recovering(data: bytes, fmt: ox.RdfFormat, row: Callable[[ox.Quad], tuple[str, ...]],
+                      max_errors: int = 100) -> tuple[list[tuple[str, ...]], SyntaxError | None]:
+    """All the rows (`row` of each quad) pyoxigraph makes of `data` going on
+    after errors, and its first error.
 
     Used on one statement at a time, where its recovery cannot reach into the
     next statement: a statement missing its final dot still gives its triples.
     """
     quads = ox.parse(data, fmt)
-    got: list[ox.Quad] = []
+    got: list[tuple[str, ...]] = []
     first = None
     for _ in range(max_errors):
         try:
-            got.extend(quads)
+            got.extend(map(row, quads))
             break
         except SyntaxError as error:
             first = first or error
-    return keys(got), first
+        except MemoryError as error:  # the parser cannot go on after it
+            first = first or overlong_term(error)
+            break
+    return got, first
 
 
 # ------------------------------------------------------------------ grouping
@@ -381,20 +437,28 @@ def _group(rows: Iterator[tuple[str, ...]], by_graph: bool, stats: ReadStats
            ) -> Iterator[Publication]:
     """Cut a row stream into publications at each change of subject or graph."""
     for key, run in groupby(rows, _graph_key if by_graph else itemgetter(0)):
-        publication = Publication(display_iri(key if isinstance(key, str) else key[1]),
-                                  (row[:3] for row in run) if by_graph else run)
+        # pyoxigraph made the keys: canonical already, not checked again
+        publication = Publication.from_canonical(display_iri(key if isinstance(key, str) else key[1]),
+                                                 (row[:3] for row in run) if by_graph else run)
         stats.publications += 1
         yield publication
 
 
-def read_publications(paths: str | os.PathLike | Iterable[str | os.PathLike],
+#: What `read_publications` reads: a path, or RDF held in memory (`rtf.io.memory`).
+Source = str | os.PathLike | bytes | IO[bytes] | IO[str]
+
+
+def read_publications(paths: Source | Iterable[Source],
                       group_by: str = "subject", skip_invalid: bool = False,
                       stats: ReadStats | None = None,
                       format: str | ox.RdfFormat | None = None, follow: bool = False,
                       idle_timeout: float | None = None) -> Iterator[Publication]:
     """Publications of the RDF files `paths` (one path or several), in order.
 
-    Files are read lazily, a block at a time. ``group_by="subject"`` makes a
+    Each of `paths` is a file path or RDF held in memory: bytes, a string of
+    RDF, or an open binary or text stream (read as stdin is; a ``str`` is a
+    path unless it is plainly RDF text, see `rtf.io.memory`). Files are read
+    lazily, a block at a time. ``group_by="subject"`` makes a
     publication of each run of triples with the same subject (its id is the
     subject without angle brackets), ``group_by="graph"`` of each run of
     quads in the same named graph (id: the graph IRI). A malformed line raises
@@ -406,25 +470,40 @@ def read_publications(paths: str | os.PathLike | Iterable[str | os.PathLike],
 
     Live input: stdin (``-``) is read as bytes arrive, so each publication
     comes out as soon as it is complete (when the next subject starts, or the
-    input ends); gzip or bzip2 on stdin is recognised by its first bytes.
-    With ``follow=True`` each file is read as it grows, like ``tail -f``,
-    until `idle_timeout` seconds pass without new bytes (None: forever).
+    input ends); gzip or bzip2 is recognised by its first bytes when the name
+    does not say (stdin, ``dump.nt``). With ``follow=True`` each file is
+    followed by name as it grows, like ``tail -F`` (it may not exist yet, and
+    may be rotated or truncated: `rtf.io.sources.FollowedFile`), until
+    `idle_timeout` seconds pass without new bytes (None: forever). A file
+    that cannot be opened is a `PublicationError` ("cannot read publications
+    file F: ...").
     """
     if group_by not in ("subject", "graph"):
         raise ValueError(f"group_by must be 'subject' or 'graph', not {group_by!r}")
-    if isinstance(paths, (str, os.PathLike)):
+    if isinstance(paths, (str, os.PathLike, bytes, bytearray, memoryview)) or hasattr(paths, "read"):
         paths = [paths]
-    sources = [(str(p), *detect_format(p, format)) for p in paths]
+    sources = []
+    for p in paths:
+        memory = in_memory(p)
+        sources.append((memory or str(p), *detect_format(STDIN if memory else p, format)))
     return _read(sources, group_by == "graph", skip_invalid,
                  stats if stats is not None else ReadStats(), follow, idle_timeout)
 
 
-def _read(sources: list[tuple[str, ox.RdfFormat, str | None]], by_graph: bool,
+def _read(sources: list[tuple[str | MemorySource, ox.RdfFormat, str | None]], by_graph: bool,
           skip_invalid: bool, stats: ReadStats, follow: bool = False,
           idle_timeout: float | None = None) -> Iterator[Publication]:
     for source, fmt, compression in sources:
-        label = "<stdin>" if source == STDIN else source
-        with open_binary(source, compression, follow, idle_timeout) as raw:
+        if isinstance(source, MemorySource):
+            source, label = source
+        else:
+            label = "<stdin>" if source == STDIN else source
+        with ExitStack() as opened:
+            try:
+                raw = opened.enter_context(open_binary(source, compression, follow, idle_timeout))
+            except OSError as e:
+                raise PublicationError(f"cannot read publications file {source}: "
+                                       f"{e.strerror or e}") from None
             yield from _read_file(raw, label, fmt, by_graph, skip_invalid, stats,
                                   eager=follow or source == STDIN)
 
@@ -449,9 +528,11 @@ def _read_file(raw: IO[bytes], label: str, fmt: ox.RdfFormat, by_graph: bool,
 
     stats.files += 1
     f = GuardedReader(raw, eager=eager)
-    batches = (_line_batches if fmt in _LINE_FORMATS
-               else _turtle_batches if fmt == ox.RdfFormat.TURTLE
-               else _stream_batches)(f, fmt, keys, stats)
+    if fmt in _LINE_FORMATS:
+        batches = _line_batches(f, fmt, keys, stats)
+    else:
+        batches = (_turtle_batches if fmt == ox.RdfFormat.TURTLE
+                   else _stream_batches)(f, fmt, keys, stats, source=label)
     # The break, if any, comes after the last batch read before it, and
     # before the publication it cut short is handed on.
     yield from _group(_rows(chain(batches, f.end(label)), on_bad, stats), by_graph, stats)
@@ -478,16 +559,24 @@ def parse_ntriples_lines(lines: Iterable[str], source: str = "<lines>"
 
     The batch is parsed in one pyoxigraph call; only a batch with bad lines is
     taken apart to skip them (see `_parse_lines`). A bad line never raises:
-    it is counted, and the first one is logged with `source`. Lines may keep
-    their newline or not.
+    it is counted, and the first one is logged with `source`; a line over
+    `MAX_LINE_BYTES` is bad without being parsed. Lines may keep their
+    newline or not.
     """
+    lines = list(lines)
     triples: list[Triple] = []
     bad: list[BadLine] = []
+    limit = input_limits.MAX_LINE_BYTES
+    for i, line in enumerate(lines):  # a term pyoxigraph may not hold: never parsed
+        if len(line) > limit // 4 and len(line.encode("utf-8", "replace")) > limit:
+            lines[i] = ""
+            bad.append(overlong_line(i + 1))
     for item in _parse_lines("\n".join(lines), ox.RdfFormat.N_TRIPLES, _triple_keys):
         if isinstance(item, BadLine):
             bad.append(item)
         else:
             triples.extend(item)
+    bad.sort(key=lambda b: b.line)
     if bad:
         log.warning("%s: skipped %d malformed N-Triples line(s); first, line %s: %s",
                     source, len(bad), bad[0].line, bad[0].message)

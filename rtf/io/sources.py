@@ -1,11 +1,12 @@
 """Where RDF bytes come from: files (plain, gzip, bzip2), stdin and growing files, and their syntax.
 
 `detect_format` tells the RDF syntax from a file name (or ``--format``);
-`open_binary` opens a file or stdin, decompressing by suffix or, for live
-input, by magic bytes; `GuardedReader` turns a read that breaks off (a
-truncated archive, a failing disk) into a clean end with what was read
-before; `LiveStream` reads stdin or a growing file (``--follow``) as bytes
-arrive. `rtf.io.reader` parses what these give into publications.
+`open_binary` opens a file or stdin, decompressing by suffix or, when the
+name says nothing, by magic bytes; `GuardedReader` turns a read that breaks
+off (a truncated archive, a failing disk) into a clean end with what was
+read before; `LiveStream` reads stdin or a growing file (``--follow``) as
+bytes arrive, and `FollowedFile` follows a file by name like ``tail -F``.
+`rtf.io.reader` parses what these give into publications.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ _MAGIC = {b"\x1f\x8b": "gz", b"BZh": "bz2"}
 
 
 class LiveStream:
-    """A binary stream read as data comes: stdin, or a file that grows (``tail -f``).
+    """A binary stream read as data comes: stdin, or a file that grows (``tail -F``).
 
     `read(n)` returns whatever is available (at most `n` bytes) rather than
     waiting for `n` of them, so that gzip, bz2 and the block reader never
@@ -202,7 +203,7 @@ class LiveStream:
             if not part:
                 break
             self._head += part
-        return next((c for magic, c in _MAGIC.items() if self._head.startswith(magic)), None)
+        return compression_of(self._head)
 
     def _next(self, size: int) -> bytes:
         part = self._read1(size)
@@ -230,30 +231,136 @@ class LiveStream:
     read1 = read
 
 
-@contextmanager
-def open_binary(path: str | os.PathLike, compression: str | None,
-                follow: bool = False, idle_timeout: float | None = None) -> Iterator[IO[bytes]]:
-    """A binary reader of `path` (``-``: stdin, left open), decompressed.
+class FollowedFile:
+    """A file followed by name, like ``tail -F``: the raw input of a `LiveStream`.
 
-    Stdin is a `LiveStream`, and compressed by gzip or bzip2 when its first
-    bytes say so. With `follow`, the file is read as it grows (see `LiveStream`).
+    `read1` gives what the file holds beyond what was read, or ``b""`` when
+    there is nothing new (yet): the file does not exist yet, or has been
+    moved away and not recreated. A file that is replaced (rotated: renamed
+    away, a new one created under the name) is read to its end, then the new
+    one from its start. A file truncated in place (``logrotate
+    copytruncate``) is read again from its start: it is noticed when it is
+    shorter than what was read, or when its first bytes or those just before
+    the read position are no longer those read. With `separate_lines`, a line the old
+    content left unfinished is ended there (a newline is given), so that it
+    cannot glue itself to the first line of the new content.
     """
-    if str(path) == STDIN:
-        raw, close = LiveStream(sys.stdin.buffer), False
+
+    #: Bytes kept from the start and the end of what was read, to notice a rewritten file.
+    TAIL = 64
+
+    def __init__(self, path: str | os.PathLike, separate_lines: bool = True):
+        self.path = os.fspath(path)
+        self.separate_lines = separate_lines
+        self._f: IO[bytes] | None = None
+        self._id: tuple[int, int] | None = None  # (device, inode) of the open file
+        self._pos = 0
+        self._head = b""  # the first bytes read from the open file
+        self._tail = b""  # the last bytes read from the open file
+
+    def read1(self, size: int = CHUNK_BYTES) -> bytes:
+        if self._f is None and not self._open():
+            return b""
+        if self._pos and self._rewritten():
+            return self._restart()  # truncated, then written again up to where we were
+        data = self._f.read(size)
+        if data:
+            return self._give(data)
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:  # moved away, not recreated yet: keep what we have open
+            return b""
+        if (now.st_dev, now.st_ino) != self._id:  # replaced: the old file is done...
+            rest = self._f.read(size)
+            if rest:  # ...once what its writer added before the switch is read
+                return self._give(rest)
+            self._f.close()
+            self._f = None
+            return self._boundary() or self.read1(size)
+        if now.st_size < self._pos:  # truncated in place
+            return self._restart()
+        return b""
+
+    def _open(self) -> bool:
+        try:
+            self._f = open(self.path, "rb", buffering=0)
+        except FileNotFoundError:
+            return False
+        st = os.fstat(self._f.fileno())
+        self._id, self._pos, self._head, self._tail = (st.st_dev, st.st_ino), 0, b"", b""
+        return True
+
+    def _give(self, data: bytes) -> bytes:
+        if len(self._head) < self.TAIL:
+            self._head = (self._head + data)[:self.TAIL]
+        self._pos += len(data)
+        self._tail = (self._tail + data)[-self.TAIL:]
+        return data
+
+    def _rewritten(self) -> bool:
+        """Whether the first or the last bytes read are no longer in the file."""
+        fd = self._f.fileno()
+        return (os.pread(fd, len(self._head), 0) != self._head
+                or os.pread(fd, len(self._tail), self._pos - len(self._tail)) != self._tail)
+
+    def _restart(self) -> bytes:
+        """Read the open file again from its start (after the boundary)."""
+        boundary = self._boundary()
+        self._f.seek(0)
+        self._pos, self._head, self._tail = 0, b"", b""
+        return boundary
+
+    def _boundary(self) -> bytes:
+        """A newline if the content left behind ended in the middle of a line."""
+        if self.separate_lines and self._tail and not self._tail.endswith(b"\n"):
+            self._tail = b"\n"
+            return b"\n"
+        return b""
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+
+    read = read1
+
+
+def compression_of(head: bytes) -> str | None:
+    """``"gz"``, ``"bz2"`` or None, from the first bytes of a file."""
+    return next((c for magic, c in _MAGIC.items() if head.startswith(magic)), None)
+
+
+@contextmanager
+def open_binary(path: str | os.PathLike | IO[bytes], compression: str | None,
+                follow: bool = False, idle_timeout: float | None = None) -> Iterator[IO[bytes]]:
+    """A binary reader of `path` (``-``: stdin; or an open binary stream: both left open), decompressed.
+
+    `compression` comes from the file name; when the name says none, the
+    first bytes tell gzip or bzip2 (a ``.nt`` file that is gzipped is read
+    as gzip). Stdin and open streams are `LiveStream`s. With `follow`, the
+    file is followed by name as it grows, like ``tail -F`` (see
+    `FollowedFile`): it need not exist yet. A file that cannot be opened
+    raises `OSError`.
+    """
+    if hasattr(path, "read") or str(path) == STDIN:
+        raw, close = LiveStream(path if hasattr(path, "read") else sys.stdin.buffer), None
         compression = compression or raw.peek_compression()
+    elif follow:
+        followed = FollowedFile(path)
+        raw = LiveStream(followed, poll=FOLLOW_POLL_S, idle_timeout=idle_timeout)
+        close = followed.close
+        compression = compression or raw.peek_compression()
+        followed.separate_lines = compression is None  # a newline inside gzip would break it
     else:
-        raw, close = open(path, "rb"), True
-        if follow:
-            raw = LiveStream(raw, poll=FOLLOW_POLL_S, idle_timeout=idle_timeout)
+        raw = open(path, "rb")
+        close = raw.close
+        compression = compression or compression_of(raw.peek(3)[:3])
     try:
         # gzip/bz2 never close a file object they were given: `raw` is ours.
         yield _OPENERS[compression](raw) if compression else raw
     finally:
-        if close:
-            (raw._raw if isinstance(raw, LiveStream) else raw).close()
+        if close is not None:
+            close()
 
 
 #: How often a followed file is checked for new bytes.
 FOLLOW_POLL_S = 0.1
-
-

@@ -34,7 +34,7 @@ from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
 if TYPE_CHECKING:  # rtf.matching.optional is imported where used: it imports the evaluator
     from rtf.matching.optional import OptionalPart
 from rtf.query.terms import TypePath, Wildcard, is_variable
-from rtf.query.text import is_plain_disjunction, required_words, word_alternatives
+from rtf.query.text import compile_ft, index_alternatives, is_plain_disjunction, required_words
 
 WILDCARD_CONTENT = "*"
 _NO_SLOTS = np.zeros(0, dtype=np.int32)
@@ -155,11 +155,12 @@ class TupleShape:
     (words, prefixes) tuples, one per ``ftor`` alternative, of which a
     literal must hold all of at least one (empty when nothing is certain:
     the shape is then verified on every literal reaching its structure).
-    `needs_check` says the expression says more than its keys.
+    `needs_check` says the expression says more than its keys; `check` then
+    decides it on a text (`rtf.query.text.compile_ft`).
     """
 
     __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "alternatives",
-                 "needs_check", "slots", "is_type_path", "row_positions")
+                 "needs_check", "check", "slots", "is_type_path", "row_positions")
 
     def __init__(self, id: int, key):
         self.id = id
@@ -170,6 +171,8 @@ class TupleShape:
         else:
             self.alternatives = ()
             self.needs_check = False
+        #: the whole full-text constraint as a function of a TextIndex, when it needs checking
+        self.check = compile_ft(self.fulltext) if self.needs_check else None
         self.slots = SlotList()
         self.is_type_path = self.predicate == TypePath().key
         # Where a triple's binding row comes from: the first position of ?1, ?2, ...
@@ -178,6 +181,15 @@ class TupleShape:
             if is_var_content(c):
                 firsts.setdefault(c, i)
         self.row_positions = tuple(firsts[c] for c in sorted(firsts, key=lambda c: int(c[1:])))
+
+    def __getstate__(self):
+        # `check` is a closure, which cannot be pickled (Spark ships engines): made again.
+        return None, {name: getattr(self, name) for name in self.__slots__ if name != "check"}
+
+    def __setstate__(self, state) -> None:
+        for name, value in state[1].items():
+            setattr(self, name, value)
+        self.check = compile_ft(self.fulltext) if self.needs_check else None
 
     @property
     def structure(self) -> tuple[str, str, str]:
@@ -206,13 +218,14 @@ class TupleShape:
 def index_keys(fulltext: FTExpr) -> tuple[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], bool]:
     """(alternatives, needs_check) of a full-text constraint (see `TupleShape`).
 
-    Every ``ftor`` alternative is a key (`rtf.query.text.word_alternatives`); when
+    Every ``ftor`` alternative is a key (`rtf.query.text.index_alternatives`: words,
+    prefixes, and the bigrams of phrases, looked up in `TextIndex.keys`); when
     there are too many, or one requires no word, the shape keys on the
     words certain in all of them (`required_words`), maybe none. The keys
     alone decide the expression only when it is whole words under ftand
     and ftor and each alternative is a key.
     """
-    alternatives = word_alternatives(fulltext)
+    alternatives = index_alternatives(fulltext)
     if alternatives is None:
         ws, ps = required_words(fulltext)
         keys = ((tuple(sorted(ws)), tuple(sorted(ps))),) if ws or ps else ()

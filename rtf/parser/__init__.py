@@ -21,6 +21,7 @@ from __future__ import annotations
 from lark.exceptions import UnexpectedInput
 
 from rtf.errors import QueryTooComplexError
+from rtf.parser.blank_nodes import check_blank_node_scopes
 from rtf.parser.build import BUILTIN_PREFIXES, QueryBuilder
 from rtf.parser.cache import ParseCache
 from rtf.parser.diagnose import diagnose
@@ -64,6 +65,18 @@ def parse_query(text: str) -> Query:
 
 
 def _parse(text: str) -> Query:
+    if len(text) <= MAX_QUERY_TOKENS:
+        # A token is at least one character: the text cannot pass the token limit.
+        # The tree is built without positions (faster); a query that fails is
+        # parsed again with them, so its error is reported exactly as before.
+        try:
+            return _build(text, lark_parser(positions=False).parse(text))
+        except Exception:  # any error (a positioned one reads the tree's positions)
+            pass
+    return _parse_with_positions(text)
+
+
+def _parse_with_positions(text: str) -> Query:
     parser = lark_parser()
     # Token by token, so that a query over MAX_QUERY_TOKENS stops there, before
     # Lark has built a tree of it (about 1 KB per token).
@@ -77,7 +90,12 @@ def _parse(text: str) -> Query:
         if getattr(e, "interactive_parser", None) is None:  # as Lark's parse() would set it
             e.interactive_parser = interactive
         raise diagnose(text, e, parser) from None
+    return _build(text, tree)
+
+
+def _build(text: str, tree) -> Query:
     check_nesting(tree)
+    check_blank_node_scopes(tree, text)
     try:
         return QueryBuilder(text).build(tree)
     except RecursionError:  # pragma: no cover - check_nesting keeps every recursion shallow

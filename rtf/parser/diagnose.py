@@ -23,6 +23,7 @@ from lark.exceptions import (
 )
 
 from rtf.errors import QuerySyntaxError, UnsupportedQueryError, position
+from rtf.query.functions import FUNCTION_ARITY, XSD_CASTS
 
 #: Bare SPARQL keywords outside the language, and the construct each starts.
 UNSUPPORTED_KEYWORDS = {
@@ -41,11 +42,27 @@ UNSUPPORTED_KEYWORDS = {
     "WITH": "SPARQL Update (WITH)",
 }
 
+#: How SPARQL 1.1 spells the functions whose names the language knows in lower case.
+_SPELLING = {"isiri": "isIRI", "isuri": "isURI", "isliteral": "isLiteral", "isblank": "isBlank",
+             "isnumeric": "isNumeric", "sameterm": "sameTerm", "strstarts": "strStarts",
+             "strends": "strEnds", "langmatches": "langMatches"}
+
+#: The functions a FILTER may call, as the error about an unknown one lists them: made
+#: from the evaluator's own tables, so that the message never falls behind the language.
+FILTER_FUNCTIONS: tuple[str, ...] = (
+    ("ftcontains", "regex", "langmatches")
+    + tuple(sorted(FUNCTION_ARITY))
+    + tuple(sorted("xsd:" + iri.rpartition("#")[2] for iri in XSD_CASTS)))
+
 #: Words that may stand before "(" in the language.
-CALLABLE = {"FILTER", "FTCONTAINS", "REGEX", "CONTAINS", "LANG", "LANGMATCHES", "FTNEAR",
-            "FTNOT", "FTAND", "FTOR", "IN", "STR", "DATATYPE", "BOUND", "ISIRI", "ISURI",
-            "ISLITERAL", "ISBLANK", "ISNUMERIC", "SAMETERM", "LCASE", "UCASE", "STRLEN",
-            "STRSTARTS", "STRENDS", "YEAR", "MONTH", "DAY", "ABS"}
+CALLABLE = frozenset({"FILTER", "FTNEAR", "FTNOT", "FTAND", "FTOR", "IN"}
+                     | {name.upper() for name in FILTER_FUNCTIONS if ":" not in name})
+
+
+def _function_list() -> str:
+    names = [_SPELLING.get(name, name) for name in FILTER_FUNCTIONS]
+    return "the filter functions are " + ", ".join(names[:-1]) + " and " + names[-1]
+
 
 # Lexical pieces of a query, in the order they must be tried: what is inside
 # strings, IRIs and comments is never a keyword; neither are variables,
@@ -98,8 +115,7 @@ def find_unsupported(text: str) -> UnsupportedQueryError | None:
         if word not in CALLABLE and _OPENING.match(text, m.end()):
             line, col = position(text, m.start())
             return UnsupportedQueryError(f"function {m.group()}", line, col,
-                                         "the filter functions are ftcontains, regex, "
-                                         "contains, lang and langMatches")
+                                         _function_list())
     return None
 
 

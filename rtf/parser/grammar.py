@@ -13,12 +13,15 @@ def grammar_text() -> str:
     return resources.files("rtf.grammar").joinpath("ftsparql.lark").read_text(encoding="utf-8")
 
 
-@lru_cache(maxsize=1)
-def lark_parser() -> Lark:
+@lru_cache(maxsize=2)
+def lark_parser(positions: bool = True) -> Lark:
     """The LALR parser with the contextual lexer (about 20x faster than Earley here).
 
-    ``propagate_positions`` gives every subtree the line and column of its
-    first token, which the errors about unsupported constructs report.
+    With `positions` (``propagate_positions``) every subtree has the line and
+    column of its first token, which the errors about unsupported constructs
+    report; without, the tree costs about a fifth less to build. `rtf.parser`
+    parses without positions, and again with them only when the query has
+    an error to report.
     """
-    return Lark(grammar_text(), parser="lalr", lexer="contextual", propagate_positions=True,
+    return Lark(grammar_text(), parser="lalr", lexer="contextual", propagate_positions=positions,
                 maybe_placeholders=False)

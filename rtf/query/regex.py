@@ -142,7 +142,16 @@ def xpath_regex(pattern: str, flags: str = ""):
 
 
 def _translate(pattern: str, extended: bool) -> str:
-    """XPath pattern syntax rewritten as RE2 syntax (see `xpath_regex`)."""
+    """XPath pattern syntax rewritten as RE2 syntax (see `xpath_regex`).
+
+    Kept by hand (reviewed for issue 26): elementpath's `translate_pattern`, the
+    well-kept XPath translator, targets Python's `re`, not RE2, and its output
+    does not keep our semantics there: ``$`` becomes a look-ahead that RE2
+    refuses, ``\\w`` and ``\\d`` are passed through with Python's meaning
+    (``\\w`` matching ``_``, which XPath's excludes), and ``\\p{Lu}`` expands
+    into kilobytes of ranges where RE2 has the category. Running Python's
+    backtracking `re` instead would give up the linear-time guarantee.
+    """
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
 
 import pyoxigraph as ox
+
+from rtf.query.memo import bounded_by_chars
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -95,7 +96,7 @@ class LiteralParts:
 _ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
 
 
-@lru_cache(maxsize=262144)
+@bounded_by_chars(8 << 20, weight=3)  # the key and its lexical form
 def literal_parts(key: str) -> LiteralParts:
     """Split a canonical literal key; the inverse of `literal_key`."""
     end = key.rindex('"')

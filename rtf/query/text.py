@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from functools import lru_cache
 
+from rtf.query.memo import bounded_by_chars
 from rtf.query.model import (
     FTAnd,
     FTExpr,
@@ -76,7 +76,7 @@ class TextIndex:
     answers prefix terms by a key range instead of a scan.
     """
 
-    __slots__ = ("positions", "length", "_sorted", "_cache", "_word_set")
+    __slots__ = ("positions", "length", "_sorted", "_cache", "_word_set", "_tokens", "_keys")
 
     def __init__(self, tokens: list[str]):
         positions: dict[str, list[int]] = {}
@@ -87,6 +87,20 @@ class TextIndex:
         self._sorted: list[str] | None = None
         self._cache: dict = {}
         self._word_set: frozenset[str] | None = None
+        self._tokens: list[str] | None = tokens
+        self._keys: set[str] | None = None
+
+    @property
+    def keys(self) -> set[str]:
+        """What an index's word keys are looked up in (`index_alternatives`): the
+        distinct words, and each pair of consecutive words as ``"w1 w2"``."""
+        keys = self._keys
+        if keys is None:
+            tokens = self._tokens
+            keys = self._keys = set(self.positions)
+            keys.update(map(bigram, tokens, tokens[1:]))
+            self._tokens = None
+        return keys
 
     @classmethod
     def of(cls, text: str) -> "TextIndex":
@@ -136,11 +150,15 @@ class TextIndex:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        first = self.word_positions(term.words[0])
-        if term.is_phrase and first:
-            rest = [set(self.word_positions(w)) for w in term.words[1:]]
+        first = self._cache[key] = self.starts(term.words)
+        return first
+
+    def starts(self, words: tuple[FTWord, ...]) -> list[int]:
+        """Start positions of the consecutive `words` (uncached: `occurrences` caches)."""
+        first = self.word_positions(words[0])
+        if len(words) > 1 and first:
+            rest = [set(self.word_positions(w)) for w in words[1:]]
             first = [p for p in first if all((p + k) in s for k, s in enumerate(rest, 1))]
-        self._cache[key] = first
         return first
 
     def matches(self, expr: FTExpr) -> bool:
@@ -173,6 +191,43 @@ class TextIndex:
         return not e.ordered and _follows(b, len(e.right.words), a, e.min, e.max)
 
 
+def compile_ft(expr: FTExpr):
+    """`expr` as a function of a `TextIndex`, answering what `TextIndex.matches`
+    answers without dispatching on the expression's types at each call.
+
+    The indexed engines verify their candidate shapes with it, once per
+    (shape, literal); the reference engine keeps `TextIndex.matches`, so the
+    differential tests compare the two.
+    """
+    if isinstance(expr, FTTerm):
+        words_ = expr.words
+        if len(words_) == 1:
+            word = words_[0]
+            if not word.prefix:
+                text = word.text
+                return lambda ti: text in ti.positions
+            return lambda ti: ti.has_word(word)
+        return lambda ti: bool(ti.starts(words_))
+    if isinstance(expr, FTAnd):
+        parts = tuple(compile_ft(o) for o in expr.operands)
+        if len(parts) == 2:
+            a, b = parts
+            return lambda ti: a(ti) and b(ti)
+        return lambda ti: all(p(ti) for p in parts)
+    if isinstance(expr, FTOr):
+        plain = plain_alternatives(expr)
+        if plain is not None:
+            return lambda ti: not plain.isdisjoint(ti.word_set)
+        parts = tuple(compile_ft(o) for o in expr.operands)
+        return lambda ti: any(p(ti) for p in parts)
+    if isinstance(expr, FTNot):
+        inner = compile_ft(expr.operand)
+        return lambda ti: not inner(ti)
+    if isinstance(expr, FTNear):
+        return lambda ti: ti._near(expr)
+    raise TypeError(f"not a full-text expression: {expr!r}")
+
+
 def _follows(first: list[int], first_len: int, second: list[int], lo: int, hi: int) -> bool:
     """Some `second` start lies lo..hi words after the end of some `first`."""
     for start in first:
@@ -183,9 +238,15 @@ def _follows(first: list[int], first_len: int, second: list[int], lo: int, hi: i
     return False
 
 
-@lru_cache(maxsize=65536)
+#: Bytes of word tables the `text_index` cache may hold (a TextIndex takes about
+#: 40 bytes per character of its text, with its bigrams).
+TEXT_CACHE_BYTES = 16 << 20
+
+
+@bounded_by_chars(TEXT_CACHE_BYTES, weight=40)
 def text_index(text: str) -> TextIndex:
-    """A cached `TextIndex` of a text (literals repeat across tuples and queries)."""
+    """A cached `TextIndex` of a text (literals repeat across tuples and queries;
+    the cache is bounded by bytes, `rtf.query.memo`)."""
     return TextIndex.of(text)
 
 
@@ -254,7 +315,36 @@ MAX_WORD_ALTERNATIVES = 4096
 Alternative = tuple[frozenset[str], frozenset[str]]
 
 
-def word_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES) -> tuple[Alternative, ...] | None:
+def bigram(first: str, second: str) -> str:
+    """The key of two consecutive words (no word holds a space, so no word is a bigram)."""
+    return first + " " + second
+
+
+def _term_words(term: FTTerm) -> Alternative:
+    return (frozenset(w.text for w in term.words if not w.prefix),
+            frozenset(w.text for w in term.words if w.prefix))
+
+
+def _term_keys(term: FTTerm) -> Alternative:
+    """A term's index keys: its consecutive pairs of whole words as bigrams (a
+    two-word phrase is then found only where it occurs), the whole words in no
+    such pair, and its prefixes."""
+    ws = term.words
+    pairs = [i for i in range(len(ws) - 1) if not ws[i].prefix and not ws[i + 1].prefix]
+    paired = {i for p in pairs for i in (p, p + 1)}
+    keys = {bigram(ws[i].text, ws[i + 1].text) for i in pairs}
+    keys.update(w.text for i, w in enumerate(ws) if not w.prefix and i not in paired)
+    return frozenset(keys), frozenset(w.text for w in ws if w.prefix)
+
+
+def index_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES) -> tuple[Alternative, ...] | None:
+    """`word_alternatives` as an index keys them: phrases by their bigrams
+    (`_term_keys`), looked up in `TextIndex.keys`."""
+    return word_alternatives(expr, cap, _term_keys)
+
+
+def word_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES,
+                      term_keys=_term_words) -> tuple[Alternative, ...] | None:
     """The (words, prefixes) sets of which at least one must all occur for `expr` to hold.
 
     A small DNF over the expression's positive words: ``ftor`` concatenates
@@ -270,8 +360,7 @@ def word_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES) -> tuple[A
     """
     def visit(e) -> list[Alternative] | None:
         if isinstance(e, FTTerm):
-            return [(frozenset(w.text for w in e.words if not w.prefix),
-                     frozenset(w.text for w in e.words if w.prefix))]
+            return [term_keys(e)]
         if isinstance(e, FTOr):
             out: list[Alternative] = []
             for o in e.operands:
@@ -303,10 +392,13 @@ def word_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES) -> tuple[A
 
 
 def is_plain_disjunction(expr: FTExpr) -> bool:
-    """True when `expr` is single whole words under ftand and ftor: finding all the
-    words of one alternative (`word_alternatives`) decides it."""
+    """True when `expr` is single words, prefix terms and two-word phrases of whole
+    words under ftand and ftor: finding all the keys of one alternative
+    (`index_alternatives`: a prefix is found when some word of the text starts
+    with it, a two-word phrase when its bigram occurs) decides it."""
     if isinstance(expr, FTTerm):
-        return not expr.is_phrase and not expr.words[0].prefix
+        ws = expr.words
+        return len(ws) == 1 or (len(ws) == 2 and not ws[0].prefix and not ws[1].prefix)
     if isinstance(expr, (FTAnd, FTOr)):
         return all(is_plain_disjunction(o) for o in expr.operands)
     return False

@@ -59,8 +59,8 @@ import operator
 import re
 import struct
 from decimal import Decimal
-from functools import lru_cache
 
+from rtf.query.memo import bounded_by_chars
 from rtf.query.terms import XSD, literal_parts
 
 __all__ = [
@@ -260,7 +260,7 @@ _PARSERS = {
 }
 
 
-@lru_cache(maxsize=262144)
+@bounded_by_chars(4 << 20, weight=2)
 def typed_value(key: str) -> tuple[int, object] | None:
     """``(kind, value)`` of a term key, or None when it has no comparable value.
 
@@ -378,7 +378,7 @@ def compare(op: str, left_key: str, right_key: str):
 # ----------------------------------------------------- effective boolean value
 
 
-@lru_cache(maxsize=65536)
+@bounded_by_chars(2 << 20, weight=2)
 def effective_boolean(key: str):
     """Effective boolean value of a term (SPARQL 1.1 §17.2.2): True, False or `ERROR`.
 

@@ -8,10 +8,13 @@ streaming events meanwhile); the streams live on the loop. Every error is
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
+import sqlite3
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 import anyio
 from fastapi import Depends, FastAPI, Path, Query, Request
@@ -21,11 +24,14 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 import rtf
 from rtf.errors import PublicationError, QueryError
-from rtf.server.auth import ANYONE, Principal, Tokens
+from rtf.io.queries import is_unicode, json_problem
+from rtf.server.auth import ANYONE, MAX_NAME_CHARS, Principal, Tokens
 from rtf.server.broker import Broker
 from rtf.server.registry import NotOwnerError
 
@@ -39,8 +45,12 @@ RDF_TYPES = {
     "application/rdf+xml": "rdf",
 }
 
-#: Longest query id accepted, characters.
-MAX_ID_CHARS = 1024
+#: Longest query id, and subscriber name, accepted: characters.
+MAX_ID_CHARS = MAX_NAME_CHARS
+
+#: The largest event id or cursor: SQLite's largest integer. A larger
+#: Last-Event-ID or ``after`` is read as this (past the newest: nothing newer).
+MAX_EVENT_ID = 2**63 - 1
 
 #: Events read from the outbox at a time when a subscriber catches up.
 BACKLOG_PAGE = 1000
@@ -58,6 +68,15 @@ SEND_TIMEOUT_S = 30
 #: Seconds a stream has, once the server shuts down, to end by itself before it is
 #: cancelled (less than uvicorn's graceful shutdown timeout in rtf.server.command).
 SHUTDOWN_GRACE_S = 2.0
+
+
+class AnyText(PathConvertor):
+    """``{name:text}``: any characters, newlines included (``{name:path}`` stops at one)."""
+
+    regex = "(?s:.*)"
+
+
+register_url_convertor("text", AnyText())
 
 
 class QueryIn(BaseModel):
@@ -111,6 +130,7 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
                               "register queries, post publications, receive matches "
                               "(docs/server.md).")
     app.add_middleware(BodyLimit, limit=broker.config.max_body, metrics=broker.metrics)
+    app.add_middleware(Utf8Only, metrics=broker.metrics)
 
     # ------------------------------------------------------------ errors
 
@@ -128,12 +148,34 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         return JSONResponse({"error": f"bad request: {where}: {first.get('msg', 'invalid')}"}, 400)
 
+    @app.exception_handler(ClientDisconnect)
+    async def gone(request: Request, exc: ClientDisconnect):
+        # The client left before its body was read: nobody reads an answer.
+        log.info("%s %s: the client disconnected before sending its whole body",
+                 request.method, request.url.path)
+        return Response(status_code=400)
+
+    @app.exception_handler(sqlite3.Error)
+    @app.exception_handler(OSError)
+    async def storage_failed(request: Request, exc: Exception):
+        status, message = _storage_error(exc)
+        broker.metrics.bad_requests.labels(str(status)).inc()
+        log.warning("%s %s: %s", request.method, request.url.path, message)
+        return JSONResponse({"error": message}, status)
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception):
+        # A bug: the answer is JSON like every other; uvicorn logs the traceback.
+        broker.metrics.bad_requests.labels("500").inc()
+        return JSONResponse({"error": f"internal error: {type(exc).__name__}: {exc}; please "
+                                      "report it (the server log has the traceback)"}, 500)
+
     # ------------------------------------------------------------- auth
 
     async def principal(request: Request) -> Principal:
         if tokens is None:
             return ANYONE
-        header = request.headers.get("authorization", "")
+        header = _utf8(request.headers.get("authorization", ""))
         scheme, _, token = header.partition(" ")
         found = tokens.principal(token.strip()) if scheme.lower() == "bearer" else None
         if found is None:
@@ -146,15 +188,18 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
 
     # ----------------------------------------------------------- queries
 
-    @app.put("/queries/{query_id:path}", status_code=201, tags=["queries"],
+    @app.put("/queries/{query_id:text}", status_code=201, tags=["queries"],
              responses={200: {"description": "Replaced a query of that id"},
                         400: {"description": "Invalid query (message, line, column)"}})
     async def put_query(body: QueryIn, query_id: str = Path(description="The query's id"),
                         who: Principal = Depends(principal)):
         """Register a continuous query (or replace the one of that id); answered once it is
         committed to disk."""
-        _check_id(query_id)
+        _check_name("a query id", query_id)
         subscriber = body.subscriber
+        if subscriber is not None:
+            _check_name("a subscriber name", subscriber)
+        _check_metadata(body.metadata)
         if who.role == "subscriber":
             if subscriber is None:
                 subscriber = who.subscriber
@@ -178,7 +223,7 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
     async def list_queries(subscriber: str | None = Query(None, description="Only this "
                                                           "subscriber's queries"),
                            after: int = Query(0, ge=0, description="The cursor `next` of the "
-                                              "previous page"),
+                                              "previous page (past the last: an empty page)"),
                            limit: int = Query(1000, ge=1, le=10_000),
                            who: Principal = Depends(principal)):
         """The registered queries, in registration order, a page at a time."""
@@ -187,11 +232,14 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
                 whose = "queries" if subscriber is None else f"{subscriber!r}'s queries"
                 raise Refused(403, f"a {who} token cannot list {whose}")
             subscriber = who.subscriber
-        rows = await run_in_threadpool(broker.registry.store.page, subscriber, after, limit)
+        if subscriber is not None:
+            _check_name("a subscriber name", subscriber)
+        rows = await run_in_threadpool(broker.registry.store.page, subscriber,
+                                       min(after, MAX_EVENT_ID), limit)
         return {"queries": [r.as_json() for r in rows],
                 "next": rows[-1].seq if len(rows) == limit else None}
 
-    @app.get("/queries/{query_id:path}", tags=["queries"])
+    @app.get("/queries/{query_id:text}", tags=["queries"])
     async def get_query(query_id: str, who: Principal = Depends(principal)):
         """One registered query."""
         row = await run_in_threadpool(broker.registry.get, query_id)
@@ -201,7 +249,7 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
             raise Refused(403, f"query {query_id!r} belongs to another subscriber")
         return row.as_json()
 
-    @app.delete("/queries/{query_id:path}", status_code=204, tags=["queries"])
+    @app.delete("/queries/{query_id:text}", status_code=204, tags=["queries"])
     async def delete_query(query_id: str, who: Principal = Depends(principal)):
         """Remove a query for good."""
         if who.role == "publisher":
@@ -244,22 +292,22 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
 
     # ----------------------------------------------------------- streams
 
-    @app.get("/subscribers/{name:path}/matches", tags=["subscribers"],
+    @app.get("/subscribers/{name:text}/matches", tags=["subscribers"],
              responses={200: {"content": {"text/event-stream": {}},
                               "description": "Server-Sent Events: match, gap, cut"}})
     async def stream_matches(request: Request, name: str,
-                             last_event_id: int | None = Query(None, ge=0, description="As the "
+                             last_event_id: str | None = Query(None, description="As the "
                                                                "Last-Event-ID header"),
                              who: Principal = Depends(principal)):
         """The subscriber's matches as Server-Sent Events, resuming after Last-Event-ID."""
+        _check_name("a subscriber name", name)
         if not who.may_act_for(name):
             raise Refused(403, f"a {who} token cannot read the stream of {name!r}")
         header = request.headers.get("last-event-id")
         if header is not None:
-            # int() would also take "-3" (a gap event from -2) and "1_000"
-            if not (header.isascii() and header.isdigit()):
-                raise Refused(400, f"Last-Event-ID must be an event id, not {header!r}")
-            last_event_id = int(header)
+            last_event_id = _event_id(header, "Last-Event-ID")
+        elif last_event_id is not None:
+            last_event_id = _event_id(last_event_id, "last_event_id")
         return EventSourceResponse(_events(broker, name, last_event_id), ping=PING_S,
                                    send_timeout=SEND_TIMEOUT_S, shutdown_event=shutdown,
                                    shutdown_grace_period=SHUTDOWN_GRACE_S,
@@ -291,9 +339,56 @@ def _unauthorized(had_header: bool) -> Refused:
                    headers={"WWW-Authenticate": "Bearer"})
 
 
-def _check_id(query_id: str) -> None:
-    if not query_id or len(query_id) > MAX_ID_CHARS:
-        raise Refused(400, f"a query id must have 1 to {MAX_ID_CHARS} characters")
+def _check_name(what: str, name: str) -> None:
+    """A query id or subscriber name: 1 to MAX_ID_CHARS characters, each a real one
+    (JSON may carry a lone surrogate, "\\ud800", which no file or database can hold)."""
+    if not name or len(name) > MAX_ID_CHARS:
+        raise Refused(400, f"{what} must have 1 to {MAX_ID_CHARS} characters, not {len(name)}")
+    if not is_unicode(name):
+        raise Refused(400, f"{what} must be valid Unicode (it holds a lone surrogate, "
+                           "\\ud800-\\udfff)")
+
+
+def _check_metadata(metadata: dict | None) -> None:
+    """Metadata that JSON files and the table can hold (`rtf.io.queries.json_problem`)."""
+    problem = json_problem(metadata)
+    if problem:
+        raise Refused(400, f"metadata: {problem}")
+
+
+def _event_id(text: str, where: str) -> int:
+    """An event id as a client sends it: ASCII digits; one past every event there can
+    be is read as MAX_EVENT_ID (the newest), whatever its length."""
+    # int() would also take "-3" (a gap event from -2), "1_000" and non-ASCII digits,
+    # and refuses more than 4,300 digits
+    if not (text.isascii() and text.isdigit()):
+        raise Refused(400, f"{where} must be an event id (digits), not {text[:40]!r}")
+    digits = text.lstrip("0") or "0"
+    return MAX_EVENT_ID if len(digits) > 19 else min(int(digits), MAX_EVENT_ID)
+
+
+def _utf8(header: str) -> str:
+    """A header value as its client meant it: HTTP headers arrive as bytes, which
+    Starlette reads as Latin-1; a UTF-8 token is read as UTF-8."""
+    raw = header.encode("latin-1")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return header
+
+
+#: errno values of a data folder that is full (or over a size limit).
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def _storage_error(exc: Exception) -> tuple[int, str]:
+    """The status and message of a failed read or write of the data folder."""
+    text = str(exc) or type(exc).__name__
+    full = getattr(exc, "errno", None) in _FULL or "full" in text.lower()
+    if full:
+        return 507, (f"the server's data folder is full ({text}); nothing was changed: "
+                     "retry once space is freed")
+    return 503, f"the server could not use its data folder ({text}); nothing was changed"
 
 
 async def _events(broker: Broker, subscriber: str, last_event_id: int | None):
@@ -353,6 +448,29 @@ def _match_events(events: list[tuple[int, str]]) -> bytes:
                     for event_id, data in events)
 
 
+class Utf8Only:
+    """ASGI middleware: a path or query string that is not UTF-8 once percent-decoded
+    gets ``400`` (Starlette would read each bad byte as U+FFFD, so that
+    ``/queries/a%FF`` and ``/queries/a%EF%BF%BD`` named one query)."""
+
+    def __init__(self, app, metrics):
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            for part, raw in (("path", scope.get("raw_path") or scope["path"].encode()),
+                              ("query string", scope.get("query_string", b"").replace(b"+", b" "))):
+                try:
+                    unquote_to_bytes(raw).decode("utf-8")
+                except UnicodeDecodeError:
+                    self.metrics.bad_requests.labels("400").inc()
+                    response = JSONResponse({"error": f"bad request: the {part} is not UTF-8 once "
+                                                      "percent-decoded"}, 400)
+                    return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
 class BodyLimit:
     """ASGI middleware: a request body over `limit` bytes gets ``413``, whether it
     says its length (refused before reading) or not (refused once it passes)."""
@@ -366,7 +484,8 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
+        digits = length.lstrip(b"0") if length is not None and length.isdigit() else None
+        if digits is not None and (len(digits) > 19 or int(digits or b"0") > self.limit):
             return await self._refuse(scope, receive, send)
         received = 0
         too_large = False

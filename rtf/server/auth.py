@@ -23,6 +23,9 @@ from rtf.errors import RtfError
 
 ROLES = ("admin", "publisher", "subscriber")
 
+#: Longest subscriber name, and query id, in characters.
+MAX_NAME_CHARS = 1024
+
 
 class TokensFileError(RtfError):
     """A tokens file that cannot be used (the line says why)."""
@@ -67,7 +70,7 @@ class Tokens:
     @classmethod
     def from_file(cls, path: str | Path) -> "Tokens":
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = Path(path).read_text(encoding="utf-8-sig")  # an editor's BOM is no token
         except (OSError, UnicodeDecodeError) as e:
             raise TokensFileError(f"cannot read the tokens file {path}: {e}") from None
         principals: dict[bytes, Principal] = {}
@@ -84,8 +87,9 @@ class Tokens:
             name = None
             if role.startswith("subscriber:"):
                 role, name = "subscriber", role.split(":", 1)[1]
-                if not name:
-                    raise TokensFileError(f"{path}:{n}: 'subscriber:' needs a subscriber name")
+                if not 1 <= len(name) <= MAX_NAME_CHARS:
+                    raise TokensFileError(f"{path}:{n}: 'subscriber:' needs a subscriber name of "
+                                          f"1 to {MAX_NAME_CHARS} characters")
             elif role not in ("admin", "publisher"):
                 raise TokensFileError(f"{path}:{n}: unknown role {role!r}; use admin, publisher "
                                       "or subscriber:NAME")

@@ -7,6 +7,7 @@ calls it from worker threads and streams events on the event loop.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from rtf.io.output import match_line
 from rtf.io.reader import publications_from_bytes
 from rtf.server.metrics import Metrics
 from rtf.server.outbox import MAX_AGE_S, MAX_EVENTS, Outbox
+from rtf.server.querystore import QueryStore
 from rtf.server.registry import Registry
 from rtf.server.streams import STREAM_QUEUE, Hub
 
@@ -48,9 +50,21 @@ class Broker:
         self.config = config
         self.metrics = Metrics()
         started = time.perf_counter()
-        self.registry = Registry(config.data, config.algorithm, config.taxonomy)
+        # The files are checked to belong together before the long part (the index).
+        store = QueryStore(config.data)
+        try:
+            self.outbox = Outbox(config.data, config.outbox_max_events, config.outbox_max_age,
+                                 table=store.table_id)
+        except BaseException:
+            store.close()
+            raise
+        try:
+            self.registry = Registry(config.data, config.algorithm, config.taxonomy, store)
+        except BaseException:
+            self.outbox.close()
+            store.close()
+            raise
         self.registry.startup["seconds"] = round(time.perf_counter() - started, 3)
-        self.outbox = Outbox(config.data, config.outbox_max_events, config.outbox_max_age)
         self.hub = Hub(self.metrics, config.stream_queue)
         self.metrics.queries.set_function(lambda: len(self.registry.engine))
         self.started = time.time()
@@ -109,7 +123,9 @@ class Broker:
             size = self.registry.snapshot()
             log.info("snapshot: %d queries, %d bytes, %.2f s", len(self.engine), size,
                      time.perf_counter() - t0)
-        except Exception:  # the table is the source of truth: a failed snapshot costs only time
+        except (OSError, sqlite3.Error) as e:  # a full disk: the table is the source of truth,
+            log.warning("the snapshot could not be written: %s", e)  # a failed snapshot costs time
+        except Exception:
             log.exception("the snapshot could not be written")
 
     def close(self) -> None:

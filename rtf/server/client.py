@@ -5,7 +5,7 @@ Register queries, publish RDF and follow a subscriber's pushed matches::
     from rtf.server.client import Client
 
     with Client("http://127.0.0.1:8750", token=None) as broker:
-        broker.register("rio", 'ASK { ?a <http://ex/p> ?t FILTER ftcontains(?t, "rio") }',
+        broker.register('ASK { ?a <http://ex/p> ?t FILTER ftcontains(?t, "rio") }', "rio",
                         subscriber="alice")
         print(broker.publish('<http://ex/a> <http://ex/p> "Games in Rio" .\\n', format="nt"))
         for event in broker.matches("alice"):      # reconnects with Last-Event-ID by itself
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -64,6 +64,10 @@ CONTENT_TYPES: dict[str, str] = {
 
 #: Reconnection delays of `Client.matches`: the first one, doubled after each
 #: failed attempt up to the last one; back to the first once an event arrives.
+#: (Reviewed for issue 26: retry libraries -- tenacity, stamina, backoff -- retry
+#: a call; this is a generator that yields events between attempts, resumes from
+#: the last event id and answers to one deadline across reconnections, and its
+#: back-off is two lines, so it stays hand-written.)
 BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 5.0
 
@@ -292,11 +296,22 @@ class Client:
 
     # ------------------------------------------------------------ queries
 
-    def register(self, query_id: str, query: str, subscriber: str | None = None,
+    def register(self, query: str, query_id: str, subscriber: str | None = None,
                  metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Register (or replace) the query `query_id` (PUT /queries/{id}); returns
+        """Register (or replace) `query` as `query_id` (PUT /queries/{id}); returns
         once the server has it on disk, with the server's JSON answer ({} when it
-        has no body). Raises `rtf.errors.QueryError` for an invalid query."""
+        has no body). Raises `rtf.errors.QueryError` for an invalid query.
+
+        The arguments come in `rtf.Engine.register`'s order: the query first,
+        then its id. A call in the old order (id first) is a TypeError, told by
+        the query text's braces, rather than a query registered under its own text.
+        """
+        if not isinstance(query, str) or not isinstance(query_id, str):
+            raise TypeError("Client.register(query, query_id, ...) takes two str, not "
+                            f"{type(query).__name__} and {type(query_id).__name__}")
+        if "{" in query_id and "{" not in query:
+            raise TypeError("Client.register takes the query first, then its id, as Engine.register "
+                            f"does: register(query, query_id={query!r}) (the arguments look swapped)")
         body: dict[str, Any] = {"query": query}
         if subscriber is not None:
             body["subscriber"] = subscriber

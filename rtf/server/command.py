@@ -1,18 +1,21 @@
 """Running ``rtf serve``: lock the data folder, listen, start the broker and the HTTP app.
 
-The command line itself (options, help) is `rtf.cli.serve`.
+The command line itself (options, help) is `rtf.cli.serve`. SIGTERM and
+Ctrl-C stop the server cleanly (a last snapshot is written): SIGTERM exits
+0, Ctrl-C 130, as the other commands do.
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
+import signal
 import socket
 import sys
 from pathlib import Path
 
 from rtf.errors import RtfError
+from rtf.io.files import lock_folder
 
 DEFAULT_PORT = 8750
 
@@ -21,8 +24,27 @@ class DataFolderBusyError(RtfError):
     """Another server uses the data folder."""
 
 
+class _Stopped(BaseException):
+    """SIGTERM arrived (before uvicorn listens, or raised again by it once it has
+    shut down): the server stops, and exits 0."""
+
+
+def _stop(signum, frame) -> None:
+    raise _Stopped()
+
+
 def serve(args) -> int:
     """Run the broker that the ``rtf serve`` options `args` describe, until SIGTERM or Ctrl-C."""
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        return _serve(args)
+    except _Stopped:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _serve(args) -> int:
     import uvicorn
 
     from rtf.server.app import create_app
@@ -56,23 +78,37 @@ def serve(args) -> int:
         server.run(sockets=[sock])
     finally:
         sock.close()
-        lock.close()
+        os.close(lock)
     return 0
 
 
-def _lock_folder(data: Path):
-    """Hold ``DIR/serve.lock`` for the server's life (one server per folder)."""
-    f = open(data / "serve.lock", "a+")
+#: The file that names the process serving a data folder (for people; the lock is
+#: on the folder itself).
+PID_FILE = "serve.lock"
+
+
+def _lock_folder(data: Path) -> int:
+    """Lock the data folder itself for the server's life (one server per folder;
+    `rtf.io.files.lock_folder`): unlike a lock file, it cannot be deleted from under
+    a running server. The process id is written to ``DIR/serve.lock`` for people."""
     try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fd = lock_folder(data, wait=False)
+    except BlockingIOError:
+        raise DataFolderBusyError(f"another rtf serve uses {data}{_holder(data)}; one server "
+                                  "per data folder") from None
+    try:
+        (data / PID_FILE).write_text(f"{os.getpid()}\n")
+    except OSError:  # only a note: a full disk does not stop the server
+        pass
+    return fd
+
+
+def _holder(data: Path) -> str:
+    try:
+        pid = (data / PID_FILE).read_text().strip()
     except OSError:
-        f.close()
-        raise DataFolderBusyError(f"another rtf serve uses {data} (it holds {data / 'serve.lock'})") from None
-    f.seek(0)
-    f.truncate()
-    f.write(f"{os.getpid()}\n")
-    f.flush()
-    return f
+        return ""
+    return f" (process {pid}, says {data / PID_FILE})" if pid.isdigit() else ""
 
 
 def _listen(host: str, port: int) -> socket.socket:

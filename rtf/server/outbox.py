@@ -21,12 +21,16 @@ the last moments may be lost if the machine itself fails.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from rtf.server.querystore import connect
+from rtf.server.querystore import StorageError, connect, storage_error
+
+log = logging.getLogger("rtf.server")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -38,6 +42,7 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_by_subscriber ON events (subscriber, id);
 CREATE INDEX IF NOT EXISTS events_by_created ON events (created);
 CREATE TABLE IF NOT EXISTS pruned (subscriber TEXT PRIMARY KEY, through INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 #: Default retention: events per subscriber, and seconds.
@@ -53,21 +58,48 @@ class Outbox:
 
     FILE = "outbox.sqlite3"
 
-    def __init__(self, directory: Path, max_events: int = MAX_EVENTS, max_age: float = MAX_AGE_S):
+    def __init__(self, directory: Path, max_events: int = MAX_EVENTS, max_age: float = MAX_AGE_S,
+                 table: str | None = None):
+        """`table`: the identity of the query table this outbox serves
+        (`QueryStore.table_id`); an outbox made for another one is refused
+        (`StorageError`), one made before outboxes recorded it adopts it."""
         self.path = Path(directory) / self.FILE
         self.max_events = max_events
         self.max_age = max_age
-        self._db = connect(self.path, "NORMAL")
-        self._db.executescript(SCHEMA)
+        self._db = connect(self.path, "NORMAL", SCHEMA)
         self._lock = threading.Lock()
-        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
-        self._last_id = row[0] if row else 0
-        #: Events held per subscriber (read once; kept up to date by every change).
-        self._counts: dict[str, int] = dict(self._db.execute(
-            "SELECT subscriber, COUNT(*) FROM events GROUP BY subscriber").fetchall())
-        self._expired_at = 0.0
-        with self._lock:
-            self._apply_retention(list(self._counts), time.time())
+        try:
+            self._check_table(table)
+            row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+            self._last_id = row[0] if row else 0
+            #: Events held per subscriber (read once; kept up to date by every change).
+            self._counts: dict[str, int] = dict(self._db.execute(
+                "SELECT subscriber, COUNT(*) FROM events GROUP BY subscriber").fetchall())
+            self._expired_at = 0.0
+        except sqlite3.Error as e:
+            self._db.close()
+            raise storage_error(self.path, e) from None
+        except StorageError:
+            self._db.close()
+            raise
+
+        try:  # housekeeping: a full disk must not keep the server from starting
+            with self._lock:
+                self._apply_retention(list(self._counts), time.time())
+        except sqlite3.Error as e:
+            log.warning("could not apply retention to %s at start (retried later): %s", self.path, e)
+
+    def _check_table(self, table: str | None) -> None:
+        if table is None:
+            return
+        row = self._db.execute("SELECT value FROM settings WHERE key = 'table'").fetchone()
+        if row is None:
+            self._db.execute("INSERT INTO settings (key, value) VALUES ('table', ?)", (table,))
+        elif row[0] != table:
+            raise StorageError(
+                f"{self.path} holds the matches of another data folder's queries (table "
+                f"{row[0]}, not {table}): put back the queries.sqlite3 it belongs with, or move "
+                "it away to start with an empty outbox")
 
     @property
     def last_id(self) -> int:
@@ -99,7 +131,7 @@ class Outbox:
             self._counts = counts
             self._last_id = numbered[-1][0]
             if now - self._expired_at >= EXPIRE_CHECK_S:
-                self._expire(now)
+                self._expire_or_log(now)  # the events are stored: housekeeping may fail
         return numbered
 
     def since(self, subscriber: str, after: int, limit: int = 1000) -> list[tuple[int, str]]:
@@ -107,7 +139,7 @@ class Outbox:
         with self._lock:
             now = time.time()
             if now - self._expired_at >= EXPIRE_CHECK_S:
-                self._expire(now)
+                self._expire_or_log(now)
             return self._db.execute(
                 "SELECT id, data FROM events WHERE subscriber = ? AND id > ? ORDER BY id LIMIT ?",
                 (subscriber, after, limit)).fetchall()
@@ -154,6 +186,14 @@ class Outbox:
             db.execute("DELETE FROM events WHERE subscriber = ? AND id <= ?", (sub, through))
             self._note_pruned(sub, through)
             counts[sub] -= excess
+
+    def _expire_or_log(self, now: float) -> None:
+        """`_expire`, whose failure (a full disk: deleting needs room in the journal)
+        only delays it: the events it would delete stay a little longer."""
+        try:
+            self._expire(now)
+        except sqlite3.Error as e:
+            log.warning("could not delete expired events from %s (retried later): %s", self.path, e)
 
     def _expire(self, now: float) -> None:
         """Delete the events older than `max_age`."""

@@ -7,6 +7,11 @@ that at start the broker can tell which rows came after it (`Registry`).
 
 WAL journal, ``synchronous=FULL``: when `put` returns, the row is on disk
 and survives the process being killed or the machine losing power.
+
+The table has an identity (`table_id`, a random id made with the table and
+kept in its settings): the snapshot and the outbox record the table they
+belong to, so that a file copied from another data folder is never taken
+for this one's.
 """
 
 from __future__ import annotations
@@ -14,9 +19,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
+
+from rtf.errors import RtfError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queries (
@@ -46,13 +54,35 @@ class StoredQuery(NamedTuple):
                 "metadata": self.metadata or {}}
 
 
-def connect(path: Path, synchronous: str) -> sqlite3.Connection:
-    """A connection to the SQLite file `path` in WAL mode, usable from any thread
-    (callers serialise their use of it)."""
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute(f"PRAGMA synchronous={synchronous}")
-    return db
+class StorageError(RtfError):
+    """A SQLite file of the data folder that cannot be opened or used (corrupt, not
+    SQLite, unreadable, on a full disk, or belonging to another data folder)."""
+
+
+def connect(path: Path, synchronous: str, schema: str) -> sqlite3.Connection:
+    """A connection to the SQLite file `path` in WAL mode with `schema` applied, usable
+    from any thread (callers serialise their use of it). `StorageError` if the file
+    cannot be used."""
+    try:
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={synchronous}")
+        db.executescript(schema)
+        return db
+    except sqlite3.Error as e:
+        raise storage_error(path, e) from None
+
+
+def storage_error(path: Path, error: sqlite3.Error) -> StorageError:
+    """`error`, met opening or reading `path`, as one sentence that says what to do."""
+    text = str(error)
+    if "not a database" in text or "malformed" in text:
+        advice = "restore it from a backup, or move it away to start without it"
+    elif "full" in text:
+        advice = "free some space"
+    else:
+        advice = "check that the folder is readable and writable"
+    return StorageError(f"cannot use {path}: {text}: {advice}")
 
 
 def _row(row) -> StoredQuery:
@@ -67,9 +97,16 @@ class QueryStore:
 
     def __init__(self, directory: Path):
         self.path = Path(directory) / self.FILE
-        self._db = connect(self.path, "FULL")
-        self._db.executescript(SCHEMA)
+        self._db = connect(self.path, "FULL", SCHEMA)
         self._lock = threading.Lock()
+        try:  # the table's identity, made with it
+            self._db.execute("INSERT OR IGNORE INTO settings (key, value) VALUES ('table', ?)",
+                             (uuid.uuid4().hex,))
+            #: The table's identity (see the module's docstring).
+            self.table_id: str = self.setting("table")
+        except sqlite3.Error as e:
+            self._db.close()
+            raise storage_error(self.path, e) from None
 
     def close(self) -> None:
         with self._lock:

@@ -6,12 +6,14 @@ is committed; if anything fails, both are left as they were. So a ``201``
 means: committed to disk, and matching.
 
 At start the engine comes from the index snapshot (``snapshot.idx``, the
-`rtf.io.store` format) when there is one made with the same algorithm and
-taxonomy, and is then brought level with the table: each engine query
-carries, as metadata, the `seq` of the row it was registered from, so
-queries removed or replaced after the snapshot are unregistered and rows
-added after it are registered. Without a usable snapshot every row is
-registered from its text.
+`rtf.io.store` format) when the table's note says it was made with the same
+algorithm and taxonomy, for this table (`QueryStore.table_id`), and holds
+exactly the queries the note's digest covers; it is then brought level with
+the table: each engine query carries, as metadata, the `seq` of the row it
+was registered from, and a query whose row is gone, or has another seq, text
+or subscriber, is unregistered; rows it lacks are registered. Without a
+usable snapshot every row is registered from its text. So a snapshot or a
+table copied from another data folder is never trusted over the table.
 """
 
 from __future__ import annotations
@@ -46,11 +48,14 @@ class Registry:
     SNAPSHOT = "snapshot.idx"
 
     def __init__(self, directory: str | os.PathLike, algorithm: str = "rtfs",
-                 taxonomy: str | os.PathLike | None = None):
+                 taxonomy: str | os.PathLike | None = None, store: QueryStore | None = None):
+        """`store`: the folder's query table, if the caller opened it already."""
         self.directory = Path(directory)
-        self.store = QueryStore(self.directory)
+        self.store = store if store is not None else QueryStore(self.directory)
         self.snapshot_path = self.directory / self.SNAPSHOT
-        self._identity = json.dumps({"algorithm": algorithm, "taxonomy": _file_digest(taxonomy)})
+        #: What a usable snapshot was made with: this algorithm, taxonomy and table.
+        self._identity = {"algorithm": algorithm, "taxonomy": _file_digest(taxonomy),
+                          "table": self.store.table_id}
         self._snapshot_lock = threading.Lock()
         self.changes_since_snapshot = 0
         #: What start-up did: "snapshot" or "rebuilt", rows replayed, rows that failed.
@@ -64,14 +69,16 @@ class Registry:
         source = "snapshot" if engine is not None else "rebuilt"
         if engine is None:
             engine = Engine(algorithm, taxonomy)
-        versions = self.store.versions()
+        rows = {row.id: row for row in self.store.all()}
         removed = 0
-        for registered in engine.queries():
-            if versions.get(registered.id) != registered.metadata.get(SEQ):
+        for registered in engine.queries():  # the snapshot's queries that are not the table's
+            row = rows.get(registered.id)
+            if (row is None or row.seq != registered.metadata.get(SEQ)
+                    or row.query != registered.query.text or row.subscriber != registered.subscriber):
                 engine.unregister(registered.id)
                 removed += 1
         replayed = failed = 0
-        for row in self.store.all():
+        for row in rows.values():
             if row.id in engine:
                 continue
             try:
@@ -87,11 +94,14 @@ class Registry:
         return engine
 
     def _load_snapshot(self, algorithm: str) -> Engine | None:
+        """The snapshot, if it is the one this table's note describes: same algorithm
+        and taxonomy, this table, and the very queries the note's digest covers."""
         if not self.snapshot_path.exists():
             return None
-        if self.store.setting("snapshot") != self._identity:
-            log.warning("%s was made with another algorithm or taxonomy (or never finished): "
-                        "rebuilding the index from %s", self.snapshot_path, self.store.path)
+        note = _read_note(self.store.setting("snapshot"))
+        if {k: note.get(k) for k in self._identity} != self._identity:
+            log.warning("%s was made with another algorithm, taxonomy or query table (or never "
+                        "finished): rebuilding the index from %s", self.snapshot_path, self.store.path)
             return None
         try:
             engine = Engine.load(self.snapshot_path)
@@ -99,7 +109,11 @@ class Registry:
             log.warning("cannot use the snapshot: %s; rebuilding the index from %s",
                         e, self.store.path)
             return None
-        return engine if engine.algorithm == algorithm else None
+        if engine.algorithm != algorithm or _queries_digest(engine) != note.get("queries"):
+            log.warning("%s is not the snapshot %s describes (copied from elsewhere?): rebuilding "
+                        "the index from it", self.snapshot_path, self.store.path)
+            return None
+        return engine
 
     # ------------------------------------------------------------- changes
 
@@ -171,15 +185,17 @@ class Registry:
     def snapshot(self) -> int:
         """Save the engine as the snapshot (atomically); returns its size in bytes.
 
-        The table's note of which algorithm and taxonomy the snapshot was made
-        with is cleared first and written last, so a snapshot cut short by a
-        crash is never trusted.
+        The table's note of the snapshot (the algorithm, taxonomy and table it
+        was made with, and a digest of the queries it holds) is cleared first
+        and written last, so a snapshot cut short by a crash is never trusted.
         """
         with self._snapshot_lock:
             changes = self.changes_since_snapshot
             self.store.set_setting("snapshot", "")
-            size = self.engine.save(self.snapshot_path)
-            self.store.set_setting("snapshot", self._identity)
+            with self.engine._lock:  # the digest and the file: one state of the engine
+                note = json.dumps({**self._identity, "queries": _queries_digest(self.engine)})
+                size = self.engine.save(self.snapshot_path)
+            self.store.set_setting("snapshot", note)
             self.changes_since_snapshot -= changes
             return size
 
@@ -191,6 +207,20 @@ def _restore(engine: Engine, old) -> None:
     """Register again the query a failed change had taken out (None: there was none)."""
     if old is not None:
         engine.register(old.query, old.id, old.subscriber, old.metadata)
+
+
+def _queries_digest(engine: Engine) -> str:
+    """A digest of the engine's queries as the table holds them: id, seq, subscriber, text."""
+    rows = [[q.id, q.metadata.get(SEQ), q.subscriber, q.query.text] for q in engine.queries()]
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+
+
+def _read_note(text: str | None) -> dict:
+    try:
+        note = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return note if isinstance(note, dict) else {}
 
 
 def _file_digest(path: str | os.PathLike | None) -> str:

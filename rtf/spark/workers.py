@@ -231,8 +231,10 @@ def _bad_examples(batch: list[str], n: int) -> list[str]:
 
 
 def publication_of(subject: str, pairs: list[tuple[str, str]]) -> Publication:
-    """The publication of a grouped subject (id as in `rtf match`: the IRI without brackets)."""
-    return Publication(display_iri(subject), [(subject, p, o) for p, o in pairs])
+    """The publication of a grouped subject (id as in `rtf match`: the IRI without brackets).
+
+    The terms are pyoxigraph's (`parse_ntriples_lines`): canonical, not checked again."""
+    return Publication.from_canonical(display_iri(subject), [(subject, p, o) for p, o in pairs])
 
 
 def filter_records(engine, records: Iterable[tuple[str, list[tuple[str, str]]]],

@@ -109,16 +109,16 @@ def descend_words(node: TrieNode, text: TextIndex, out: list) -> None:
     """Append the shapes of every word node below `node` whose path words all occur."""
     words = node.words
     if words:
-        positions = text.positions
-        if len(words) <= len(positions):
+        keys = text.keys  # words and bigrams
+        if len(words) <= len(keys):
             for w, child in words.items():
-                if w in positions:
+                if w in keys:
                     if child.shapes:
                         out.extend(child.shapes)
                     if child.words or child.prefixes:
                         descend_words(child, text, out)
         else:
-            for w in positions:
+            for w in keys:
                 child = words.get(w)
                 if child is not None:
                     if child.shapes:

@@ -1,0 +1,171 @@
+"""What `Engine.match` returns: `Match` records, and `Matches`, one publication's.
+
+A publication can match thousands of queries. `Matches` holds them as
+parallel lists -- the query ids in order, each query's solutions, each
+query's registration record -- and makes a `Match` only when one is looked
+at, so a writer that reads the lists (`rtf.io.output.match_lines`) renders
+a publication without one Python object per match. Read as a sequence it
+is the list of `Match` records, by query id, it always was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import repeat
+from operator import attrgetter, itemgetter
+
+
+class Match(tuple):
+    """A query that a publication satisfies, and with which bindings.
+
+    `solutions` is the set of distinct projected solutions, each a tuple
+    of (variable, N-Triples term) pairs in projection order; `bindings`
+    shows them as dicts in a stable order. An ASK query has no bindings.
+
+    `truncated` is True when the engine stopped before it had every
+    solution: the query had more than the engine's `max_solutions`, or its
+    join reached its work bound. `solutions` then holds at most
+    `max_solutions` of them (all genuine; which ones is unspecified).
+
+    An immutable record, compared and hashed by its five fields. It is a
+    tuple underneath so that the thousands of matches of one publication
+    are built in C (``tuple.__new__``), without a Python call per match;
+    ``query_id, subscriber, bindings = match`` unpacks the three that a
+    user reads.
+
+    >>> m = Match("q1", "alice", frozenset({(("s", "<http://ex/a>"),)}))
+    >>> m.query_id, m.bindings, m.truncated
+    ('q1', [{'s': '<http://ex/a>'}], False)
+    >>> qid, subscriber, bindings = m
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, query_id: str, subscriber: str | None,
+                solutions: frozenset[tuple[tuple[str, str], ...]], is_ask: bool = False,
+                truncated: bool = False):
+        return tuple.__new__(cls, (query_id, subscriber, solutions, is_ask, truncated))
+
+    query_id = property(itemgetter(0), doc="The id of the query that matched.")
+    subscriber = property(itemgetter(1), doc="The query's subscriber (None if it has none).")
+    solutions = property(itemgetter(2), doc="The distinct projected solutions (a frozenset).")
+    is_ask = property(itemgetter(3), doc="An ASK query: it has no bindings.")
+    truncated = property(itemgetter(4), doc="The solutions were cut at the engine's cap.")
+
+    def __repr__(self) -> str:
+        return (f"Match(query_id={self[0]!r}, subscriber={self[1]!r}, "
+                f"solutions={set(self[2])!r}, is_ask={self[3]}, truncated={self[4]})")
+
+    def __reduce__(self):
+        return (Match, (self[0], self[1], self[2], self[3], self[4]))
+
+    @property
+    def bindings(self) -> list[dict[str, str]]:
+        """The solutions as {variable: N-Triples term} dicts, sorted; [] for ASK."""
+        if self[3]:
+            return []
+        return [dict(s) for s in sorted(self[2])]
+
+    def explain(self, publication, source) -> list[dict]:
+        """Why this match: per solution, the branch that matched and each
+        satisfied ``ftcontains`` with its variable, literal, character spans
+        and words (see `rtf.matching.explain`).
+
+        Computed now, from `publication` (the one matched) and `source` (the
+        `Engine` that matched it, a `RegisteredQuery` or a `Query`): matching
+        keeps nothing for it, so it costs nothing unless asked for.
+        """
+        from rtf.matching.explain import explain_match
+        return explain_match(self, publication, source)
+
+    def __iter__(self):
+        """``query_id, subscriber, bindings = match``."""
+        return iter((self[0], self[1], self.bindings))
+
+
+_new_match = tuple.__new__
+_subscriber = attrgetter("subscriber")
+_is_ask = attrgetter("is_ask")
+
+
+class Matches(Sequence):
+    """One publication's matches: a read-only sequence of `Match`, by query id.
+
+    `query_ids` (increasing), `solutions` and `registered` (each query's
+    registration record: it has ``subscriber`` and ``is_ask``) are parallel
+    lists; `truncated` holds the ids of the queries cut at the solution cap.
+    The records are taken when the publication is matched, so the matches
+    stay what they were if a query is unregistered afterwards. A `Match` is
+    made only when one is read; equal to a list of the same matches.
+    """
+
+    __slots__ = ("query_ids", "solutions", "registered", "truncated", "_maybe_ask", "_items")
+
+    def __init__(self, query_ids: list[str], solutions: list, registered: list,
+                 truncated: frozenset[str] | set[str] = frozenset(), maybe_ask: bool = True):
+        self.query_ids = query_ids
+        self.solutions = solutions
+        self.registered = registered
+        self.truncated = truncated
+        #: False when the engine holds no ASK query at all (then none is looked for)
+        self._maybe_ask = maybe_ask
+        self._items: list[Match] | None = None
+
+    @property
+    def subscribers(self) -> list[str | None]:
+        """Each match's subscriber, in order."""
+        return list(map(_subscriber, self.registered))
+
+    def has_ask(self) -> bool:
+        """Whether an ASK query is among the matches."""
+        return self._maybe_ask and any(map(_is_ask, self.registered))
+
+    def _list(self) -> list[Match]:
+        items = self._items
+        if items is None:
+            truncated = self.truncated
+            flags = [q in truncated for q in self.query_ids] if truncated else repeat(False)
+            # Built in C: no Python call per match.
+            items = self._items = list(map(_new_match, repeat(Match), zip(
+                self.query_ids, map(_subscriber, self.registered), self.solutions,
+                map(_is_ask, self.registered), flags)))
+        return items
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def __bool__(self) -> bool:
+        return bool(self.query_ids)
+
+    def __getitem__(self, i):
+        return self._list()[i]
+
+    def __iter__(self):
+        return iter(self._list())
+
+    def __contains__(self, item) -> bool:
+        return item in self._list()
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Matches):
+            other = other._list()
+        if isinstance(other, (list, tuple)):
+            return self._list() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # a sequence that compares equal to lists
+
+    def __add__(self, other) -> list[Match]:
+        return self._list() + list(other)
+
+    def __radd__(self, other) -> list[Match]:
+        return list(other) + self._list()
+
+    def __repr__(self) -> str:
+        return repr(self._list())
+
+    def __reduce__(self):  # pickled (Spark, --workers) as the plain list it reads as
+        return (list, (self._list(),))
+
+
+NO_MATCHES = Matches([], [], [])
