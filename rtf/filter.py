@@ -145,6 +145,9 @@ class IndexedQueries(QueryIndex):
         self.name = name
         self.table = QueryTable(share_shapes=share_shapes)
         self.queries: dict[str, Query] = {}
+        #: Residual predicate evaluations made, and those saved by sharing one answer (seed 002).
+        self.filter_evaluations = 0
+        self.filter_evaluations_shared = 0
 
     def add(self, query_id: str, query: Query) -> None:
         new_shapes, branches = self.table.add(query_id, query)
@@ -248,10 +251,14 @@ class IndexedQueries(QueryIndex):
                 truncated.add(qid)
         for qid in truncated:
             out[qid] = frozenset(list(out[qid])[:limit])
+        self.filter_evaluations += solver.memo.evaluations
+        self.filter_evaluations_shared += solver.memo.shared
         return groups, out, truncated
 
     def stats(self) -> dict:
         s = {"queries": len(self.queries), "tuples": self.table.tuple_count,
-             "shapes": len(self.table.shapes)}
+             "shapes": len(self.table.shapes), "value_tests": len(self.table.values),
+             "filter_evaluations": self.filter_evaluations,
+             "filter_evaluations_shared": self.filter_evaluations_shared}
         s.update(self.index.stats())
         return s

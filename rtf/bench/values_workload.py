@@ -13,7 +13,8 @@ selectivity in FILTERs on those properties: comparisons (``<, <=, >, >=,
 =, !=``) against constants drawn from the property's own values, ranges
 joined by ``&&``, ``IN`` lists, ``year()``/``month()`` of dates,
 ``lang()`` of labels, ``datatype()``, sometimes a word of the abstract
-with ``ftcontains``. A publication satisfies the structure of about one
+with ``ftcontains`` or a regex on the label (one of a few dozen patterns,
+shared by many queries). A publication satisfies the structure of about one
 query in ten (its class's queries) and the FILTERs of about four in a
 hundred: the cost of a publication should follow the four, not the ten.
 
@@ -43,6 +44,9 @@ LABEL_LANGUAGES = ("en", "fr", "de", "es")
 LABEL_SHARE = 0.45
 #: Probability that a query also asks a word of the abstract.
 WORD_SHARE = 0.2
+#: Probability that a query also tests its label with a regex (an expensive predicate that
+#: many queries share: one of a few dozen patterns, seed 002's case).
+REGEX_SHARE = 0.1
 WORDS = ("river", "city", "film", "album", "company", "mountain", "club", "book", "war", "music",
          "history", "north", "south", "new", "old", "great", "little", "red", "black", "golden",
          "festival", "league", "island", "valley", "national", "royal", "saint", "lake")
@@ -196,6 +200,9 @@ def values_queries(n: int, seed: int = 0) -> list[dict]:
         if rng.random() < 0.15:
             lines.append("?s rdfs:label ?label .")
             filters.append(f'lang(?label) = "{rng.choice(LABEL_LANGUAGES)}"')
+        if rng.random() < REGEX_SHARE:
+            lines.append("?s rdfs:label ?name .")
+            filters.append(f'regex(?name, "^{rng.choice(WORDS).title()} ", "i")')
         if rng.random() < WORD_SHARE:
             lines.append("?s dbo:abstract ?abstract .")
             filters.append(f'ftcontains(?abstract, "{rng.choice(WORDS)}")')

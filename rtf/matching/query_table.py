@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from rtf.matching.shared_predicates import ResidualPlan, residual_plan
 from rtf.matching.value_tests import ValueTests, exact_star
 from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
 
@@ -261,6 +262,8 @@ class RegisteredBranch:
     star: "StarPlan | None" = None
     #: The query's OPTIONAL groups and later FILTERs (`rtf.matching.optional`), or None.
     optional: "OptionalPart | None" = None
+    #: The residual filters, ordered and shared (`rtf.matching.shared_predicates`), or None.
+    residual: "ResidualPlan | None" = None
 
 
 class StarPlan(NamedTuple):
@@ -432,7 +435,8 @@ class QueryTable:
         branches = []
         for b, keys, keep, keep_names, names in planned:
             rb = RegisteredBranch(query_id, b, self._take_slot(), keep=keep, keep_names=keep_names,
-                                  projection=query.projection, optional=optional)
+                                  projection=query.projection, optional=optional,
+                                  residual=residual_plan(b.residual) if b.residual else None)
             shapes = []
             for key in keys:
                 if self.share_shapes:
