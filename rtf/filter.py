@@ -26,6 +26,7 @@ import numpy as np
 
 from rtf.query.model import Query
 from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape, shrunk
+from rtf.matching.shared_predicates import EvaluationMemo
 from rtf.matching.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
 from rtf.query.terms import is_literal, lexical_form
 from rtf.query.text import text_index
@@ -216,9 +217,10 @@ class IndexedQueries(QueryIndex):
         if not hits:
             return [], {}, set()
         subject = only_subject(triples)
-        solver = PublicationSolver(hits, subject, triples, virtual)
+        memo = EvaluationMemo()  # the publication's shared predicate answers (seed 002)
+        solver = PublicationSolver(hits, subject, triples, virtual, memo)
         table = self.table
-        slots = table.complete_slots(hits)
+        slots = table.complete_slots(hits, memo)
         groups = []
         if subject is not None and len(slots):
             # Most complete branches are a query's only branch, a star about the one

@@ -97,7 +97,9 @@ def _check(tests: list[ValueTest], values: list[str], flipped: bool = False) -> 
     for n, t in enumerate(tests):
         index.add(n, t)
     for x in values:
-        got = sorted(set(index.satisfied(x).tolist()))
+        found = index.satisfied(x).tolist()
+        assert len(found) == len(set(found)), "each test once"
+        got = sorted(found)
         want = [n for n, t in enumerate(tests) if reference(t, x, flipped)]
         assert got == want, (x, [(n, tests[n]) for n in sorted(set(got) ^ set(want))])
 

@@ -262,8 +262,15 @@ class RegisteredBranch:
     star: "StarPlan | None" = None
     #: The query's OPTIONAL groups and later FILTERs (`rtf.matching.optional`), or None.
     optional: "OptionalPart | None" = None
-    #: The residual filters, ordered and shared (`rtf.matching.shared_predicates`), or None.
+    #: The residual filters, ordered and shared (`rtf.matching.shared_predicates`): made
+    #: on first use (a branch the value index answers by itself never needs it).
     residual: "ResidualPlan | None" = None
+
+    def residual_plan(self) -> "ResidualPlan | None":
+        plan = self.residual
+        if plan is None and self.branch.residual:
+            plan = self.residual = residual_plan(self.branch.residual)
+        return plan
 
 
 class StarPlan(NamedTuple):
@@ -370,16 +377,18 @@ def star_plan(rb: RegisteredBranch, tested: frozenset = frozenset()) -> StarPlan
     if rb.branch.residual and not tested:
         return None
     var = None
-    for names in rb.keep_names:
-        names = tuple(n for n in names if n not in tested)
+    firsts = []  # (shape, index in the tuple's variables) of each tuple's star variable
+    for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names):
+        if tested:
+            kept = [(k, n) for k, n in zip(keep, names) if n not in tested]
+            keep, names = [k for k, _ in kept], [n for _, n in kept]
         if not names:
             continue
         if len(set(names)) != 1 or (var is not None and names[0] != var):
             return None
         var = names[0]
-    on_subject = all(shape.row_positions[k] == 0
-                     for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)
-                     for k, n in zip(keep, names) if n not in tested)
+        firsts.append((shape, keep[0]))
+    on_subject = all(shape.row_positions[k] == 0 for shape, k in firsts)
     plan = StarPlan(var, var in rb.projection, on_subject)
     return _PLANS.setdefault(plan, plan)
 
@@ -432,11 +441,10 @@ class QueryTable:
             keep, keep_names = needed_columns_shared(names, needed_outside(query, b))
             planned.append((b, [key for key, _ in per_tuple], keep, keep_names, names))
         new_shapes: list[TupleShape] = []
-        branches = []
+        branches, plans = [], []
         for b, keys, keep, keep_names, names in planned:
             rb = RegisteredBranch(query_id, b, self._take_slot(), keep=keep, keep_names=keep_names,
-                                  projection=query.projection, optional=optional,
-                                  residual=residual_plan(b.residual) if b.residual else None)
+                                  projection=query.projection, optional=optional)
             shapes = []
             for key in keys:
                 if self.share_shapes:
@@ -458,6 +466,7 @@ class QueryTable:
             tests = self.values.plan(b, shapes, names)  # counted like shapes (rtf.matching.value_tests)
             self.values.add(rb.slot, tests)
             self.need[rb.slot] = len(distinct) + len(tests.conjunctions)
+            plans.append(tests)
             self.branches[rb.slot] = rb
             self.slot_query[rb.slot] = query_id
             self.tuple_count += len(shapes)
@@ -469,10 +478,8 @@ class QueryTable:
         star = branches[0].star if len(branches) == 1 else None
         if star is None and len(branches) == 1 and optional is None:
             # A star whose residual the value index decides exactly: known once complete.
-            tests = self.values.plan(branches[0].branch, branches[0].shapes,
-                                     [vars_ for _, vars_ in map(shape_of_shared, branches[0].branch.tuples)])
-            if exact_star(tests, branches[0].branch, query.projection):
-                star = star_plan(branches[0], tests.variables)
+            if exact_star(plans[0], branches[0].branch, query.projection):
+                star = star_plan(branches[0], plans[0].variables)
         if star is not None and (star.var is None or star.on_subject):
             self.slot_answer[branches[0].slot] = self._answer_code(star.var if star.projected else "")
         self.queries[query_id] = tuple(branches)
@@ -517,12 +524,13 @@ class QueryTable:
         self.queries = shrunk(self.queries)
         return emptied
 
-    def complete_slots(self, satisfied: dict) -> np.ndarray:
+    def complete_slots(self, satisfied: dict, memo=None) -> np.ndarray:
         """Slots of the branches all of whose shapes are among `satisfied` (shape ->
-        its triples) and all of whose value tests some value satisfies, ascending."""
+        its triples) and all of whose value tests some value satisfies, ascending.
+        `memo` is the publication's `rtf.matching.shared_predicates.EvaluationMemo`."""
         arrays = [shape.slots.array for shape in satisfied]
         if self.values.by_shape:
-            arrays += self.values.satisfied_slots(satisfied)
+            arrays += self.values.satisfied_slots(satisfied, memo)
         if not arrays:
             return _NO_SLOTS
         marks = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]

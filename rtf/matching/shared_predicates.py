@@ -35,6 +35,7 @@ import dataclasses
 import time
 import weakref
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rtf.query.expressions import compile_filter
 from rtf.query.model import Arithmetic, Call, Contains, FtContains, LangMatches, Regex
@@ -48,8 +49,12 @@ TIME_ONE_IN = 16
 EXPENSIVE = (Regex, FtContains, Contains, LangMatches, Call, Arithmetic)
 
 
+@lru_cache(maxsize=65536)
 def canonical(expr) -> tuple[object, tuple[str, ...]]:
-    """`expr` with its variables renamed ``_0, _1, ...`` by first appearance, and their names in that order."""
+    """`expr` with its variables renamed ``_0, _1, ...`` by first appearance, and their names in that order.
+
+    Cached: the queries of a workload repeat their conjuncts (model values are shared).
+    """
     names: list[str] = []
 
     def rename(value):

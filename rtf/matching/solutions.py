@@ -45,7 +45,8 @@ class PublicationSolver:
                  "_publication", "memo")
 
     def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
-                 triples: list[Triple] = (), virtual: list[Triple] = ()):
+                 triples: list[Triple] = (), virtual: list[Triple] = (),
+                 memo: EvaluationMemo | None = None):
         self.hits = hits
         #: The publication's triples, for the OPTIONAL groups (`rtf.matching.optional`).
         self.triples = triples
@@ -57,7 +58,7 @@ class PublicationSolver:
         self._tables: dict[tuple[TupleShape, tuple[int, ...]], set[tuple]] = {}
         self._singletons: dict[tuple, frozenset[Solution]] = {}
         #: Expensive residual predicates answered once per distinct values (seed 002).
-        self.memo = EvaluationMemo()
+        self.memo = memo if memo is not None else EvaluationMemo()
 
     def values(self, shape: TupleShape, position: int) -> frozenset[str]:
         """The terms at `position` of the triples that satisfied `shape`."""
@@ -109,7 +110,7 @@ class PublicationSolver:
                   for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)]
         max_rows = limit * JOIN_ROWS_PER_SOLUTION
         cols, joined, truncated = join_rows(tables, max_rows)
-        residual, memo = rb.residual, self.memo
+        residual, memo = rb.residual_plan(), self.memo
         rows = [sol for sol in (dict(zip(cols, row)) for row in joined)
                 if residual is None or residual.passes(sol, memo)]
         if self._publication is None:
@@ -152,7 +153,7 @@ class PublicationSolver:
         if not joined:
             return found, truncated
         where = [(v, cols.index(v)) for v in rb.projection if v in cols]
-        residual, memo = rb.residual, self.memo
+        residual, memo = rb.residual_plan(), self.memo
         for row in joined:
             if residual is not None:
                 if not residual.passes(dict(zip(cols, row)), memo):

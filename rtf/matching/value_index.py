@@ -119,9 +119,13 @@ class ValueIndex:
     def __init__(self):
         self._tests: dict[int, ValueTest] = {}
         self._tables: dict[str, _Table] | None = None  # built on first use after a change
+        self._repeats = False  # an IN whose constants may be equal by value: dedupe answers
 
     def __len__(self) -> int:
         return len(self._tests)
+
+    def __contains__(self, test_id: int) -> bool:
+        return test_id in self._tests
 
     def add(self, test_id: int, test: ValueTest) -> None:
         """Index `test` under `test_id` (an id already present is replaced)."""
@@ -131,6 +135,8 @@ class ValueIndex:
             raise ValueError(f"{test.op!r} takes one constant, not {len(test.constants)}")
         self._tests[test_id] = test
         self._tables = None
+        if test.op == "in" and len(test.constants) > 1:
+            self._repeats = True
 
     def remove(self, test_id: int) -> None:
         """Forget the test of `test_id` (KeyError if there is none)."""
@@ -166,11 +172,8 @@ class ValueIndex:
     # ------------------------------------------------------------ answering
 
     def satisfied(self, key: str) -> np.ndarray:
-        """The ids of the tests that are true for the value `key` (a term key), as an int64 array.
-
-        An id may appear more than once (an ``IN`` whose constants are
-        equal by value, such as ``1`` and ``1.0``).
-        """
+        """The ids of the tests that are true for the value `key` (a term key), as an int64 array,
+        each once."""
         tables = self._tables
         if tables is None:
             tables = self._tables = self._build()
@@ -200,7 +203,9 @@ class ValueIndex:
         parts = [p for p in parts if len(p)]
         if not parts:
             return _EMPTY
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        found = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        # An IN reports its test once per equal constant (1 and 1.0 both equal 1).
+        return np.unique(found) if self._repeats else found
 
     @staticmethod
     def _comparable(op: str, sorted_: _Sorted, typed: tuple[int, object]) -> np.ndarray:

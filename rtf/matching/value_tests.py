@@ -30,20 +30,25 @@ variables bound once, in one tuple, and not projected (`exact_star`) -- the
 branch is answered like a star, without a join: on a publication about one
 subject its answer is known as soon as it is complete.
 
-Tests that the index cannot take (two variables, a variable bound only in
-an OPTIONAL group, ``||`` across variables, ``NOT IN``, negations) are only
-residual, as before.
+Other predicates of one variable (``regex(?label, "^Rio")``, ``contains``,
+``NOT IN``, a negation, ``||`` within the variable) are held the same way as
+*opaque* tests: each distinct predicate is evaluated once per distinct term
+of the publication and shared by every branch that asks it (Hanson et al.'s
+shared evaluation of expensive predicates). Conjuncts of two variables, or of
+a variable bound only in an OPTIONAL group, are only residual, as before.
 """
 
 from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from sys import intern
 
 import numpy as np
 
+from rtf.matching.shared_predicates import EvaluationMemo, canonical
 from rtf.matching.value_index import FLIPPED, ValueIndex, ValueTest
-from rtf.query.expressions import compile_operand
+from rtf.query.expressions import compile_filter, compile_operand
 from rtf.query.functions import FUNCTIONS, XSD_CASTS
 from rtf.query.model import Branch, Call, Compare, In, Lang
 from rtf.query.terms import IRI, Literal, Variable
@@ -56,7 +61,7 @@ _V = Variable("_v")
 def _constant_key(term) -> str | None:
     if isinstance(term, (IRI, Literal)):
         try:
-            return term.key
+            return intern(term.key)  # one copy of each constant across the tests
         except Exception:  # a constant that is not a valid term: left to the residual filter
             return None
     return None
@@ -107,17 +112,46 @@ def _compute(operand: tuple):
 
 @dataclass(eq=False)
 class ValueGroup:
-    """The conjunctions held at one (shape, position): an index of tests per operand."""
+    """The conjunctions held at one (shape, position): an index of tests per operand, and the
+    other one-variable predicates (regex, contains, ...), each evaluated once per term."""
 
     shape: object
     position: int
     operands: dict[tuple, tuple[object, ValueIndex]] = field(default_factory=dict)
+    #: canonical predicate (its variable renamed ``_0``) -> (compiled, its atoms)
+    opaque: dict[object, tuple[object, set]] = field(default_factory=dict)
 
     def index_of(self, operand: tuple) -> ValueIndex:
         found = self.operands.get(operand)
         if found is None:
             found = self.operands[operand] = (_compute(operand), ValueIndex())
         return found[1]
+
+    def add(self, atom: int, operand, test) -> None:
+        if operand == "opaque":
+            found = self.opaque.get(test)
+            if found is None:
+                found = self.opaque[test] = (compile_filter(test), set())
+            found[1].add(atom)
+        else:
+            self.index_of(operand).add(atom, test)
+
+    def discard(self, atom: int) -> None:
+        for operand, (_, index) in list(self.operands.items()):
+            if atom in index:
+                index.remove(atom)
+                if not len(index):
+                    del self.operands[operand]
+                return
+        for form, (_, atoms) in list(self.opaque.items()):
+            if atom in atoms:
+                atoms.discard(atom)
+                if not atoms:
+                    del self.opaque[form]
+                return
+
+    def __bool__(self) -> bool:
+        return bool(self.operands or self.opaque)
 
 
 @dataclass(frozen=True)
@@ -148,9 +182,11 @@ class ValueTests:
         self.atom_conj = np.full(64, -1, dtype=np.int32)
         self.conj_size = np.zeros(64, dtype=np.int32)
         self.conj_slot = np.full(64, -1, dtype=np.int32)
-        self.branch_conj: dict[int, list[tuple[ValueGroup, int, list[tuple[tuple, int]]]]] = {}
+        #: slot -> ((group, conjunction, atoms), ...): tuples, the smallest Python containers
+        self.branch_conj: dict[int, tuple[tuple[ValueGroup, int, tuple[int, ...]], ...]] = {}
         self._free_atoms, self._free_conj = array("l"), array("l")
         self._next_atom = self._next_conj = 0
+        self._mask = np.zeros(0, dtype=bool)  # scratch: conjunctions seen in one publication
 
     def __len__(self) -> int:
         """The number of registered conjunctions."""
@@ -163,20 +199,30 @@ class ValueTests:
         names by position; a test's variable must be bound by one of them
         (the first tuple that binds it holds its conjunction).
         """
-        by_place: dict[tuple[int, int], list] = {}
-        places: dict[tuple[int, int], tuple[object, int]] = {}
+        by_place: dict[tuple[int, int, str], list] = {}
+        places: dict[tuple[int, int, str], tuple[object, int]] = {}
         taken, variables = [], set()
+        binders = None  # variable -> (shape, index in its variables) of the first tuple binding it
         for conjunct in branch.residual:
             found = value_test_of(conjunct)
             if found is None:
-                continue
+                form, variables_read = canonical(conjunct)
+                if len(variables_read) != 1:
+                    continue  # two variables, or none: only residual
+                found = ("opaque", variables_read[0], form)
             operand, var, test = found
-            where = next(((shape, k) for shape, ns in zip(shapes, names) for k, n in enumerate(ns)
-                          if n == var), None)
+            if binders is None:
+                binders = {}
+                for shape, ns in zip(shapes, names):
+                    for k, n in enumerate(ns):
+                        binders.setdefault(n, (shape, k))
+            where = binders.get(var)
             if where is None:
                 continue
             shape, k = where
-            place = (id(shape), shape.row_positions[k])
+            # One conjunction per variable: two variables may be bound at the same place
+            # (``?s p ?a . ?s p ?b``: one shape), and each has its own value.
+            place = (id(shape), shape.row_positions[k], var)
             places[place] = (shape, shape.row_positions[k])
             atoms = by_place.setdefault(place, [])
             if (operand, test) not in atoms:
@@ -204,26 +250,23 @@ class ValueTests:
             for operand, test in atoms:
                 atom = self._take("atom")
                 self.atom_conj[atom] = conj
-                group.index_of(operand).add(atom, test)
-                ids.append((operand, atom))
-            held.append((group, conj, ids))
+                group.add(atom, operand, test)
+                ids.append(atom)
+            held.append((group, conj, tuple(ids)))
         if held:
-            self.branch_conj[slot] = held
+            self.branch_conj[slot] = tuple(held)
 
     def remove(self, slot: int) -> None:
         """Forget the conjunctions of the branch at `slot`."""
         for group, conj, ids in self.branch_conj.pop(slot, ()):
-            for operand, atom in ids:
-                index = group.operands[operand][1]
-                index.remove(atom)
-                if not len(index):
-                    del group.operands[operand]
+            for atom in ids:
+                group.discard(atom)
                 self.atom_conj[atom] = -1
                 self._free_atoms.append(atom)
             self.conj_slot[conj] = -1
             self.conj_size[conj] = 0
             self._free_conj.append(conj)
-            if not group.operands:
+            if not group:
                 del self.groups[(id(group.shape), group.position)]
                 groups = self.by_shape[group.shape]
                 groups.remove(group)
@@ -245,52 +288,84 @@ class ValueTests:
                 self.conj_size = _grown(self.conj_size, 0)
         return n
 
-    def satisfied_slots(self, hits: dict, memo: dict | None = None) -> list[np.ndarray]:
+    def satisfied_slots(self, hits: dict, memo: EvaluationMemo | None = None) -> list[np.ndarray]:
         """For a publication's `hits` (shape -> triples), the slot of every conjunction that one
         term satisfies whole, each conjunction once: arrays to count with the shapes' slots.
 
-        `memo` ((operand, term) -> operand value) is shared by every group for
-        one publication, so an operand is computed once per distinct term.
+        `memo` (the publication's `EvaluationMemo`) is shared by every group, so
+        an operand or predicate is computed once per distinct term.
         """
         by_shape = self.by_shape
         if not by_shape:
             return []
         if memo is None:
-            memo = {}
+            memo = EvaluationMemo()
+        answers = memo.answers
         atom_conj, conj_size = self.atom_conj, self.conj_size
-        out = []
+        found: list[np.ndarray] = []  # satisfied conjunctions, maybe repeated
         for shape, triples in hits.items():
             groups = by_shape.get(shape)
             if groups is None:
                 continue
             for group in groups:
                 position = group.position
-                held = []
-                for term in {t[position] for t in triples}:
-                    atoms = []
+                atoms, owners = [], []  # per term: the atoms it satisfies, and the term's number
+                for n, term in enumerate({t[position] for t in triples}):
                     for operand, (compute, index) in group.operands.items():
                         if compute is None:
                             value = term
                         else:
                             mkey = (operand, term)
-                            value = memo.get(mkey)
+                            value = answers.get(mkey)
                             if value is None:
-                                value = memo[mkey] = compute(term)
+                                value = answers[mkey] = compute(term)
+                                memo.evaluations += 1
+                            else:
+                                memo.shared += 1
                         if value is not ERROR:
-                            found = index.satisfied(value)
-                            if len(found):
-                                atoms.append(found)
-                    if not atoms:
-                        continue
-                    atoms = np.unique(np.concatenate(atoms)) if len(atoms) > 1 else np.unique(atoms[0])
-                    conjs, counts = np.unique(atom_conj[atoms], return_counts=True)
-                    whole = conjs[counts == conj_size[conjs]]
-                    if len(whole):
-                        held.append(whole)
-                if held:
-                    conjs = np.unique(np.concatenate(held)) if len(held) > 1 else held[0]
-                    out.append(self.conj_slot[conjs])
-        return out
+                            hit = index.satisfied(value)
+                            if len(hit):
+                                atoms.append(hit)
+                                owners.append(np.full(len(hit), n, dtype=np.int64))
+                    for form, (compiled, ids) in group.opaque.items():
+                        mkey = (form, (term,))  # as `ResidualPlan` keys it: shared with the joins
+                        result = answers.get(mkey)
+                        if result is None:
+                            result = answers[mkey] = compiled({"_0": term})
+                            memo.evaluations += 1
+                        else:
+                            memo.shared += 1
+                        if result is True:
+                            atoms.append(np.fromiter(ids, dtype=np.int64, count=len(ids)))
+                            owners.append(np.full(len(ids), n, dtype=np.int64))
+                if not atoms:
+                    continue
+                atoms_ = np.concatenate(atoms) if len(atoms) > 1 else atoms[0]
+                conjs = atom_conj[atoms_]
+                single = conj_size[conjs] == 1
+                if single.all():
+                    found.append(conjs)  # one test each: any term that passes it
+                    continue
+                found.append(conjs[single])
+                # Several tests: one term must pass them all ((conjunction, term) counted once:
+                # a ValueIndex reports each test once per value).
+                owner = (np.concatenate(owners) if len(owners) > 1 else owners[0])[~single]
+                terms = int(owner.max()) + 1
+                keys, counts = np.unique(conjs[~single].astype(np.int64) * terms + owner, return_counts=True)
+                whole = keys // terms
+                found.append(whole[counts == conj_size[whole]])
+        if not found:
+            return []
+        # Each conjunction once (a conjunction may hold for several terms or groups): a mark
+        # per conjunction, read back in one pass -- linear, where sorting was the profile's top.
+        mask = self._mask
+        if len(mask) < len(self.conj_slot):
+            mask = self._mask = np.zeros(len(self.conj_slot), dtype=bool)
+        for conjs in found:
+            mask[conjs] = True
+        conjs = np.flatnonzero(mask)
+        mask[conjs] = False
+        return [self.conj_slot[conjs]] if len(conjs) else []
 
 
 def _grown(a: np.ndarray, empty: int) -> np.ndarray:
