@@ -156,9 +156,9 @@ def _constant(prop: Property, q: float) -> str:
     return str(int(round(x)))
 
 
-def _filter(var: str, prop: Property, rng: random.Random) -> str:
-    """A FILTER on `var` (the value of `prop`) that lets about FILTER_PASS of the values through."""
-    share = rng.uniform(FILTER_PASS / 2, min(1.0, FILTER_PASS * 1.5))
+def _filter(var: str, prop: Property, rng: random.Random, pass_share: float = FILTER_PASS) -> str:
+    """A FILTER on `var` (the value of `prop`) that lets about `pass_share` of the values through."""
+    share = rng.uniform(pass_share / 2, min(1.0, pass_share * 1.5))
     kind = rng.random()
     dated = prop.datatype in ("date", "dateTime")
     if dated and kind < 0.35:
@@ -182,8 +182,12 @@ def _filter(var: str, prop: Property, rng: random.Random) -> str:
     return f"{var} != {_constant(prop, rng.random())}"
 
 
-def values_queries(n: int, seed: int = 0) -> list[dict]:
-    """`n` queries over `values_publications`' classes, as ``rtf match`` query records."""
+def values_queries(n: int, seed: int = 0, pass_share: float = FILTER_PASS) -> list[dict]:
+    """`n` queries over `values_publications`' classes, as ``rtf match`` query records.
+
+    `pass_share`: the share of a class's values each query's first FILTER lets
+    through (lower it as `n` grows to keep the matches per publication constant).
+    """
     rng = random.Random(seed + 1)
     names = list(CLASSES)
     records = []
@@ -195,8 +199,8 @@ def values_queries(n: int, seed: int = 0) -> list[dict]:
         for j, prop in enumerate(props):
             var = f"?v{j}"
             lines.append(f"?s dbo:{prop.name} {var} .")
-            if j == 0 or rng.random() < 0.3:  # one FILTER at least; ~40 % of the class passes
-                filters.append(_filter(var, prop, rng))
+            if j == 0 or rng.random() < 0.3:  # one FILTER at least
+                filters.append(_filter(var, prop, rng, pass_share if j == 0 else FILTER_PASS))
         if rng.random() < 0.15:
             lines.append("?s rdfs:label ?label .")
             filters.append(f'lang(?label) = "{rng.choice(LABEL_LANGUAGES)}"')
