@@ -55,14 +55,15 @@ from operator import itemgetter
 from pathlib import Path
 
 from rtf.bench.machine import machine_info
+from rtf.spark.dataframe import ListParam
 from rtf.spark.dumps import ReplayError, dump_files
+from rtf.spark.engines import engine_for
 from rtf.spark.hadoopfs import HadoopFS, prepare_output
 from rtf.spark.workers import (
     _ROUTERS,
     BATCH_CHARS,
     MAX_EXAMPLES,
     build_group_engines,
-    engine_for,
     engine_memory,
     filter_records,
     index_for_broadcast,
@@ -74,17 +75,6 @@ from rtf.spark.workers import (
 )
 
 # ------------------------------------------------------------- accumulators
-
-
-class ListParam:
-    """Accumulator of lists: they concatenate (duck-typed AccumulatorParam)."""
-
-    def zero(self, value):
-        return []
-
-    def addInPlace(self, a, b):
-        a.extend(b)
-        return a
 
 
 def _extend(acc: list, more: list) -> list:

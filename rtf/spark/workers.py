@@ -2,7 +2,7 @@
 
 The functions here are plain functions (`parse_lines`, `filter_records`),
 so they are tested without Spark. A worker builds its engine once per
-broadcast (`engine_for`) and keeps it for every later partition.
+broadcast (`rtf.spark.engines.engine_for`) and keeps it for every later partition.
 """
 
 from __future__ import annotations
@@ -95,10 +95,6 @@ def unpickle_blob(blob: bytes):
     return pickle.loads(blob)
 
 
-#: Engines unpickled in this Python worker, by broadcast token. A reused
-#: worker (``spark.python.worker.reuse``, the default) keeps its engine for
-#: every later partition of the job.
-_ENGINES: dict[str, object] = {}
 #: The query-group router of the running job (`rtf.spark.partition.Router`), by broadcast token.
 _ROUTERS: dict[str, object] = {}
 
@@ -126,32 +122,6 @@ def worker_rss_mb() -> float | None:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError):
         return None
-
-
-def engine_for(token: str, blob_source: Callable[[], bytes],
-               load: Callable[[bytes], object] = unpickle_blob) -> tuple[object, float]:
-    """The engine of broadcast `token`, and the seconds spent loading it now (0 if cached).
-
-    `load` makes the engine from the broadcast bytes: `unpickle_blob` (a
-    pickle) or `rtf.engine.Engine.from_bytes` (an index file)."""
-    engine = _ENGINES.get(token)
-    if engine is not None:
-        return engine, 0.0
-    from rtf.engine import freeze_long_lived
-
-    t = time.perf_counter()
-    if _ENGINES:  # one engine at a time: let the previous one (frozen) go first
-        import gc
-
-        _ENGINES.clear()
-        gc.unfreeze()
-        gc.collect()
-    engine = load(blob_source())
-    _ENGINES[token] = engine
-    freeze_long_lived()  # as `rtf match` does once the queries are in
-    return engine, time.perf_counter() - t
-
-
 
 
 def subject_partition(subject: str) -> int:
