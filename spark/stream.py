@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None, spark=None) -> int:
         metrics=args.metrics)
     own = spark is None
     signal.signal(signal.SIGTERM, _interrupt)
+    error = None
     try:
         if own:
             t = time.perf_counter()
@@ -153,17 +154,17 @@ def main(argv: list[str] | None = None, spark=None) -> int:
         log.warning("interrupted: the stream stopped; a batch in progress runs again at the next start")
         return 130
     except (ReplayError, RtfError, OSError) as e:
-        print(f"stream.py: error: {e}", file=sys.stderr)
-        return 1
+        error = str(e)
     except Exception as e:  # a failed Spark job: one line, not a Java stack trace
-        if "py4j" in type(e).__module__ or "pyspark" in type(e).__module__:
-            sc = spark.sparkContext if spark is not None else None
-            print(f"stream.py: error: {failure_message(e, sc, 'a micro-batch')}", file=sys.stderr)
-            return 1
-        raise
+        if "py4j" not in type(e).__module__ and "pyspark" not in type(e).__module__:
+            raise
+        error = failure_message(e, spark.sparkContext if spark is not None else None, "a micro-batch")
     finally:
         if own and spark is not None:
             spark.stop()
+    if error is not None:  # last, after Spark's own shutdown lines
+        print(f"stream.py: error: {error}", file=sys.stderr)
+        return 1
     log.info("stopped: %d batch(es) committed in this run, %d in all", result["batches"],
              len(result["committed"]))
     return 0

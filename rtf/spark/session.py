@@ -72,12 +72,13 @@ def failure_message(error: Exception, sc=None, what: str = "the job") -> str:
     text = str(error)
     if any(sign in text for sign in _WORKER_DEATH) and "PythonException" not in text.split("\n", 1)[0]:
         tries = attempts(sc) if sc is not None else None
-        retry = (f"after {tries} attempt{'s' if tries != 1 else ''} of the task "
-                 if tries else "")
+        gave_up = (f"Spark gave up after {tries} attempt{'s' if tries != 1 else ''} of the task"
+                   if tries else "Spark gave up on the task")
         hint = ("run with a master that retries, e.g. --master 'local[2,2]', or raise "
                 "spark.task.maxFailures" if tries == 1 else
-                "look for the OOM killer in `dmesg` and give the workers more memory "
-                "(fewer cores per worker, spark.executor.pyspark.memory), or fewer queries per engine")
-        return (f"a Python worker died while running {what} {retry}(killed by a signal or out "
-                f"of memory?): {spark_error_summary(error)}; {hint}")
+                "look for the OOM killer in `dmesg`, and give each worker more memory "
+                "(fewer cores per executor, spark.executor.pyspark.memory) or fewer queries")
+        cause = spark_error_summary(error).split(". Consider setting", 1)[0]
+        return (f"a Python worker died while running {what} (killed by a signal, or out of "
+                f"memory?) and {gave_up}: {hint} (Spark: {cause})")
     return f"Spark job failed: {spark_error_summary(error)}"

@@ -220,6 +220,10 @@ class StreamJob:
             if record.get("bad_lines"):
                 log.warning("batch %d: skipped %d bad line(s); first: %s", batch_id,
                             record["bad_lines"], (record.get("bad_examples") or ["?"])[0])
+            if record.get("tasks_retried"):
+                log.warning("batch %d: %d task(s) ran again after a failed attempt (a Python worker "
+                            "died?); the batch's answers are those of the successful attempts",
+                            batch_id, record["tasks_retried"])
             if record.get("ops_failed"):
                 log.warning("batch %d: %d operation(s) of the queries log could not be applied "
                             "(see the workers' log)", batch_id, record["ops_failed"])
@@ -333,6 +337,7 @@ def batch_manifest(batch_id: int, pin: int, plan: EnginePlan, files: list, tasks
         "bad_examples": bad_examples,
         "ops_failed": max((t["ops_failed"] for t in tasks), default=0),
         "tasks": len(tasks),
+        "tasks_retried": sum(1 for t in tasks if t.get("attempt")),
         "engine_loads": len(loads),
         "engine_load_s_max": round(max(loads, default=0.0), 3),
         "match_s": round(sum(t["match_s"] for t in tasks), 3),
