@@ -143,10 +143,10 @@ def test_a_held_engine_brought_forward_matches_the_reference(base, steps, pins, 
     """At every pin, the worker's engine (built once, then brought forward by the
     operations it had not seen) answers as the naive engine built from scratch."""
     _fresh_slot()
-    base_queries = [(f"b{i}", text) for i, text in enumerate(base)]
     start = Engine("rtfs", taxonomy=worlds.taxonomy())
-    for qid, text in base_queries:
-        start.register(text, qid)
+    for i, text in enumerate(base):
+        apply_operation(start, {"op": "register", "id": f"b{i}", "query": text})  # a bad one is left out
+    base_queries = [(q.id, base[int(q.id[1:])]) for q in start.queries()]
     # Operations on a few ids, some clashing with the base's or each other's: they fail alike.
     ops = [(n, {"op": kind, "id": f"b{i}" if i < 2 else f"q{i}", "query": text, "subscriber": None})
            if kind == "register" else (n, {"op": kind, "id": f"b{i}" if i < 2 else f"q{i}"})

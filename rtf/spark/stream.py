@@ -55,6 +55,8 @@ DEFAULT_GLOB = "*.{nt,nq,nt.gz,nq.gz,nt.bz2,nq.bz2}"
 BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
 #: Seconds of quiet after which the workers are touched (Spark stops idle ones after 60 s).
 KEEP_WARM_S = 30.0
+#: What Spark's query status says once it has looked for new files and found none.
+_WAITING = ("Waiting for data to arrive", "Waiting for next trigger")
 #: Environment variable naming a point where the driver kills itself, for the crash tests:
 #: ``POINT:BATCH`` with POINT one of `CRASH_POINTS`.
 CRASH_ENV = "RTF_STREAM_CRASH_AT"
@@ -304,14 +306,24 @@ class StreamJob:
 
     def _watch(self, query, await_seconds: float) -> None:
         idle_limit = self.config.stop_when_idle
+        waiting_since = None  # when the source was last seen waiting for data, no batch since
+        message = None
         while not query.awaitTermination(await_seconds):
             now = time.time()
-            if self.active or query.status.get("isTriggerActive"):
+            status = query.status
+            if status.get("message") != message:
+                message = status.get("message")
+                log.debug("stream status: %s", message)
+            if self.active or status.get("isTriggerActive") or status.get("isDataAvailable") \
+                    or message not in _WAITING:
+                waiting_since = None  # starting up, or a batch: not idle
                 continue
-            if idle_limit is not None and now - self.last_batch_end >= idle_limit:
+            if waiting_since is None or waiting_since < self.last_batch_end:
+                waiting_since = max(now, self.last_batch_end)
+            if idle_limit is not None and now - waiting_since >= idle_limit:
                 if self._warm is not None:
                     self._warm.join()
-                log.info("no new file for %.0f s: stopping", now - self.last_batch_end)
+                log.info("no new file for %.0f s: stopping", now - waiting_since)
                 query.stop()
                 return
             if self.config.keep_warm and now - self.last_python >= KEEP_WARM_S:

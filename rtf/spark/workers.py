@@ -124,6 +124,12 @@ def worker_rss_mb() -> float | None:
         return None
 
 
+def max_rss(figures) -> float | None:
+    """The largest ``rss_mb`` among tasks' figures (MB, one decimal), None if none has one."""
+    values = [f["rss_mb"] for f in figures if f.get("rss_mb") is not None]
+    return round(max(values), 1) if values else None
+
+
 def subject_partition(subject: str) -> int:
     """Partition hash of a subject key: CRC-32, the same in every worker and run."""
     return zlib.crc32(subject.encode("utf-8"))
