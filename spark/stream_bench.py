@@ -140,7 +140,11 @@ def main(argv=None) -> int:
     p.add_argument("--register-after", type=int, metavar="N",
                    help="register a query through the queries log after N drops")
     p.add_argument("--fault", action="store_true", help="one Python worker kills itself (a task retry)")
+    p.add_argument("--pause-after", type=int, metavar="N", help="after N drops, pause --pause seconds")
+    p.add_argument("--pause", type=float, default=0.0, metavar="S")
+    p.add_argument("--stop-when-idle", type=float, default=8.0, metavar="S")
     p.add_argument("--no-warm-up", action="store_true")
+    p.add_argument("--no-keep-warm", action="store_true")
     p.add_argument("--check", action="store_true", help="count lost and duplicated matches")
     p.add_argument("--conf", action="append", default=[])
     p.add_argument("--work", default="/tmp/rtf-stream-bench")
@@ -163,11 +167,11 @@ def main(argv=None) -> int:
     argv = [sys.executable, str(STREAM), "--input", str(work / "in"), "--output", str(work / "out"),
             "--checkpoint", str(work / "ckpt"), "--index", args.index, "--queries-log", str(qlog.path),
             "--master", args.master, "--trigger-seconds", str(args.trigger_seconds),
-            "--stop-when-idle", "8", "--conf", "spark.ui.enabled=false"]
+            "--stop-when-idle", str(args.stop_when_idle), "--conf", "spark.ui.enabled=false"]
     if args.max_files_per_trigger:
         argv += ["--max-files-per-trigger", str(args.max_files_per_trigger)]
-    if args.no_warm_up:
-        argv.append("--no-warm-up")
+    argv += ["--no-warm-up"] if args.no_warm_up else []
+    argv += ["--no-keep-warm"] if args.no_keep_warm else []
     for c in args.conf:
         argv += ["--conf", c]
     env = {}
@@ -187,6 +191,8 @@ def main(argv=None) -> int:
 
     def drop_all():
         for i, path in enumerate(staged):
+            if args.pause_after is not None and i == args.pause_after:
+                time.sleep(args.pause)
             if args.register_after is not None and i == args.register_after:
                 registered["op"] = qlog.register(MID_QUERY, "mid-stream", "bench")
                 registered["time"] = time.time()
@@ -226,6 +232,7 @@ def main(argv=None) -> int:
         "batch_s": {"p50": quantile([m["batch_s"] for m in manifests], 0.5),
                     "max": quantile([m["batch_s"] for m in manifests], 1.0)},
         "engine_loads_in_batches": sum(m["engine_loads"] for m in manifests),
+        "engine_loads_by_batch": [m["engine_loads"] for m in manifests],
         "tasks_retried": sum(m.get("tasks_retried", 0) for m in manifests),
         "restarts": restarts, "load_average_at_start": [round(x, 2) for x in load],
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],

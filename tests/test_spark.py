@@ -73,21 +73,27 @@ def _load_script():
 # ------------------------------------------------------------------ fixtures
 
 
-@pytest.fixture(scope="module")
-def spark():
+def local_session(master: str, app: str, **conf):
+    """A quiet local SparkSession for a test module (two cores, two shuffle partitions)."""
     if NO_SPARK:
         pytest.skip(NO_SPARK)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2]").appName("rtf tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.driver.memory", "1g")
-               .getOrCreate())
+    builder = SparkSession.builder.master(master).appName(app)
+    settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                "spark.driver.memory": "1g", **conf}
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = local_session("local[2]", "rtf tests")
     yield session
     session.stop()
 

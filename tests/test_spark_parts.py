@@ -321,6 +321,14 @@ def test_quantiles_by_nearest_rank():
     assert quantile([3.0], 0.99) == 3.0
 
 
+@pytest.mark.parametrize("name", ["rtf.spark.oplog", "rtf.spark.durable", "rtf.spark.engines"])
+def test_module_examples_run(name):
+    import doctest
+    import importlib
+
+    assert doctest.testmod(importlib.import_module(name)).failed == 0
+
+
 @pytest.mark.parametrize("script, words", [
     ("stream.py", ["--input", "--output", "--checkpoint", "--queries-log", "--stop-when-idle",
                    "--max-files-per-trigger", "--trigger-seconds", "--log-level", "pyarrow",

@@ -29,23 +29,13 @@ from pathlib import Path
 import pytest
 
 from rtf.io import datasets
-from tests.test_spark import NO_SPARK, spark_test
+from tests.test_spark import NO_SPARK, _file, local_session, spark_test
+from tests.test_spark import _head_publications as _head
 
 ROOT = Path(__file__).resolve().parents[1]
 STREAM = ROOT / "spark" / "stream.py"
 TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
 EVERY_TYPED = f"SELECT ?s WHERE {{ ?s {TYPE} ?c }}"
-
-
-def _file(name: str) -> Path:
-    return next(f for f in datasets.dbpedia_files() if f.name.startswith(name))
-
-
-def _head(path: Path, n: int) -> list[str]:
-    """The lines of the first `n` subjects of a sorted dump."""
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        runs = itertools.groupby(f, key=lambda line: line.split(" ", 1)[0])
-        return [line for _, run in itertools.islice(runs, n) for line in run]
 
 
 @pytest.fixture(scope="module")
@@ -55,21 +45,10 @@ def fault_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def spark(fault_file):
-    if NO_SPARK:
-        pytest.skip(NO_SPARK)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2,2]").appName("rtf stream tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "4")
-               # The workers kill themselves when this file exists (see test_a_killed_worker...).
-               .config("spark.executorEnv.RTF_SPARK_FAULT_FILE", str(fault_file))
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_session("local[2,2]", "rtf stream tests", **{
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "4",
+        # The workers kill themselves when this file exists (see test_a_killed_worker...).
+        "spark.executorEnv.RTF_SPARK_FAULT_FILE": str(fault_file)})
     yield session
     session.stop()
 
@@ -419,3 +398,34 @@ def test_driver_killed_at_random_moments_never_loses_or_repeats_a_match(drops, t
     assert set(counts.values()) == {1}
     assert counts == Counter(expected_lines(index, paths))
     assert out.batch_ids() == list(range(12)) and kills >= 4
+
+
+@spark_test
+@pytest.mark.slow
+def test_the_quick_start_of_the_docs_runs_as_written(tmp_path):
+    """docs/spark.md's quick start, its /tmp paths moved into a folder of the test's own."""
+    text = (ROOT / "docs" / "spark.md").read_text()
+    section = text[text.index("### Quick start"):text.index("### Options")]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0].replace("/tmp/", f"{tmp_path}/")
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    for name in ("examples", "spark"):
+        (checkout / name).symlink_to(ROOT / name)
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "data").symlink_to(datasets.data_dir())
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    run = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=checkout, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = int(run.stdout.strip().splitlines()[-1])
+    from rtf.engine import Engine
+    from rtf.spark.oplog import apply_operation
+
+    engine = Engine.load(tmp_path / "q.idx")
+    apply_operation(engine, {"op": "register", "id": "airlines", "subscriber": "ann",
+                             "query": "SELECT ?s WHERE { ?s a <http://dbpedia.org/ontology/Airline> }"})
+    from rtf.io.reader import read_publications
+
+    expected = sum(len(engine.match(p)) for p in read_publications(_file("nordlys")))
+    without = sum(len(Engine.load(tmp_path / "q.idx").match(p)) for p in read_publications(_file("nordlys")))
+    assert rows in (expected, without) and expected > without  # the query came before or after the batch
