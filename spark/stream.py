@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-files-per-trigger", type=int, metavar="N",
                    help="at most N new files per micro-batch (default: all that arrived)")
     p.add_argument("--stop-when-idle", type=float, metavar="S",
-                   help="stop cleanly once no new file has arrived for S seconds (default: run on)")
+                   help="stop cleanly once, started and warmed up, the stream has waited S seconds "
+                        "for a new file (default: run on)")
     p.add_argument("--compact-every", type=int, default=1000, metavar="N",
                    help="save the index anew once N operations followed the last saved one (default 1000)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",

@@ -314,15 +314,14 @@ class StreamJob:
             if status.get("message") != message:
                 message = status.get("message")
                 log.debug("stream status: %s", message)
-            if self.active or status.get("isTriggerActive") or status.get("isDataAvailable") \
+            warming = self._warm is not None and self._warm.is_alive()
+            if self.active or warming or status.get("isTriggerActive") or status.get("isDataAvailable") \
                     or message not in _WAITING:
-                waiting_since = None  # starting up, or a batch: not idle
+                waiting_since = None  # starting up, warming up, or a batch: not idle
                 continue
             if waiting_since is None or waiting_since < self.last_batch_end:
                 waiting_since = max(now, self.last_batch_end)
             if idle_limit is not None and now - waiting_since >= idle_limit:
-                if self._warm is not None:
-                    self._warm.join()
                 log.info("no new file for %.0f s: stopping", now - waiting_since)
                 query.stop()
                 return
