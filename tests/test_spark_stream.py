@@ -135,6 +135,27 @@ def test_match_publications_gives_the_matches_of_rtf_match(spark, drops):
 
 
 @spark_test
+def test_match_publications_on_a_streaming_dataframe(spark, drops, tmp_path):
+    """Any pipeline's stream: a file source, Spark's own Parquet sink, one trigger of what is there."""
+    from rtf.spark import match_publications
+    from rtf.spark.stream import BINARY_FILE_SCHEMA
+
+    files, index = drops
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    for name in ("nordlys.nt.gz", "abstracts.nq"):
+        _drop(inbox, files[name])
+    source = spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA).load(str(inbox))
+    query = (match_publications(source, index).writeStream.format("parquet")
+             .option("path", str(tmp_path / "out")).option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    rows = spark.read.parquet(str(tmp_path / "out")).toArrow().to_pylist()
+    assert sorted(map(row_line, rows)) == sorted(expected_lines(index, [files["nordlys.nt.gz"],
+                                                                         files["abstracts.nq"]]))
+
+
+@spark_test
 def test_triple_rows_are_grouped_by_subject(spark, drops):
     from rtf.io.reader import read_publications
     from rtf.spark import match_publications

@@ -69,7 +69,7 @@ OUTPUT_ROWS = 8192
 #: the worker that deletes it kills itself (SIGKILL), as the OOM killer would.
 FAULT_FILE_ENV = "RTF_SPARK_FAULT_FILE"
 
-_BROADCASTS: dict[tuple[int, str], object] = {}  # (id of SparkContext, sha256) -> broadcast
+_BROADCASTS: dict[tuple[str, str], object] = {}  # (Spark application id, sha256) -> broadcast
 
 
 class IndexBytes:
@@ -113,10 +113,10 @@ def index_bytes(index, check: bool = True) -> IndexBytes:
 
 def broadcast_index(sc, index: IndexBytes):
     """One broadcast of these index bytes per SparkContext (reused by every later call)."""
-    key = (id(sc), index.sha256)
+    key = (sc.applicationId, index.sha256)
     bc = _BROADCASTS.get(key)
     if bc is None:
-        for old in [k for k in _BROADCASTS if k[0] != id(sc)]:  # a stopped context's
+        for old in [k for k in _BROADCASTS if k[0] != key[0]]:  # a stopped context's
             del _BROADCASTS[old]
         bc = _BROADCASTS[key] = sc.broadcast(index.data)
     return bc
@@ -283,6 +283,7 @@ def _publications(batch, shape: dict, stats: dict) -> Iterator:
             yield Publication(display_iri(subject),
                               [(subject, p, o) for p, o in zip(predicates[lo:hi], objects[lo:hi])])
         return
+    from rtf.errors import PublicationError
     from rtf.io.reader import ReadStats, publications_from_bytes
 
     texts = batch.column(0).to_pylist()
@@ -293,13 +294,17 @@ def _publications(batch, shape: dict, stats: dict) -> Iterator:
         data = text.encode("utf-8") if isinstance(text, str) else text
         read = ReadStats()
         source = _local_name(path) if path else "<row>"
-        pubs = publications_from_bytes(data, shape["format"] or (None if path else "nt"),
-                                       shape["group_by"], source, skip_invalid=True, stats=read)
         stats["documents"] += 1
-        bad = read.skipped_lines + len(read.breaks)
+        try:
+            pubs = publications_from_bytes(data, shape["format"] or (None if path else "nt"),
+                                           shape["group_by"], source, skip_invalid=True, stats=read)
+        except PublicationError as e:  # a name that says no RDF syntax: the document is skipped
+            pubs, first, bad = [], e, 1
+        else:
+            bad = read.skipped_lines + len(read.breaks)
+            first = (read.errors[0] if read.errors else read.breaks[0].error()) if bad else None
         if bad:
             stats["bad_lines"] += bad
-            first = read.errors[0] if read.errors else read.breaks[0].error()
             log.warning("%s: skipped %d bad line(s); first: %s", source, bad, first)
             if len(stats["bad_examples"]) < 3:
                 stats["bad_examples"].append(str(first))

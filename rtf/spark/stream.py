@@ -189,6 +189,8 @@ class StreamJob:
         if self.output.committed(batch_id):
             log.info("batch %d: already committed by an earlier run; nothing to do", batch_id)
             return
+        if self._warm is not None and self._warm.is_alive():
+            self._warm.join()  # its tasks are building the engines this batch needs: no third build
         pin = self.state.pin(batch_id, self._log_size)
         _crash_point("pinned", batch_id)
         from pyspark.sql import functions as F
