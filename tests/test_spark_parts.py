@@ -193,6 +193,38 @@ def test_engine_is_built_once_and_rebuilt_only_when_it_must_be():
     _fresh_slot()
 
 
+# ------------------------------------------------------------ Arrow rows
+
+
+def test_arrow_rows_hold_the_matches_as_rtf_match_prints_them(dbpedia_slice):
+    """Rows built by index (shared publications and bindings) say what `rtf match`'s lines say,
+    flushed at any point, ASK queries and subscribers included."""
+    from rtf.bench.workload import Mix, generate_queries
+    from rtf.io.output import match_line
+    from rtf.spark.arrow_matches import MatchRows
+
+    engine = Engine()
+    for rec in generate_queries(dbpedia_slice, 150, seed=4, mix=Mix.all_operators(0.5)):
+        engine.register(rec["query"], rec["id"], rec["subscriber"])
+    engine.register("ASK WHERE { ?s a ?c }", "ask", "ann")
+    rows, lines, got = MatchRows(), MatchRows(lines=True), []
+    expected = []
+    for i, pub in enumerate(dbpedia_slice[:400]):
+        found = engine.match(pub)
+        expected += [match_line(pub.id, m) for m in found]
+        rows.add(pub.id, found)
+        lines.add(pub.id, found)
+        if i % 37 == 0:
+            got += rows.flush().to_pylist()
+    got += rows.flush().to_pylist()
+    as_lines = [json.dumps({"publication": r["publication"], "query": r["query"],
+                            "subscriber": r["subscriber"], "bindings": [dict(b) for b in r["bindings"]]},
+                           ensure_ascii=False) for r in got]
+    assert len(expected) > 1000 and any('"query": "ask"' in line for line in expected)
+    assert as_lines == expected
+    assert lines.flush().column(0).to_pylist() == expected
+
+
 # ------------------------------------------------------------ batch folders
 
 
@@ -201,7 +233,7 @@ def _parquet_writer(rows):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from rtf.spark.dataframe import arrow_match_schema
+        from rtf.spark.arrow_matches import arrow_match_schema
 
         os.makedirs(folder)
         pq.write_table(pa.Table.from_pylist(rows, schema=arrow_match_schema()), f"{folder}/part-0.parquet")

@@ -135,7 +135,7 @@ def read_matches(folder: str | os.PathLike, columns: list[str] | None = None):
     if not any(name.startswith(PREFIX) for name in os.listdir(folder)):
         import pyarrow as pa
 
-        from rtf.spark.dataframe import arrow_match_schema
+        from rtf.spark.arrow_matches import arrow_match_schema
 
         return arrow_match_schema().append(pa.field("batch_id", pa.int32())).empty_table()
     return ds.dataset(folder, format="parquet", partitioning="hive").to_table(columns=columns)

@@ -49,6 +49,7 @@ import platform
 import time
 from collections.abc import Iterator
 
+from rtf.spark.arrow_matches import MatchRows
 from rtf.spark.dumps import ReplayError
 from rtf.spark.engines import EnginePlan, engine_at
 from rtf.spark.workers import worker_rss_mb
@@ -228,7 +229,7 @@ def _partition_matcher(plan: EnginePlan, shape: dict, lines: bool, metrics, leve
         _configure_worker_logging(level)
         stats = _new_stats()
         t0 = time.perf_counter()
-        out = _Rows(lines)
+        out = MatchRows(lines)
         engine = None
         for batch in batches:
             for pub in _publications(batch, shape, stats):
@@ -313,62 +314,6 @@ def _publications(batch, shape: dict, stats: dict) -> Iterator:
 
 def _local_name(path: str) -> str:
     return path[len("file:"):] if path.startswith("file:") else path
-
-
-class _Rows:
-    """Matches collected into Arrow batches of `MATCH_SCHEMA` (or of lines)."""
-
-    def __init__(self, lines: bool):
-        self.lines = lines
-        self.cols: tuple[list, ...] = ([],) if lines else ([], [], [], [])
-        self._bindings: dict = {}  # solutions -> their Arrow value; star queries share them
-
-    def __len__(self) -> int:
-        return len(self.cols[0])
-
-    def add(self, pub_id: str, found) -> None:
-        if self.lines:
-            from rtf.io.output import match_line
-
-            self.cols[0].extend(match_line(pub_id, m) for m in found)
-            return
-        pubs, queries, subscribers, bindings = self.cols
-        cache = self._bindings
-        for m in found:
-            pubs.append(pub_id)
-            queries.append(m.query_id)
-            subscribers.append(m.subscriber)
-            if m.is_ask:
-                bindings.append([])
-                continue
-            value = cache.get(m.solutions)
-            if value is None:
-                if len(cache) >= 4096:
-                    cache.clear()
-                value = cache[m.solutions] = [list(s) for s in sorted(m.solutions)]
-            bindings.append(value)
-
-    def flush(self):
-        import pyarrow as pa
-
-        if self.lines:
-            batch = pa.RecordBatch.from_arrays([pa.array(self.cols[0], pa.string())], ["value"])
-        else:
-            schema = arrow_match_schema()
-            batch = pa.RecordBatch.from_arrays(
-                [pa.array(column, field.type) for column, field in zip(self.cols, schema)],
-                schema=schema)
-        self.cols = tuple([] for _ in self.cols)
-        return batch
-
-
-def arrow_match_schema():
-    """`MATCH_SCHEMA` as a pyarrow schema."""
-    import pyarrow as pa
-
-    return pa.schema([("publication", pa.string()), ("query", pa.string()),
-                      ("subscriber", pa.string()),
-                      ("bindings", pa.list_(pa.map_(pa.string(), pa.string())))])
 
 
 def _configure_worker_logging(level: int) -> None:
