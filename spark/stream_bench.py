@@ -136,7 +136,8 @@ def main(argv=None) -> int:
     p.add_argument("--trigger-seconds", type=float, default=0.5)
     p.add_argument("--max-files-per-trigger", type=int)
     p.add_argument("--kill-after", type=float, metavar="S",
-                   help="SIGKILL the driver S seconds after the first drop, then restart it")
+                   help="SIGKILL the driver (and its JVM) S seconds after the first drop, at the next "
+                        "moment a batch is being written (a folder in _rtf_tmp), then restart it")
     p.add_argument("--register-after", type=int, metavar="N",
                    help="register a query through the queries log after N drops")
     p.add_argument("--fault", action="store_true", help="one Python worker kills itself (a task retry)")
@@ -205,9 +206,15 @@ def main(argv=None) -> int:
     dropper = threading.Thread(target=drop_all)
     dropper.start()
     restarts = 0
+    killed_in = None
     if args.kill_after is not None:
         time.sleep(args.kill_after)
+        deadline = time.time() + 120
+        while not os.listdir(work / "out" / "_rtf_tmp") and time.time() < deadline:
+            time.sleep(0.01)  # mid-batch: Spark is writing its matches
+        writing = os.listdir(work / "out" / "_rtf_tmp")
         stream.kill()
+        killed_in = writing[0].split(".")[0] if writing else None
         restarts += 1
         stream.start()
     dropper.join()
@@ -234,7 +241,7 @@ def main(argv=None) -> int:
         "engine_loads_in_batches": sum(m["engine_loads"] for m in manifests),
         "engine_loads_by_batch": [m["engine_loads"] for m in manifests],
         "tasks_retried": sum(m.get("tasks_retried", 0) for m in manifests),
-        "restarts": restarts, "load_average_at_start": [round(x, 2) for x in load],
+        "restarts": restarts, "killed_while_writing": killed_in, "load_average_at_start": [round(x, 2) for x in load],
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "machine": machine_info(),
     }
