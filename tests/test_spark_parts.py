@@ -395,3 +395,25 @@ def test_queries_log_script_appends_lists_and_refuses(tmp_path):
         (1, "register", "rio"), (2, "register", "g"), (3, "register", "h"), (4, "unregister", "rio")]
     assert listed[1]["metadata"] == {"team": "x"} and listed[1]["subscriber"] == "bo"
     assert run("size").stdout == "4\n"
+
+
+def test_stream_refuses_bad_folders_in_one_line_before_spark_starts(tmp_path):
+    """No JVM is started for these: the error is the only line."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "q.idx").write_bytes(Engine().to_bytes())
+    base = ["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+            "--checkpoint", str(tmp_path / "ckpt")]
+    cases = [
+        (["--input", str(tmp_path / "nope"), *base[2:], "--index", str(tmp_path / "q.idx")], "no such folder"),
+        ([*base, "--index", str(tmp_path / "missing.idx")], "--index"),
+        ([*base], "give the queries"),
+        ([*base[:2], "--output", "hdfs://nn/out", *base[4:], "--index", str(tmp_path / "q.idx")], "atomic"),
+        ([*base, "--queries-log", str(tmp_path / "in")], "not a queries log"),
+        ([*base, "--index", str(tmp_path / "q.idx"), "--trigger-seconds", "0"], "must be positive"),
+    ]
+    (tmp_path / "in" / "log.json").write_text("{}")  # a folder that is not a queries log
+    for argv, message in cases:
+        proc = subprocess.run([sys.executable, str(ROOT / "spark" / "stream.py"), *argv],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode in (1, 2), (argv, proc.stderr)
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, (argv, proc.stderr)

@@ -92,11 +92,7 @@ class StreamJob:
         self.spark = spark
         self.sc = spark.sparkContext
         self.config = config
-        self.output = BatchOutput(config.output)
-        self.state = StreamState(config.checkpoint)
-        self.log_ops = QueriesLog(config.queries_log, create=True) if config.queries_log else None
-        if not Path(local_path(config.input)).is_dir():
-            raise ReplayError(f"--input {config.input}: no such folder")
+        self.output, self.state, self.log_ops = check_config(config)
         self.shape = {"kind": "documents", "column": "content", "path_column": "path",
                       "format": None, "group_by": config.group_by}
         self._bases: dict[int, object] = {}  # base operation -> broadcast of its bytes
@@ -329,6 +325,20 @@ class StreamJob:
                 return
             if self.config.keep_warm and now - self.last_python >= KEEP_WARM_S:
                 self.warm_workers()
+
+
+def check_config(config: StreamConfig) -> tuple[BatchOutput, StreamState, QueriesLog | None]:
+    """The stream's output, state and queries log, after the checks that need no Spark
+    (`ReplayError` or `rtf.errors.RtfError` in one line, before a JVM starts)."""
+    if not Path(local_path(config.input)).is_dir():
+        raise ReplayError(f"--input {config.input}: no such folder")
+    output, state = BatchOutput(config.output), StreamState(config.checkpoint)
+    if config.index is not None and not Path(local_path(config.index)).is_file():
+        raise ReplayError(f"--index {config.index}: no such file")
+    if config.index is None and config.queries_log is None and not state.base_path(0).exists():
+        raise ReplayError("give the queries: --index IDX, --queries-log DIR, or both")
+    log_ops = QueriesLog(config.queries_log, create=True) if config.queries_log else None
+    return output, state, log_ops
 
 
 def batch_manifest(batch_id: int, pin: int, plan: EnginePlan, files: list, tasks: list[dict],
