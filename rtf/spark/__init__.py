@@ -1,12 +1,16 @@
 """rtf on Spark: a DataFrame API, a streaming job, the replay of a dump, query partitions.
 
-`match_publications` (in `dataframe`) matches any DataFrame of publications
-and returns the matches as a DataFrame; `stream` runs continuous queries on
-Structured Streaming with exactly-once output (`batch_output`), following a
-queries log (`oplog`); `engines` keeps one engine per Python worker, built
-from a saved index; `replay` replays a dump (`dumps`, `workers`,
-`hadoopfs`), and `partition` splits the queries into groups. The drivers
-are `spark/stream.py` and `spark/dbpedia_eval.py` (docs/spark.md).
+`match_publications` (in `dataframe`, its rows built by `arrow_matches`)
+matches any DataFrame of publications and returns the matches as a
+DataFrame; `stream` runs continuous queries on Structured Streaming with
+exactly-once output (`batch_output`), its own state beside Spark's
+checkpoint (`stream_state`) and a queries log it follows (`oplog`; files
+written whole by `durable`); `engines` keeps one engine per Python worker,
+built from a saved index; `session` starts Spark and words its failures;
+`replay` replays a dump (`dump_triples`, `dumps`, `workers`, `hadoopfs`),
+and `partition` and `query_groups` split the queries into groups. The
+drivers are `spark/stream.py`, `spark/queries_log.py` and
+`spark/dbpedia_eval.py` (docs/spark.md).
 
 Importing this package imports no pyspark: the workers import only what they use.
 """

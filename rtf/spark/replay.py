@@ -39,11 +39,19 @@ from operator import itemgetter
 from pathlib import Path
 
 from rtf.bench.machine import machine_info
-from rtf.spark.dataframe import LINES_SCHEMA, MATCH_SCHEMA, ListParam, collected, match_publications, task_metrics
+from rtf.spark.dataframe import (
+    LINES_SCHEMA,
+    MATCH_SCHEMA,
+    ListParam,
+    collected,
+    index_bytes,
+    match_publications,
+    task_metrics,
+)
 from rtf.spark.dump_triples import read_triples
 from rtf.spark.dumps import ReplayError, dump_files
 from rtf.spark.hadoopfs import HadoopFS, prepare_output
-from rtf.spark.workers import BATCH_CHARS, MAX_EXAMPLES, build_group_engines, index_for_broadcast, max_rss
+from rtf.spark.workers import BATCH_CHARS, MAX_EXAMPLES, build_group_engines, max_rss
 
 #: The output formats: Parquet rows, or the JSON Lines of ``rtf match``.
 OUTPUT_FORMATS = ("parquet", "jsonl")
@@ -226,6 +234,29 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         metrics["query_partitions"] = query_groups
     fs.write_text(config.output.rstrip("/") + "/" + METRICS, json.dumps(metrics, indent=2) + "\n")
     return metrics
+
+
+def index_for_broadcast(config: ReplayConfig) -> tuple[bytes, dict]:
+    """(the bytes of the saved index `config.index`, its stats), checked on the driver.
+
+    The header, checksum and body are verified here (`index_bytes`), so a
+    bad file fails before any Spark work, and the options the index fixes
+    are refused as ``rtf match --index`` refuses them. The engine itself is
+    built only in the workers, from these bytes."""
+    if config.queries is not None:
+        raise ReplayError("--index and --queries exclude each other: the index holds the queries")
+    if config.query_partitions is not None:
+        raise ReplayError("--index cannot be used with --query-partitions yet: "
+                          "give the queries with --queries to split them into groups")
+    if config.taxonomy:
+        raise ReplayError("--taxonomy cannot be used with --index: the index holds its taxonomy "
+                          "(rebuild it with `rtf index build --taxonomy`)")
+    data = index_bytes(config.index)
+    algorithm = data.info["algorithm"]
+    if config.algorithm and config.algorithm != algorithm:
+        raise ReplayError(f"--algorithm {config.algorithm} but the index {config.index} is {algorithm}: "
+                          "leave --algorithm out, or rebuild the index")
+    return data.data, {**data.info, "index_file": str(config.index)}
 
 
 _SHUFFLE_CONF = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.coalescePartitions.enabled")

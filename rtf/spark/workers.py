@@ -1,8 +1,8 @@
-"""What runs in the Spark executors: one engine per Python worker, and the parse and filter of records.
+"""What the replay runs in the Spark executors: parsing dump lines, filtering records, worker figures.
 
 The functions here are plain functions (`parse_lines`, `filter_records`),
-so they are tested without Spark. A worker builds its engine once per
-broadcast (`rtf.spark.engines.engine_for`) and keeps it for every later partition.
+so they are tested without Spark. The engines themselves are kept by
+`rtf.spark.engines` (one per Python worker).
 """
 
 from __future__ import annotations
@@ -11,17 +11,12 @@ import os
 import pickle
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from itertools import groupby
 from operator import itemgetter
-from typing import TYPE_CHECKING
 
 from rtf.io.publication import Publication
 from rtf.query.terms import display_iri
-from rtf.spark.dumps import ReplayError, has_scheme, local_path
-
-if TYPE_CHECKING:
-    from rtf.spark.replay import ReplayConfig
 
 #: Characters of lines parsed in one pyoxigraph call (as `rtf.io.sources.CHUNK_BYTES`).
 BATCH_CHARS = 1 << 20
@@ -49,37 +44,6 @@ def build_group_engines(algorithm: str, queries: str, k: int, strategy: str,
     matchers = build_group_matchers(groups, records, lambda: Engine(algorithm, taxonomy=tax),
                                     register_all, str(queries))
     return groups, matchers, tax
-
-
-def index_for_broadcast(config: "ReplayConfig") -> tuple[bytes, dict]:
-    """(the bytes of the saved index `config.index`, its stats), checked on the driver.
-
-    The header, checksum and body are verified here (`rtf.io.store.decode_body`),
-    so a bad file fails before any Spark work, and the options the index
-    fixes are refused as ``rtf match --index`` refuses them. The engine
-    itself is built only in the workers, from these bytes. A local path only:
-    the driver reads it, Spark ships it.
-    """
-    from rtf.io.store import decode_body, read_index_bytes
-
-    if config.queries is not None:
-        raise ReplayError("--index and --queries exclude each other: the index holds the queries")
-    if config.query_partitions is not None:
-        raise ReplayError("--index cannot be used with --query-partitions yet: "
-                          "give the queries with --queries to split them into groups")
-    if config.taxonomy:
-        raise ReplayError("--taxonomy cannot be used with --index: the index holds its taxonomy "
-                          "(rebuild it with `rtf index build --taxonomy`)")
-    if has_scheme(config.index):
-        raise ReplayError(f"--index {config.index}: the index must be a file on the driver's file system")
-    data = read_index_bytes(local_path(config.index))
-    content = decode_body(data, config.index)
-    algorithm = content.get("algorithm")
-    if config.algorithm and config.algorithm != algorithm:
-        raise ReplayError(f"--algorithm {config.algorithm} but the index {config.index} is {algorithm}: "
-                          "leave --algorithm out, or rebuild the index")
-    return data, {"algorithm": algorithm, "queries": len(content.get("queries") or ()),
-                  "index_file": str(config.index)}
 
 
 def pickle_blob(engine) -> bytes:
