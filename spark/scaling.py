@@ -10,7 +10,7 @@ figures from each run's metrics.json (the numbers in docs/spark.md).
 example:
   rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz -n 10000 -o /tmp/q10k.jsonl
   python spark/scaling.py --queries /tmp/q10k.jsonl --algorithms rtfs \\
-      --masters 'local[1]' 'local[2]' --work /tmp/rtf-scaling
+      --masters 'local[1,2]' 'local[2,2]' --work /tmp/rtf-scaling
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
                    help="ontology (default: the sample's 2015-10 ontology; '' for none)")
     p.add_argument("--algorithms", nargs="+", default=["rtfs"],
                    choices=["naive", "rtfm", "rtfs", "ibroker"])
-    p.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
+    p.add_argument("--masters", nargs="+", default=["local[1,2]", "local[2,2]"])
     p.add_argument("--partitions", type=int, help="as dbpedia_eval.py --partitions")
     p.add_argument("--no-match", action="store_true", help="skip rtf match and the comparison")
     p.add_argument("--work", default="/tmp/rtf-scaling", help="folder for outputs and results.json")
