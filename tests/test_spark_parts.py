@@ -193,6 +193,32 @@ def test_engine_is_built_once_and_rebuilt_only_when_it_must_be():
     _fresh_slot()
 
 
+# ------------------------------------------------- documents read from bytes
+
+
+def test_a_document_in_bytes_reads_as_rtf_match_reads_the_file(tmp_path, dbpedia_slice):
+    """What a stream's worker gets (a file's bytes and name) reads as `read_publications`
+    reads the file: compressed, with bad lines, broken off mid-archive."""
+    import gzip
+
+    from rtf.io.reader import ReadStats, publications_from_bytes, read_publications
+
+    text = "".join(f"{s} {p} {o} .\n" for pub in dbpedia_slice[:60] for s, p, o in pub.triples)
+    text = text.replace("\n", "\nnot a triple\n", 3)
+    whole = gzip.compress(text.encode())
+    for name, data in (("d.nt.gz", whole), ("cut.nt.gz", whole[: len(whole) * 2 // 3])):
+        path = tmp_path / name
+        path.write_bytes(data)
+        file_stats, bytes_stats = ReadStats(), ReadStats()
+        expected = [(p.id, p.triples) for p in read_publications(path, skip_invalid=True, stats=file_stats)]
+        got = [(p.id, p.triples) for p in publications_from_bytes(data, source=str(path), skip_invalid=True,
+                                                                  stats=bytes_stats)]
+        assert got == expected and len(got) > 10
+        assert (bytes_stats.skipped_lines, len(bytes_stats.breaks)) == (file_stats.skipped_lines,
+                                                                         len(file_stats.breaks))
+    assert file_stats.breaks and bytes_stats.skipped_lines == 3
+
+
 # ------------------------------------------------------------ Arrow rows
 
 

@@ -466,7 +466,8 @@ def publications_from_bytes(data: bytes, format: str | ox.RdfFormat | None = Non
     As `read_publications` reads a file, with the same grouping and format
     names (``"nt"``, ``"ttl"``, ``"nq"``, ``"trig"``, ...); without `format`
     the syntax is told by the name `source` (``"drop-1.nq.gz"``), and so is
-    the compression: `data` ending in ``.gz`` or ``.bz2`` is decompressed.
+    the compression: with a `source` (or `format`) ending in ``.gz`` or
+    ``.bz2``, `data` is decompressed.
     Strict by default: the first malformed line or statement raises
     `PublicationError` naming `source` and the line, and nothing is
     returned; with ``skip_invalid=True`` bad lines are skipped and a broken
