@@ -44,3 +44,19 @@ def test_queries_use_the_value_operators_the_issue_lists():
     text = " ".join(r["query"] for r in values_queries(500, seed=2))
     for operator in (" > ", " >= ", " < ", " <= ", " != ", " && ", " IN (", "year(", "month(", "lang(", "datatype("):
         assert operator in text, operator
+
+
+@pytest.mark.parametrize("algorithm", ["rtfs", "rtfm", "ibroker"])
+def test_a_pickled_engine_answers_as_before(algorithm):
+    """Spark and `rtf match --workers` ship engines by pickle: the value indexes' operand
+    functions and the shared predicates' compiled forms are closures, made again."""
+    import pickle
+
+    records, pubs = values_queries(300, seed=1), values_publications(60, seed=1)
+    engine = Engine(algorithm)
+    for r in records:
+        engine.register(r["query"], r["id"])
+    before = [sorted(map(tuple, engine.match(p))) for p in pubs]  # plans built on first use
+    copy = pickle.loads(pickle.dumps(pickle.loads(pickle.dumps(engine))))
+    assert [sorted(map(tuple, copy.match(p))) for p in pubs] == before
+    assert sum(map(len, before)) > 50

@@ -105,12 +105,18 @@ class PredicateStats:
 class _Predicate:
     """A canonical predicate's statistics and compiled form, shared by the branches that ask it."""
 
-    __slots__ = ("stats", "compiled", "expensive", "__weakref__")
+    __slots__ = ("expr", "stats", "compiled", "expensive", "__weakref__")
 
     def __init__(self, expr):
+        self.expr = expr
         self.stats = PredicateStats()
         self.compiled = compile_filter(expr)
         self.expensive = _expensive(expr)
+
+    def __reduce__(self):
+        # `compiled` is a closure (not picklable; Spark ships engines): an unpickled predicate
+        # is compiled again and shared through the table like any other.
+        return _predicate, (self.expr,)
 
 
 #: canonical predicate -> its `_Predicate`, while a registered branch asks it (then forgotten).

@@ -153,6 +153,18 @@ class ValueGroup:
     def __bool__(self) -> bool:
         return bool(self.operands or self.opaque)
 
+    def __getstate__(self) -> dict:
+        # The operand functions and compiled predicates are closures (not picklable; Spark
+        # ships engines): kept as their keys, made again when unpickled.
+        return {"shape": self.shape, "position": self.position,
+                "operands": {operand: index for operand, (_, index) in self.operands.items()},
+                "opaque": {form: atoms for form, (_, atoms) in self.opaque.items()}}
+
+    def __setstate__(self, state: dict) -> None:
+        self.shape, self.position = state["shape"], state["position"]
+        self.operands = {operand: (_compute(operand), index) for operand, index in state["operands"].items()}
+        self.opaque = {form: (compile_filter(form), atoms) for form, atoms in state["opaque"].items()}
+
 
 @dataclass(frozen=True)
 class Plan:
