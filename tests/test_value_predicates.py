@@ -190,3 +190,16 @@ def test_a_star_filtered_by_regex_is_answered_per_value():
         engine = Engine(algorithm)
         engine.register(q, "q")
         assert [[(m.query_id, m.bindings) for m in engine.match(p)] for p in pubs] == want, algorithm
+
+
+def test_a_shared_predicate_is_evaluated_once_for_every_query_that_asks_it():
+    """Seed 002 in --stats: one regex asked by five queries, one distinct label -> one
+    evaluation, four saved; a second label -> one more evaluation, four more saved."""
+    engine = Engine("rtfs")
+    for n in range(5):
+        engine.register(f'SELECT ?s WHERE {{ ?s <http://ex/label> ?l FILTER regex(?l, "^R") }}', f"q{n}")
+    pub = Publication("p", [("<http://ex/a>", "<http://ex/label>", '"Rio"'),
+                            ("<http://ex/a>", "<http://ex/label>", '"Roma"')])
+    assert len(engine.match(pub)) == 5
+    stats = engine.stats()
+    assert (stats["filter_evaluations"], stats["filter_evaluations_shared"]) == (2, 8)

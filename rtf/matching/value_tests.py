@@ -342,11 +342,14 @@ class ValueTests:
                     for form, (compiled, ids) in group.opaque.items():
                         mkey = (form, (term,))  # as `ResidualPlan` keys it: shared with the joins
                         result = answers.get(mkey)
+                        # One evaluation answers every test `ids` holds (each a query's
+                        # predicate): evaluated per query, it would have been len(ids) times.
                         if result is None:
                             result = answers[mkey] = compiled({"_0": term})
                             memo.evaluations += 1
+                            memo.shared += len(ids) - 1
                         else:
-                            memo.shared += 1
+                            memo.shared += len(ids)
                         if result is True:
                             atoms.append(np.fromiter(ids, dtype=np.int64, count=len(ids)))
                             owners.append(np.full(len(ids), n, dtype=np.int64))
