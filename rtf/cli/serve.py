@@ -55,10 +55,8 @@ def port(text: str) -> int:
 
 def add_command(sub) -> None:
     from rtf.engine import ALGORITHMS, DEFAULT_ALGORITHM
-    from rtf.server.broker import MAX_BODY, SNAPSHOT_EVERY
-    from rtf.server.command import DEFAULT_PORT
-    from rtf.server.outbox import MAX_AGE_S, MAX_EVENTS
-    from rtf.server.streams import STREAM_QUEUE
+    from rtf.server.config import (DEFAULT_PORT, MAX_AGE_S, MAX_BODY, MAX_EVENTS, SNAPSHOT_EVERY,
+                                   STREAM_QUEUE)
 
     p = sub.add_parser("serve", help="run a continuous-query broker over HTTP",
                        description="Serve the registered queries over HTTP: subscribers register "

@@ -17,8 +17,6 @@ from pathlib import Path
 from rtf.errors import RtfError
 from rtf.io.files import lock_folder
 
-DEFAULT_PORT = 8750
-
 
 class DataFolderBusyError(RtfError):
     """Another server uses the data folder."""

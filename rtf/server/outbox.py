@@ -5,18 +5,26 @@ event: a number that grows across all subscribers and restarts (the SSE
 ``id``), the subscriber and the `rtf match` line. A subscriber that comes
 back with ``Last-Event-ID: N`` reads its events after N from here.
 
+Events are stored as *batches*: one row per subscriber per append, holding
+that subscriber's events of the append (numbered with consecutive ids, so
+that a row is ``first_id..last_id`` and its lines). A publication making
+thousands of events for a few subscribers writes a few rows, not thousands.
+
 Retention, per subscriber: the newest `max_events` events, none older than
 `max_age` seconds. The count is kept exactly: each append deletes, in the
 same transaction, the oldest events of every subscriber it took over the
-limit (found from the oldest end of the subscriber's index, so the work
-follows what is deleted, never the outbox's size). The age limit is applied
-at most every `EXPIRE_CHECK_S` seconds, when events are appended or read,
-through an index on the creation time. The highest id deleted per
-subscriber is remembered, so that a subscriber asking from before it is
-told what it missed (a gap).
+limit (whole rows from the oldest end of the subscriber's index, and the
+first lines of the row where the limit falls, so the work follows what is
+deleted, never the outbox's size). The age limit is applied at most every
+`EXPIRE_CHECK_S` seconds, when events are appended or read, through an
+index on the creation time. The highest id deleted per subscriber is
+remembered, so that a subscriber asking from before it is told what it
+missed (a gap).
 
 WAL, ``synchronous=NORMAL``: an appended event survives the process dying;
-the last moments may be lost if the machine itself fails.
+the last moments may be lost if the machine itself fails. An outbox written
+by an older rtf (one row per event, table ``events``) is converted when it
+is opened.
 """
 
 from __future__ import annotations
@@ -28,26 +36,25 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from rtf.server.config import MAX_AGE_S, MAX_EVENTS
 from rtf.server.querystore import StorageError, connect, storage_error
 
 log = logging.getLogger("rtf.server")
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+CREATE TABLE IF NOT EXISTS batches (
+    last_id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    first_id   INTEGER NOT NULL,
     subscriber TEXT NOT NULL,
     created    REAL NOT NULL,
     data       TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_by_subscriber ON events (subscriber, id);
-CREATE INDEX IF NOT EXISTS events_by_created ON events (created);
+CREATE INDEX IF NOT EXISTS batches_by_subscriber ON batches (subscriber, last_id);
+CREATE INDEX IF NOT EXISTS batches_by_created ON batches (created);
 CREATE TABLE IF NOT EXISTS pruned (subscriber TEXT PRIMARY KEY, through INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
-#: Default retention: events per subscriber, and seconds.
-MAX_EVENTS = 100_000
-MAX_AGE_S = 7 * 24 * 3600
 
 #: Seconds between two applications of the age limit (at most).
 EXPIRE_CHECK_S = 1.0
@@ -70,11 +77,13 @@ class Outbox:
         self._lock = threading.Lock()
         try:
             self._check_table(table)
-            row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+            self._convert_old_events()
+            row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'batches'").fetchone()
             self._last_id = row[0] if row else 0
             #: Events held per subscriber (read once; kept up to date by every change).
             self._counts: dict[str, int] = dict(self._db.execute(
-                "SELECT subscriber, COUNT(*) FROM events GROUP BY subscriber").fetchall())
+                "SELECT subscriber, SUM(last_id - first_id + 1) FROM batches "
+                "GROUP BY subscriber").fetchall())
             self._expired_at = 0.0
         except sqlite3.Error as e:
             self._db.close()
@@ -101,48 +110,89 @@ class Outbox:
                 f"{row[0]}, not {table}): put back the queries.sqlite3 it belongs with, or move "
                 "it away to start with an empty outbox")
 
+    def _convert_old_events(self) -> None:
+        """An outbox of an older rtf (table ``events``, one row per event): its events
+        become batches of one, its id sequence carries on; in one transaction."""
+        db = self._db
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'"
+                          ).fetchone():
+            return
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO batches (last_id, first_id, subscriber, created, data) "
+                       "SELECT id, id, subscriber, created, data FROM events ORDER BY id")
+            row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+            if row is not None:  # ids given before are never given again, even pruned ones
+                db.execute("DELETE FROM sqlite_sequence WHERE name = 'batches'")
+                db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('batches', ?)", row)
+            db.execute("DROP TABLE events")
+        log.info("converted %s to batches", self.path)
+
     @property
     def last_id(self) -> int:
         """The id of the newest event ever appended (0 if none)."""
         return self._last_id
 
-    def append(self, events: Iterable[tuple[str, str]]) -> list[tuple[int, str, str]]:
-        """Store ``(subscriber, data)`` events in one transaction (retention
-        applied in it); return them as ``(id, subscriber, data)`` with their new
-        ids, in order."""
+    def append(self, groups: Iterable[tuple[str, list[str]]]) -> list[tuple[str, int, list[str]]]:
+        """Store each subscriber's events, ``(subscriber, lines)``, in one transaction
+        (retention applied in it): each group gets the next ids, in order, one per
+        line. Returns ``(subscriber, first_id, lines)`` for the non-empty groups."""
         now = time.time()
         with self._lock:
-            first = self._last_id + 1
-            numbered = [(i, sub, data) for i, (sub, data) in enumerate(events, first)]
+            numbered = []
+            next_id = self._last_id + 1
+            for sub, lines in groups:
+                if lines:
+                    numbered.append((sub, next_id, lines))
+                    next_id += len(lines)
             if not numbered:
                 return []
-            touched: dict[str, int] = {}
-            for _, sub, _ in numbered:
-                touched[sub] = touched.get(sub, 0) + 1
             counts = dict(self._counts)
-            for sub, n in touched.items():
-                counts[sub] = counts.get(sub, 0) + n
+            for sub, _, lines in numbered:
+                counts[sub] = counts.get(sub, 0) + len(lines)
             with self._db:  # BEGIN ... COMMIT (ROLLBACK on error: nothing changes)
                 self._db.execute("BEGIN")
                 self._db.executemany(
-                    "INSERT INTO events (id, subscriber, created, data) VALUES (?, ?, ?, ?)",
-                    [(i, sub, now, data) for i, sub, data in numbered])
-                self._trim(counts, touched)
+                    "INSERT INTO batches (last_id, first_id, subscriber, created, data) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [(first + len(lines) - 1, first, sub, now, "\n".join(lines))
+                     for sub, first, lines in numbered])
+                self._trim(counts, {sub for sub, _, _ in numbered})
             self._counts = counts
-            self._last_id = numbered[-1][0]
+            self._last_id = next_id - 1
             if now - self._expired_at >= EXPIRE_CHECK_S:
                 self._expire_or_log(now)  # the events are stored: housekeeping may fail
         return numbered
 
     def since(self, subscriber: str, after: int, limit: int = 1000) -> list[tuple[int, str]]:
-        """Up to `limit` events of `subscriber` with ids above `after`: ``(id, data)``."""
+        """The first `limit` events of `subscriber` with ids above `after`, ``(id, line)``."""
+        return [(first + k, line) for first, lines in self.batches_since(subscriber, after, limit)
+                for k, line in enumerate(lines)][:limit]
+
+    def batches_since(self, subscriber: str, after: int, limit: int = 1000
+                      ) -> list[tuple[int, list[str]]]:
+        """The events of `subscriber` above `after` as ``(first_id, lines)`` runs of
+        consecutive ids, oldest first, about `limit` events (whole rows)."""
         with self._lock:
             now = time.time()
             if now - self._expired_at >= EXPIRE_CHECK_S:
                 self._expire_or_log(now)
-            return self._db.execute(
-                "SELECT id, data FROM events WHERE subscriber = ? AND id > ? ORDER BY id LIMIT ?",
-                (subscriber, after, limit)).fetchall()
+            cursor = self._db.execute(
+                "SELECT first_id, data FROM batches WHERE subscriber = ? AND last_id > ? "
+                "ORDER BY last_id", (subscriber, after))
+            out: list[tuple[int, list[str]]] = []
+            taken = 0
+            for first, data in cursor:
+                lines = data.split("\n")
+                if first <= after:
+                    lines = lines[after - first + 1:]
+                    first = after + 1
+                out.append((first, lines))
+                taken += len(lines)
+                if taken >= limit:
+                    break
+            cursor.close()
+            return out
 
     def pruned_through(self, subscriber: str) -> int:
         """The highest id of `subscriber`'s events deleted by retention (0: none)."""
@@ -171,21 +221,43 @@ class Outbox:
 
     def _trim(self, counts: dict[str, int], subscribers) -> None:
         """Delete the oldest events of each of `subscribers` over `max_events`
-        (inside the caller's transaction; `counts` updated)."""
+        (inside the caller's transaction; `counts` updated): whole rows, then the
+        first lines of the row where the limit falls."""
         db = self._db
         for sub in subscribers:
             excess = counts.get(sub, 0) - self.max_events
             if excess <= 0:
                 continue
-            row = db.execute(
-                "SELECT id FROM events WHERE subscriber = ? ORDER BY id LIMIT 1 OFFSET ?",
-                (sub, excess - 1)).fetchone()
-            if row is None:  # cannot happen while the counts are right; never crash on it
+            whole_through = None  # the last id of the last row deleted whole
+            cut = None  # (last_id, first_id, events to drop) of the row cut at its start
+            left = excess
+            cursor = db.execute("SELECT last_id, first_id FROM batches WHERE subscriber = ? "
+                                "ORDER BY last_id", (sub,))
+            for last, first in cursor:
+                size = last - first + 1
+                if size <= left:
+                    whole_through, left = last, left - size
+                    if not left:
+                        break
+                else:
+                    cut = (last, first, left)
+                    break
+            cursor.close()
+            through = whole_through
+            if whole_through is not None:
+                db.execute("DELETE FROM batches WHERE subscriber = ? AND last_id <= ?",
+                           (sub, whole_through))
+            if cut is not None:
+                last, first, drop = cut
+                (data,) = db.execute("SELECT data FROM batches WHERE last_id = ?", (last,)).fetchone()
+                kept = data.split("\n")[drop:]
+                db.execute("UPDATE batches SET first_id = ?, data = ? WHERE last_id = ?",
+                           (first + drop, "\n".join(kept), last))
+                through = first + drop - 1
+            if through is None:  # cannot happen while the counts are right; never crash on it
                 continue
-            (through,) = row
-            db.execute("DELETE FROM events WHERE subscriber = ? AND id <= ?", (sub, through))
             self._note_pruned(sub, through)
-            counts[sub] -= excess
+            counts[sub] -= excess - left if cut is None else excess
 
     def _expire_or_log(self, now: float) -> None:
         """`_expire`, whose failure (a full disk: deleting needs room in the journal)
@@ -200,18 +272,18 @@ class Outbox:
         self._expired_at = now
         db = self._db
         cutoff = now - self.max_age
-        (oldest,) = db.execute("SELECT MIN(created) FROM events").fetchone()  # the index's first entry
+        (oldest,) = db.execute("SELECT MIN(created) FROM batches").fetchone()  # the index's first entry
         if oldest is None or oldest >= cutoff:
             return
         # INDEXED BY: left alone, SQLite groups by walking the subscriber index,
         # that is the whole outbox (measured: 43 % of a loaded server's time).
-        doomed = db.execute("SELECT subscriber, COUNT(*), MAX(id) FROM events "
-                            "INDEXED BY events_by_created WHERE created < ? GROUP BY subscriber",
-                            (cutoff,)).fetchall()
+        doomed = db.execute("SELECT subscriber, SUM(last_id - first_id + 1), MAX(last_id) "
+                            "FROM batches INDEXED BY batches_by_created WHERE created < ? "
+                            "GROUP BY subscriber", (cutoff,)).fetchall()
         counts = dict(self._counts)
         with db:
             db.execute("BEGIN")
-            db.execute("DELETE FROM events WHERE created < ?", (cutoff,))
+            db.execute("DELETE FROM batches WHERE created < ?", (cutoff,))
             for sub, n, through in doomed:
                 self._note_pruned(sub, through)
                 counts[sub] -= n
