@@ -18,6 +18,9 @@ from rtf.server.auth import Principal
 from rtf.server.broker import Broker
 from rtf.server.streams import sse_matches
 
+#: The line separator of every event (the match events are written with it too).
+SEP = "\n"
+
 #: Events read from the outbox at a time when a subscriber catches up.
 BACKLOG_PAGE = 1000
 
@@ -65,7 +68,7 @@ def routes(broker: Broker, auth: Authenticator, shutdown: anyio.Event) -> APIRou
             last_event_id = event_id(last_event_id, "last_event_id")
         return EventSourceResponse(_events(broker, name, last_event_id), ping=PING_S,
                                    send_timeout=SEND_TIMEOUT_S, shutdown_event=shutdown,
-                                   shutdown_grace_period=SHUTDOWN_GRACE_S,
+                                   shutdown_grace_period=SHUTDOWN_GRACE_S, sep=SEP,
                                    headers={"Cache-Control": "no-store"})
 
     @router.post("/subscribers/{name:text}/tickets", response_model=Ticket,
@@ -103,11 +106,11 @@ async def _events(broker: Broker, subscriber: str, last_event_id: int | None):
         sent = outbox.last_id if last_event_id is None else min(last_event_id, outbox.last_id)
         # Where this connection starts, as an event id: a client that drops
         # before any match resumes from here (EventSource does it by itself).
-        yield ServerSentEvent(json.dumps({"last_event_id": sent}), event="open", id=str(sent))
+        yield _event("open", {"last_event_id": sent}, str(sent))
         if last_event_id is not None:
             pruned = await run_in_threadpool(outbox.pruned_through, subscriber)
             if pruned > sent:
-                yield ServerSentEvent(json.dumps({"from": sent + 1, "to": pruned}), event="gap")
+                yield _event("gap", {"from": sent + 1, "to": pruned})
                 sent = pruned
             while True:
                 runs = await run_in_threadpool(outbox.batches_since, subscriber, sent, BACKLOG_PAGE)
@@ -122,10 +125,10 @@ async def _events(broker: Broker, subscriber: str, last_event_id: int | None):
             if chunks is None:
                 if not stream.cut:
                     return
-                yield ServerSentEvent(json.dumps({
+                yield _event("cut", {
                     "reason": f"the subscriber fell more than {hub.queue_size} events behind; "
                               "reconnect with Last-Event-ID to read the rest from the outbox",
-                    "last_event_id": sent}), event="cut")
+                    "last_event_id": sent})
                 return
             if chunks[0].first_id <= sent:  # seen in the backlog already
                 chunks = [c for c in (c.after(sent) for c in chunks) if c is not None]
@@ -136,3 +139,7 @@ async def _events(broker: Broker, subscriber: str, last_event_id: int | None):
             sent = chunks[-1].last_id
     finally:
         hub.close(stream)
+
+
+def _event(kind: str, data: dict, id: str | None = None) -> ServerSentEvent:
+    return ServerSentEvent(json.dumps(data), event=kind, id=id, sep=SEP)
