@@ -253,6 +253,17 @@ def _json(response: httpx.Response) -> dict[str, Any]:
     return value
 
 
+def _check_order(what: str, query: Any, query_id: Any) -> None:
+    """A TypeError for arguments in the old order (id first), told by the query
+    text's braces, rather than a query registered under its own text."""
+    if not isinstance(query, str) or not isinstance(query_id, str):
+        raise TypeError(f"{what} takes the query and its id, two str (query first), not "
+                        f"{type(query).__name__} and {type(query_id).__name__}")
+    if "{" in query_id and "{" not in query:
+        raise TypeError(f"{what} takes the query first, then its id, as Engine.register does: "
+                        f"(query, query_id={query!r}) (the arguments look swapped)")
+
+
 # ---------------------------------------------------------------- the client
 
 class Client:
@@ -312,12 +323,7 @@ class Client:
         then its id. A call in the old order (id first) is a TypeError, told by
         the query text's braces, rather than a query registered under its own text.
         """
-        if not isinstance(query, str) or not isinstance(query_id, str):
-            raise TypeError("Client.register(query, query_id, ...) takes two str, not "
-                            f"{type(query).__name__} and {type(query_id).__name__}")
-        if "{" in query_id and "{" not in query:
-            raise TypeError("Client.register takes the query first, then its id, as Engine.register "
-                            f"does: register(query, query_id={query!r}) (the arguments look swapped)")
+        _check_order("Client.register", query, query_id)
         body: dict[str, Any] = {"query": query}
         if subscriber is not None:
             body["subscriber"] = subscriber
@@ -351,9 +357,7 @@ class Client:
             else:
                 raise TypeError(f"query #{n}: expected (query, query_id[, subscriber[, metadata]]) "
                                 f"or a {{'id', 'query', ...}} mapping, not {type(item).__name__}")
-            if not isinstance(record.get("query"), str) or not isinstance(record.get("id"), str):
-                raise TypeError(f"query #{n}: the query and its id are str (query first, then the "
-                                "id, as Engine.register)")
+            _check_order(f"Client.register_many, query #{n}:", record.get("query"), record.get("id"))
             lines.append(json.dumps({k: v for k, v in record.items() if v is not None},
                                     ensure_ascii=False))
         response = self._request("POST", "/queries", params={"atomic": "true" if atomic else "false"},
