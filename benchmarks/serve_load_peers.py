@@ -175,8 +175,8 @@ def register(url: str, records: list[dict], connections: int, deadline: float,
 # ----------------------------------------------------------- subscribers
 
 #: A match event as the server writes it; groups: id, data, the publication's JSON text.
-MATCH_EVENT = re.compile(rb'id: (\d+)\nevent: match\ndata: ({"publication": "((?:[^"\\]|\\.)*)"'
-                         rb'[^\n]*)\n\n')
+MATCH_EVENT = re.compile(rb'id: (\d+)\r?\nevent: match\r?\ndata: ({"publication": "((?:[^"\\]|\\.)*)"'
+                         rb'[^\r\n]*)\r?\n\r?\n')
 
 
 @dataclass
@@ -215,7 +215,7 @@ class Received:
 def _other_events(block: bytes) -> list[tuple[str, dict]]:
     """The events of `block` that are not matches (open, gap, cut): (event, data)."""
     out = []
-    for event in block.split(b"\n\n"):
+    for event in block.replace(b"\r\n", b"\n").split(b"\n\n"):
         kind = data = None
         for line in event.split(b"\n"):
             if line.startswith(b"event: "):
@@ -245,10 +245,11 @@ def subscribe(url: str, name: str, pub_index: dict[bytes, int], stop, connected,
                     rest = b""
                     for chunk in response.iter_raw():
                         rest += chunk
-                        end = rest.rfind(b"\n\n")
-                        if end < 0:
+                        # events end with a blank line (LF, or CRLF from older servers)
+                        end = max(rest.rfind(b"\n\n") + 2, rest.rfind(b"\r\n\r\n") + 4)
+                        if end < 4:
                             continue
-                        block, rest = rest[:end + 2], rest[end + 2:]
+                        block, rest = rest[:end], rest[end:]
                         got.take(block, pub_index)
                         if b"event: cut" in block or b"event: gap" in block:
                             for kind, data in _other_events(block):

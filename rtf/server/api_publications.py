@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -58,12 +59,12 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
                                f"send one of {', '.join(RDF_TYPES)}")
         answer = negotiate(request.headers.get("accept", ""))
         body = await request.body()
-        try:
-            publications = await run_in_threadpool(broker.read, body, fmt, group_by)
+        sparql = answer == SPARQL_JSON
+        try:  # read and matched in the publisher's thread
+            done = await broker.publisher.publish(partial(broker.read, body, fmt, group_by),
+                                                  keep_matches=sparql)
         except PublicationError as e:
             raise Refused(400, f"bad RDF: {e}") from None
-        sparql = answer == SPARQL_JSON
-        done = await broker.publisher.publish(publications, keep_matches=sparql)
         headers = {"X-RTF-Publications": str(done.publications),
                    "X-RTF-Matches": str(done.matches)}
         if sparql:

@@ -11,15 +11,16 @@ that a row is ``first_id..last_id`` and its lines). A publication making
 thousands of events for a few subscribers writes a few rows, not thousands.
 
 Retention, per subscriber: the newest `max_events` events, none older than
-`max_age` seconds. The count is kept exactly: each append deletes, in the
-same transaction, the oldest events of every subscriber it took over the
-limit (whole rows from the oldest end of the subscriber's index, and the
-first lines of the row where the limit falls, so the work follows what is
-deleted, never the outbox's size). The age limit is applied at most every
-`EXPIRE_CHECK_S` seconds, when events are appended or read, through an
-index on the creation time. The highest id deleted per subscriber is
-remembered, so that a subscriber asking from before it is told what it
-missed (a gap).
+`max_age` seconds. The count is kept exactly: each append moves, in the
+same transaction, every subscriber it took over the limit past its oldest
+events: the subscriber's *floor* (table ``pruned``: the highest id dropped)
+rises to the last event over the limit, rows wholly at or below it are
+deleted from the oldest end of the subscriber's index (the work follows
+what is dropped, never the outbox's size), and a row the floor cuts keeps
+its text but is read from above the floor (a row is never rewritten). The
+age limit is applied at most every `EXPIRE_CHECK_S` seconds, when events
+are appended or read, through an index on the creation time. A subscriber
+asking from below its floor is told what it missed (a gap).
 
 WAL, ``synchronous=NORMAL``: an appended event survives the process dying;
 the last moments may be lost if the machine itself fails. An outbox written
@@ -56,6 +57,11 @@ CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
+#: The events of a row ``b`` above its subscriber's floor ``p.through`` (SQL), and the
+#: join that brings the floor.
+_ABOVE_FLOOR = "b.last_id - MAX(b.first_id, COALESCE(p.through, 0) + 1) + 1"
+_FLOOR_JOIN = "LEFT JOIN pruned p ON p.subscriber = b.subscriber"
+
 #: Seconds between two applications of the age limit (at most).
 EXPIRE_CHECK_S = 1.0
 
@@ -80,10 +86,13 @@ class Outbox:
             self._convert_old_events()
             row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'batches'").fetchone()
             self._last_id = row[0] if row else 0
-            #: Events held per subscriber (read once; kept up to date by every change).
+            #: Each subscriber's floor: the highest id retention dropped (kept up to date).
+            self._floors: dict[str, int] = dict(self._db.execute(
+                "SELECT subscriber, through FROM pruned").fetchall())
+            #: Events held per subscriber, above its floor (kept up to date by every change).
             self._counts: dict[str, int] = dict(self._db.execute(
-                "SELECT subscriber, SUM(last_id - first_id + 1) FROM batches "
-                "GROUP BY subscriber").fetchall())
+                f"SELECT b.subscriber, SUM({_ABOVE_FLOOR}) FROM batches b {_FLOOR_JOIN} "
+                "WHERE b.last_id > COALESCE(p.through, 0) GROUP BY b.subscriber").fetchall())
             self._expired_at = 0.0
         except sqlite3.Error as e:
             self._db.close()
@@ -150,6 +159,7 @@ class Outbox:
             counts = dict(self._counts)
             for sub, _, lines in numbered:
                 counts[sub] = counts.get(sub, 0) + len(lines)
+            floors = dict(self._floors)
             with self._db:  # BEGIN ... COMMIT (ROLLBACK on error: nothing changes)
                 self._db.execute("BEGIN")
                 self._db.executemany(
@@ -157,8 +167,8 @@ class Outbox:
                     "VALUES (?, ?, ?, ?, ?)",
                     [(first + len(lines) - 1, first, sub, now, "\n".join(lines))
                      for sub, first, lines in numbered])
-                self._trim(counts, {sub for sub, _, _ in numbered})
-            self._counts = counts
+                self._trim(counts, floors, {sub for sub, _, _ in numbered})
+            self._counts, self._floors = counts, floors
             self._last_id = next_id - 1
             if now - self._expired_at >= EXPIRE_CHECK_S:
                 self._expire_or_log(now)  # the events are stored: housekeeping may fail
@@ -177,6 +187,7 @@ class Outbox:
             now = time.time()
             if now - self._expired_at >= EXPIRE_CHECK_S:
                 self._expire_or_log(now)
+            after = max(after, self._floors.get(subscriber, 0))
             cursor = self._db.execute(
                 "SELECT first_id, data FROM batches WHERE subscriber = ? AND last_id > ? "
                 "ORDER BY last_id", (subscriber, after))
@@ -197,9 +208,7 @@ class Outbox:
     def pruned_through(self, subscriber: str) -> int:
         """The highest id of `subscriber`'s events deleted by retention (0: none)."""
         with self._lock:
-            row = self._db.execute("SELECT through FROM pruned WHERE subscriber = ?",
-                                   (subscriber,)).fetchone()
-        return row[0] if row else 0
+            return self._floors.get(subscriber, 0)
 
     def count(self, subscriber: str | None = None) -> int:
         """Events held (for one subscriber, or in all)."""
@@ -212,52 +221,42 @@ class Outbox:
             self._apply_retention(list(self._counts), time.time())
 
     def _apply_retention(self, subscribers: list[str], now: float) -> None:
-        counts = dict(self._counts)
+        counts, floors = dict(self._counts), dict(self._floors)
         with self._db:
             self._db.execute("BEGIN")
-            self._trim(counts, subscribers)
-        self._counts = counts
+            self._trim(counts, floors, subscribers)
+        self._counts, self._floors = counts, floors
         self._expire(now)
 
-    def _trim(self, counts: dict[str, int], subscribers) -> None:
-        """Delete the oldest events of each of `subscribers` over `max_events`
-        (inside the caller's transaction; `counts` updated): whole rows, then the
-        first lines of the row where the limit falls."""
+    def _trim(self, counts: dict[str, int], floors: dict[str, int], subscribers) -> None:
+        """Raise the floor of each of `subscribers` over `max_events` past its oldest
+        events and delete the rows wholly below it (inside the caller's transaction;
+        `counts` and `floors` updated)."""
         db = self._db
         for sub in subscribers:
             excess = counts.get(sub, 0) - self.max_events
             if excess <= 0:
                 continue
-            whole_through = None  # the last id of the last row deleted whole
-            cut = None  # (last_id, first_id, events to drop) of the row cut at its start
-            left = excess
+            floor = floors.get(sub, 0)
+            left, new_floor = excess, None
             cursor = db.execute("SELECT last_id, first_id FROM batches WHERE subscriber = ? "
-                                "ORDER BY last_id", (sub,))
+                                "AND last_id > ? ORDER BY last_id", (sub, floor))
             for last, first in cursor:
-                size = last - first + 1
-                if size <= left:
-                    whole_through, left = last, left - size
+                start = max(first, floor + 1)
+                if last - start + 1 <= left:
+                    new_floor, left = last, left - (last - start + 1)
                     if not left:
                         break
                 else:
-                    cut = (last, first, left)
+                    new_floor, left = start + left - 1, 0
                     break
             cursor.close()
-            through = whole_through
-            if whole_through is not None:
-                db.execute("DELETE FROM batches WHERE subscriber = ? AND last_id <= ?",
-                           (sub, whole_through))
-            if cut is not None:
-                last, first, drop = cut
-                (data,) = db.execute("SELECT data FROM batches WHERE last_id = ?", (last,)).fetchone()
-                kept = data.split("\n")[drop:]
-                db.execute("UPDATE batches SET first_id = ?, data = ? WHERE last_id = ?",
-                           (first + drop, "\n".join(kept), last))
-                through = first + drop - 1
-            if through is None:  # cannot happen while the counts are right; never crash on it
+            if new_floor is None:  # cannot happen while the counts are right; never crash on it
                 continue
-            self._note_pruned(sub, through)
-            counts[sub] -= excess - left if cut is None else excess
+            db.execute("DELETE FROM batches WHERE subscriber = ? AND last_id <= ?", (sub, new_floor))
+            self._note_pruned(sub, new_floor)
+            floors[sub] = new_floor
+            counts[sub] -= excess - left
 
     def _expire_or_log(self, now: float) -> None:
         """`_expire`, whose failure (a full disk: deleting needs room in the journal)
@@ -277,17 +276,19 @@ class Outbox:
             return
         # INDEXED BY: left alone, SQLite groups by walking the subscriber index,
         # that is the whole outbox (measured: 43 % of a loaded server's time).
-        doomed = db.execute("SELECT subscriber, SUM(last_id - first_id + 1), MAX(last_id) "
-                            "FROM batches INDEXED BY batches_by_created WHERE created < ? "
-                            "GROUP BY subscriber", (cutoff,)).fetchall()
-        counts = dict(self._counts)
+        doomed = db.execute(f"SELECT b.subscriber, SUM(MAX(0, {_ABOVE_FLOOR})), MAX(b.last_id) "
+                            f"FROM batches b INDEXED BY batches_by_created {_FLOOR_JOIN} "
+                            "WHERE b.created < ? GROUP BY b.subscriber", (cutoff,)).fetchall()
+        counts, floors = dict(self._counts), dict(self._floors)
         with db:
             db.execute("BEGIN")
             db.execute("DELETE FROM batches WHERE created < ?", (cutoff,))
             for sub, n, through in doomed:
                 self._note_pruned(sub, through)
-                counts[sub] -= n
+                floors[sub] = max(floors.get(sub, 0), through)
+                counts[sub] = counts.get(sub, 0) - n
         self._counts = {sub: n for sub, n in counts.items() if n > 0}
+        self._floors = floors
 
     def _note_pruned(self, subscriber: str, through: int) -> None:
         self._db.execute("INSERT INTO pruned (subscriber, through) VALUES (?, ?) "

@@ -19,6 +19,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress, groupby, repeat
 from operator import is_not, itemgetter
@@ -51,13 +52,20 @@ class Published:
 
 @dataclass
 class Job:
-    """Publications to match; the outcome goes to `future` (an asyncio future, set on
-    its loop) or, without one, to `sync_future`."""
+    """Publications to match, or the RDF body to read them from (`reader()` gives
+    them; its `PublicationError` is the job's outcome); the outcome goes to
+    `future` (an asyncio future, set on its loop) or, without one, to `sync_future`."""
 
-    publications: list
+    publications: list | None
     keep_matches: bool = False
     future: asyncio.Future | None = None
     sync_future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
+    reader: Callable[[], list] | None = None
+
+    @property
+    def size(self) -> int:
+        """Publications, or a guess for a body not read yet (for the group's bound)."""
+        return len(self.publications) if self.publications is not None else 1
 
 
 class Publisher:
@@ -76,10 +84,11 @@ class Publisher:
         self._jobs.put(job)
         return job
 
-    async def publish(self, publications: list, keep_matches: bool = False) -> Published:
-        """Match `publications` (from the event loop): their lines, once the events are
-        stored and handed to the streams."""
-        job = Job(publications, keep_matches, asyncio.get_running_loop().create_future())
+    async def publish(self, reader: Callable[[], list], keep_matches: bool = False) -> Published:
+        """Match the publications `reader()` gives (called in the publisher's thread:
+        reading a body costs the event loop nothing), from the event loop: their
+        lines, once the events are stored and handed to the streams."""
+        job = Job(None, keep_matches, asyncio.get_running_loop().create_future(), reader=reader)
         self.submit(job)
         return await job.future
 
@@ -100,7 +109,7 @@ class Publisher:
             job = jobs.get()
             if job is None:
                 return
-            group, size, stopping = [job], len(job.publications), False
+            group, size, stopping = [job], job.size, False
             while size < GROUP_PUBLICATIONS:
                 try:
                     more = jobs.get_nowait()
@@ -110,7 +119,7 @@ class Publisher:
                     stopping = True
                     break
                 group.append(more)
-                size += len(more.publications)
+                size += more.size
             try:
                 self._process(group)
             except BaseException as e:  # a bug: every request of the group is answered with it
@@ -131,6 +140,8 @@ class Publisher:
                 parts: list[str] = []
                 kept: list | None = [] if job.keep_matches else None
                 matches = 0
+                if job.publications is None:
+                    job.publications = job.reader()
                 for pub in job.publications:
                     t0 = clock()
                     found = engine.match(pub)
@@ -146,7 +157,7 @@ class Publisher:
                     # the lines of queries with a subscriber, in C (no Python step per match)
                     pushed.extend(compress(zip(subscribers, text.split("\n")),
                                            map(is_not, subscribers, repeat(None))))
-            except Exception as e:  # this request fails alone (its events are not kept)
+            except Exception as e:  # this request fails alone (bad RDF; its events are not kept)
                 outcomes.append((job, None, e))
                 continue
             # by subscriber, each one's lines in their order (a stable sort, in C)
