@@ -438,6 +438,8 @@ def run(args) -> dict:
                        "post_round_trip": percentiles([p.answered - p.sent for p in pub.posts]),
                        "per_second": timeline(pub),
                        "server_cpu_s": server_cpu,
+                       "server_cpu_user_s": cpu1.user - cpu0.user,
+                       "server_cpu_system_s": cpu1.system - cpu0.system,
                        "server_cpu_ms_per_publication":
                            1000 * server_cpu / publications if publications else None,
                        "server_cpu_pct": cpu_share(server_cpu),

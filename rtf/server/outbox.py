@@ -23,7 +23,10 @@ are appended or read, through an index on the creation time. A subscriber
 asking from below its floor is told what it missed (a gap).
 
 WAL, ``synchronous=NORMAL``: an appended event survives the process dying;
-the last moments may be lost if the machine itself fails. An outbox written
+the last moments may be lost if the machine itself fails. The WAL is copied
+back into the database (a checkpoint, which syncs the disk) by a thread of
+its own every `CHECKPOINT_S` seconds, never by an append: publishing does
+not wait for the disk. An outbox written
 by an older rtf (one row per event, table ``events``) is converted when it
 is opened.
 """
@@ -61,6 +64,11 @@ CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 #: join that brings the floor.
 _ABOVE_FLOOR = "b.last_id - MAX(b.first_id, COALESCE(p.through, 0) + 1) + 1"
 _FLOOR_JOIN = "LEFT JOIN pruned p ON p.subscriber = b.subscriber"
+
+#: Seconds between two checkpoints of the WAL (in the background), and the WAL size,
+#: in pages, past which a checkpoint also starts the WAL over (waiting for the writer).
+CHECKPOINT_S = 1.0
+RESTART_PAGES = 16_384
 
 #: Seconds between two applications of the age limit (at most).
 EXPIRE_CHECK_S = 1.0
@@ -106,6 +114,35 @@ class Outbox:
                 self._apply_retention(list(self._counts), time.time())
         except sqlite3.Error as e:
             log.warning("could not apply retention to %s at start (retried later): %s", self.path, e)
+        self._db.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's job
+        self._closing = threading.Event()
+        self._checkpointer = threading.Thread(target=self._checkpoints, daemon=True,
+                                              name="rtf-outbox-checkpoint")
+        self._checkpointer.start()
+
+    def _checkpoints(self) -> None:
+        """Copy the WAL back into the database every CHECKPOINT_S seconds, on a
+        connection of its own (a passive checkpoint never blocks an append)."""
+        failing = None
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                 timeout=30)
+        except sqlite3.Error as e:
+            log.warning("cannot checkpoint %s: %s", self.path, e)
+            return
+        try:
+            while not self._closing.wait(CHECKPOINT_S):
+                try:
+                    _, pages, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    if pages > RESTART_PAGES:  # appends never let it empty: start it over
+                        db.execute("PRAGMA wal_checkpoint(RESTART)")
+                    failing = None
+                except sqlite3.Error as e:  # a full disk: retried; the WAL holds everything
+                    if str(e) != failing:
+                        log.warning("could not checkpoint %s (retried): %s", self.path, e)
+                    failing = str(e)
+        finally:
+            db.close()
 
     def _check_table(self, table: str | None) -> None:
         if table is None:
@@ -296,5 +333,7 @@ class Outbox:
                          (subscriber, through))
 
     def close(self) -> None:
+        self._closing.set()
+        self._checkpointer.join()
         with self._lock:
-            self._db.close()
+            self._db.close()  # the last connection: SQLite checkpoints the WAL
