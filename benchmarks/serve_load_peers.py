@@ -15,6 +15,7 @@ import array
 import json
 import multiprocessing
 import re
+import socket
 import threading
 import time
 import zlib
@@ -227,50 +228,87 @@ def _other_events(block: bytes) -> list[tuple[str, dict]]:
     return out
 
 
+class StreamEnded(Exception):
+    """The server closed the stream (or answered something else than 200)."""
+
+
+def raw_stream(url: str, path: str, last_id: int, timeout: float = 60.0):
+    """The body of ``GET path`` as it arrives (HTTP/1.1 chunked transfer decoded here):
+    a plain socket, so that reading costs a few calls per chunk of events, not per
+    event or per read as an HTTP client library's layers do."""
+    host, _, port = url.removeprefix("http://").rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n"
+                     f"Last-Event-ID: {last_id}\r\n\r\n".encode())
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            data = sock.recv(1 << 20)
+            if not data:
+                raise StreamEnded("the server closed the connection before answering")
+            buf += data
+        head, _, buf = buf.partition(b"\r\n\r\n")
+        status = head.split(b" ", 2)[1]
+        if status != b"200":
+            raise StreamEnded(f"the server answered {head.splitlines()[0].decode(errors='replace')}")
+        if b"transfer-encoding: chunked" not in head.lower():
+            raise StreamEnded("the stream is not chunked")
+        while True:
+            end = buf.find(b"\r\n")
+            if end >= 0:
+                size = int(buf[:end].split(b";")[0], 16)
+                if size == 0:
+                    return
+                if len(buf) >= end + 2 + size + 2:
+                    yield buf[end + 2:end + 2 + size]
+                    buf = buf[end + 2 + size + 2:]
+                    continue
+            data = sock.recv(1 << 20)
+            if not data:
+                return
+            buf += data
+
+
 def subscribe(url: str, name: str, pub_index: dict[bytes, int], stop, connected, out) -> None:
     """One subscriber (the body of a subscriber process): read the stream from event 0,
     reconnecting after a cut with Last-Event-ID; send `Received` to `out` once `stop`
     is set and the stream ended."""
     got = Received(name)
-    timeout = httpx.Timeout(30.0, read=60.0)  # the server pings idle streams every 15 s
-    with httpx.Client(base_url=url, timeout=timeout) as client:
-        while len(got.errors) < MAX_STREAM_FAILURES:
-            cut = False
-            try:
-                with client.stream("GET", f"/subscribers/{quote(name)}/matches",
-                                   headers={"Last-Event-ID": str(got.last_id)}) as response:
-                    response.raise_for_status()
-                    got.connections += 1
+    path = f"/subscribers/{quote(name)}/matches"
+    while len(got.errors) < MAX_STREAM_FAILURES:
+        cut = False
+        try:
+            rest = b""
+            for chunk in raw_stream(url, path, got.last_id):
+                if not got.connections:
                     connected.set()
-                    rest = b""
-                    for chunk in response.iter_raw():
-                        rest += chunk
-                        # events end with a blank line (LF, or CRLF from older servers)
-                        end = max(rest.rfind(b"\n\n") + 2, rest.rfind(b"\r\n\r\n") + 4)
-                        if end < 4:
-                            continue
-                        block, rest = rest[:end], rest[end:]
-                        got.take(block, pub_index)
-                        if b"event: cut" in block or b"event: gap" in block:
-                            for kind, data in _other_events(block):
-                                if kind == "gap":
-                                    got.gaps.append(data)
-                                elif kind == "cut":
-                                    cut = True
-                        if cut:
-                            break
-            except (httpx.HTTPError, ValueError) as e:
-                if stop.is_set():
+                rest += chunk
+                # events end with a blank line (LF, or CRLF from older servers)
+                end = max(rest.rfind(b"\n\n") + 2, rest.rfind(b"\r\n\r\n") + 4)
+                if end < 4:
+                    continue
+                block, rest = rest[:end], rest[end:]
+                got.take(block, pub_index)
+                if b"event: cut" in block or b"event: gap" in block:
+                    for kind, data in _other_events(block):
+                        if kind == "gap":
+                            got.gaps.append(data)
+                        elif kind == "cut":
+                            cut = True
+                if cut:
                     break
-                got.errors.append(f"{name}: {e!r}")
-                time.sleep(0.2)
-                continue
+            got.connections += 1
+        except (OSError, StreamEnded, ValueError) as e:
             if stop.is_set():
                 break
-            if cut:
-                got.cuts += 1
-            else:
-                got.errors.append(f"{name}: the server ended the stream")
+            got.errors.append(f"{name}: {e!r}")
+            time.sleep(0.2)
+            continue
+        if stop.is_set():
+            break
+        if cut:
+            got.cuts += 1
+        else:
+            got.errors.append(f"{name}: the server ended the stream")
     out.send(got)
     out.close()
 
