@@ -359,12 +359,12 @@ def run(args) -> dict:
 
         me = psutil.Process()
         cpu0, my0 = proc.cpu_times(), me.cpu_times()
-        peers0 = _children_cpu(me)
+        peers0 = _children_cpu(me, server.pid)
         profiler = start_profiler(args, server.pid)
         rss.start(proc)
         pub = publish(url, feed, args.publishers, args.duration)
         cpu1, my1 = proc.cpu_times(), me.cpu_times()
-        peers1 = _children_cpu(me)
+        peers1 = _children_cpu(me, server.pid)
         rss.stop()
         wall = pub.ended - pub.started
         log(f"{len(pub.posts)} POSTs in {wall:.1f} s; draining the streams")
@@ -467,10 +467,12 @@ def _cpu(a, b) -> float:
     return (b.user - a.user) + (b.system - a.system)
 
 
-def _children_cpu(me: psutil.Process) -> float:
-    """CPU seconds of this process's children (the subscriber processes) so far."""
+def _children_cpu(me: psutil.Process, server_pid: int) -> float:
+    """CPU seconds of this process's children but the server (the subscriber processes)."""
     total = 0.0
     for child in me.children():
+        if child.pid == server_pid:
+            continue
         try:
             t = child.cpu_times()
         except psutil.Error:
