@@ -26,6 +26,7 @@ import numpy as np
 
 from rtf.query.model import Query
 from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape, shrunk
+from rtf.matching.shared_predicates import EvaluationMemo
 from rtf.matching.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
 from rtf.query.terms import is_literal, lexical_form
 from rtf.query.text import text_index
@@ -145,6 +146,9 @@ class IndexedQueries(QueryIndex):
         self.name = name
         self.table = QueryTable(share_shapes=share_shapes)
         self.queries: dict[str, Query] = {}
+        #: Residual predicate evaluations made, and those saved by sharing one answer (seed 002).
+        self.filter_evaluations = 0
+        self.filter_evaluations_shared = 0
 
     def add(self, query_id: str, query: Query) -> None:
         new_shapes, branches = self.table.add(query_id, query)
@@ -213,9 +217,10 @@ class IndexedQueries(QueryIndex):
         if not hits:
             return [], {}, set()
         subject = only_subject(triples)
-        solver = PublicationSolver(hits, subject, triples, virtual)
+        memo = EvaluationMemo()  # the publication's shared predicate answers (seed 002)
+        solver = PublicationSolver(hits, subject, triples, virtual, memo)
         table = self.table
-        slots = table.complete_slots(hits)
+        slots = table.complete_slots(hits, memo)
         groups = []
         if subject is not None and len(slots):
             # Most complete branches are a query's only branch, a star about the one
@@ -248,10 +253,14 @@ class IndexedQueries(QueryIndex):
                 truncated.add(qid)
         for qid in truncated:
             out[qid] = frozenset(list(out[qid])[:limit])
+        self.filter_evaluations += solver.memo.evaluations
+        self.filter_evaluations_shared += solver.memo.shared
         return groups, out, truncated
 
     def stats(self) -> dict:
         s = {"queries": len(self.queries), "tuples": self.table.tuple_count,
-             "shapes": len(self.table.shapes)}
+             "shapes": len(self.table.shapes), "value_tests": len(self.table.values),
+             "filter_evaluations": self.filter_evaluations,
+             "filter_evaluations_shared": self.filter_evaluations_shared}
         s.update(self.index.stats())
         return s

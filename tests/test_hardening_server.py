@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from rtf.server.process import ServerProcess, run_serve, serve_command
@@ -182,6 +182,8 @@ def test_fuzz_numeric_fields_answer_200_or_json_400(server, value, where):
         else:
             assert "queries" in r.json()
         return
+    # A header value cannot begin or end with whitespace (HTTP strips it; h11 refuses to send it).
+    assume(where != "Last-Event-ID" or value == value.strip())
     headers = {"Last-Event-ID": value.encode()} if where == "Last-Event-ID" else {}
     params = {where: value} if where != "Last-Event-ID" else {}
     opened = opened_at(server, headers=headers, params=params)

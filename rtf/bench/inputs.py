@@ -142,6 +142,9 @@ def make_workload(params: BenchParams, vocab, taxonomy, ft_pr: int) -> Workload:
             raise RtfError(f"{params.queries} holds {len(wl.ids)} usable queries; "
                            f"--db asks for {n}")
         return wl
+    if params.mix_name == "values":  # its own publications and queries: FT_pr is only a label
+        from rtf.bench.values_workload import values_queries
+        return parse_workload(values_queries(n, seed=params.seed), ft_pr, n)
     mix = bench_mix(ft_pr, params.mix_name)
 
     def more(round_: int, k: int) -> list[dict]:

@@ -36,11 +36,15 @@ def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) 
         raise RtfError("--queries gives one workload: pass a single --ft-pr (its label)")
     t0 = time.perf_counter()
     taxonomy = Taxonomy.from_file(params.taxonomy) if params.taxonomy else None
-    all_pubs = load_publications(params.publications)
+    if params.mix_name == "values":  # typed publications made with the queries (rtf.bench.values_workload)
+        from rtf.bench.values_workload import values_publications
+        all_pubs = values_publications(max(params.pubs, 1000), params.seed)
+    else:
+        all_pubs = load_publications(params.publications)
     if not all_pubs:
         raise RtfError("no publications in " + ", ".join(params.publications))
     pubs = sample_publications(all_pubs, params.pubs, params.seed)
-    vocab = None if params.queries else Vocabulary(all_pubs, taxonomy)
+    vocab = None if params.queries or params.mix_name == "values" else Vocabulary(all_pubs, taxonomy)
     step = params.step_size()
     log(f"rtf bench: {len(all_pubs):,} publications read, {len(pubs):,} filtered; "
         f"DB {', '.join(f'{d:,}' for d in params.db)} in steps of {step:,}; "
@@ -97,7 +101,7 @@ def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) 
                       publications_per_algorithm={a: len(pubs[:params.pubs_for(a)])
                                                   for a in params.algorithms},
                       queries_rejected_by_parser=rejected, memory_method=MEMORY_METHOD,
-                      mix=None if params.queries else {
+                      mix=None if params.queries else "values" if params.mix_name == "values" else {
                           k: v for k, v in asdict(bench_mix(0, params.mix_name)).items()
                           if k != "ft_pr"},
                       seconds=round(time.perf_counter() - t0, 1))

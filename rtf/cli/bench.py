@@ -133,11 +133,13 @@ def add_command(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the queries and the sample (default 0)")
     p.add_argument("--taxonomy", metavar="ONTO",
                    help="ontology for a/rdfs:subClassOf* (default: none, as in the paper's queries)")
-    p.add_argument("--mix", choices=sorted(MIXES), default="paper", dest="mix_name",
+    p.add_argument("--mix", choices=sorted([*MIXES, "values"]), default="paper", dest="mix_name",
                    help="the generated workload: paper (the RTF paper's; about 11 %% of the queries "
                         "match a DBpedia publication), selective (about 2 %%: a class constraint "
                         "and informative words, as real subscriptions; rtf.bench.workload.Mix.selective) "
-                        "or fulltext (full-text-only queries, about 1.4 %% of them match an abstract) "
+                        "fulltext (full-text-only queries, about 1.4 %% of them match an abstract) "
+                        "or values (typed publications it generates, queries whose selectivity lies "
+                        "in FILTER comparisons: about 3.5 %% match; --publications is then unused) "
                         "(default: paper)")
     p.add_argument("--queries", metavar="Q.jsonl",
                    help="use these queries (the first max DB of them) instead of generating")

@@ -15,6 +15,7 @@ from rtf.bench.workload import (
     named_mix,
     write_jsonl,
 )
+from rtf.errors import RtfError
 from rtf.cli.arguments import between, positive_int
 
 _MIX_HELP = {
@@ -69,8 +70,14 @@ def add_command(sub) -> None:
                "publications' word multiset (a Zipf law) leaving out those found in more than\n"
                f"{FULLTEXT_WORD_SHARE:.0%} of the publications; about 1.5 % of the queries match each abstract:\n"
                "  rtf gen-queries --publications ../shared/data/dbpedia/*abstracts.nt.gz "
-               "-n 100000 --mix fulltext -o fulltext.jsonl")
-    p.add_argument("--publications", nargs="+", required=True, metavar="F",
+               "-n 100000 --mix fulltext -o fulltext.jsonl\n\n"
+               "--mix values: DBpedia-style typed publications of ten classes (integers, decimals,\n"
+               "doubles, dates, dateTimes, tagged labels; a few ill-typed, NaN or INF on purpose)\n"
+               "and queries ?s a C ; p ?v FILTER(...) with comparisons, ranges, IN, year(),\n"
+               "month(), lang(), datatype(): about 10 % of the queries hold structurally for a\n"
+               "publication and 4 % pass their FILTERs:\n"
+               "  rtf gen-queries --mix values -n 100000 --write-publications values.nt -o values.jsonl")
+    p.add_argument("--publications", nargs="+", metavar="F",
                    help="RDF files whose classes, properties and words the queries are made of "
                         "(N-Triples, Turtle, N-Quads; plain, .gz or .bz2), read whole into memory; "
                         "match the queries against the same files or others like them")
@@ -86,9 +93,15 @@ def add_command(sub) -> None:
     kind.add_argument("--selective", action="store_true",
                       help="the selective workload (Mix.selective): few queries match each "
                            "publication, as with real subscriptions; see below")
-    kind.add_argument("--mix", choices=sorted(MIXES), dest="mix_name",
-                      help="a named workload: paper (the default), selective (as --selective) or "
-                           "fulltext (full-text-only queries, as a search engine stores them; see below)")
+    kind.add_argument("--mix", choices=sorted([*MIXES, "values"]), dest="mix_name",
+                      help="a named workload: paper (the default), selective (as --selective), "
+                           "fulltext (full-text-only queries, as a search engine stores them; see below) "
+                           "or values (typed publications it generates itself, with --write-publications, "
+                           "and queries whose selectivity lies in FILTER comparisons; see below)")
+    p.add_argument("--write-publications", metavar="FILE",
+                   help="with --mix values: write the generated publications here (N-Triples)")
+    p.add_argument("--publication-count", type=positive_int, default=2000, metavar="N",
+                   help="with --mix values: how many publications to generate (default 2000)")
     mix = p.add_argument_group(
         "operator mix", "probabilities from 0 to 1 (counts for max-*) that override the defaults; "
                         "the defaults are the paper's workload (rtf bench's): conjunctive terms only, "
@@ -114,6 +127,12 @@ def _cmd(args) -> int:
     from rtf.io.reader import read_publications
     from rtf.io.taxonomy import Taxonomy
 
+    if args.mix_name == "values":
+        return _values(args)
+    if not args.publications:
+        raise UsageError("--publications is required (the queries are made of their classes, "
+                         "properties and words); only --mix values makes its own")
+
     ft_pr = args.ft_pr / 100
     if args.all_operators:
         mix = Mix.all_operators(ft_pr)
@@ -128,4 +147,29 @@ def _cmd(args) -> int:
     pubs = list(read_publications(args.publications))
     n = write_jsonl(generate_queries(pubs, args.count, args.seed, mix, taxonomy), args.output)
     print(f"rtf: wrote {n} queries to {args.output} ({json.dumps(asdict(mix))})", file=sys.stderr)
+    return 0
+
+
+class UsageError(RtfError):
+    """A combination of options that cannot work (exit 2 would be argparse's; this is one line, exit 1)."""
+
+
+def _values(args) -> int:
+    """``--mix values``: typed publications and value-predicate queries (`rtf.bench.values_workload`)."""
+    from rtf.bench.values_workload import values_publications, values_queries
+    from rtf.io.files import atomic_output
+
+    if args.publications:
+        raise UsageError("--mix values generates its publications: leave --publications out "
+                         "(and name where to write them with --write-publications)")
+    if not args.write_publications:
+        raise UsageError("--mix values needs --write-publications FILE: the queries are made for "
+                         "the publications it generates")
+    pubs = values_publications(args.publication_count, args.seed)
+    with atomic_output(args.write_publications) as f:
+        for pub in pubs:
+            f.writelines(f"{s} {p} {o} .\n" for s, p, o in pub.triples)
+    n = write_jsonl(values_queries(args.count, args.seed), args.output)
+    print(f"rtf: wrote {n} queries to {args.output} and {len(pubs)} publications to "
+          f"{args.write_publications} (the values workload, seed {args.seed})", file=sys.stderr)
     return 0

@@ -260,6 +260,11 @@ def cmd_match(args) -> int:
                  "run_publications_per_s": round(publications / run_s, 1) if run_s else None,
                  "filter_ms_per_publication": round(1000 * filter_s / publications, 4) if publications else None,
                  "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1), "workers": workers}
+        # Indexed value tests, and the residual predicate evaluations made and saved by
+        # sharing (counted in this process: with --workers, in the workers, so not here).
+        engine_stats = engine.stats()
+        stats.update({k: engine_stats[k] for k in ("value_tests", "filter_evaluations",
+                                                     "filter_evaluations_shared") if k in engine_stats})
         print(json.dumps(stats), file=sys.stderr)
     return 0
 

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from rtf.matching.shared_predicates import ResidualPlan, residual_plan
+from rtf.matching.value_tests import ValueTests, exact_star
 from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
 
 if TYPE_CHECKING:  # rtf.matching.optional is imported where used: it imports the evaluator
@@ -260,6 +262,15 @@ class RegisteredBranch:
     star: "StarPlan | None" = None
     #: The query's OPTIONAL groups and later FILTERs (`rtf.matching.optional`), or None.
     optional: "OptionalPart | None" = None
+    #: The residual filters, ordered and shared (`rtf.matching.shared_predicates`): made
+    #: on first use (a branch the value index answers by itself never needs it).
+    residual: "ResidualPlan | None" = None
+
+    def residual_plan(self) -> "ResidualPlan | None":
+        plan = self.residual
+        if plan is None and self.branch.residual:
+            plan = self.residual = residual_plan(self.branch.residual)
+        return plan
 
 
 class StarPlan(NamedTuple):
@@ -356,18 +367,28 @@ def star_columns(rb: RegisteredBranch) -> list[tuple[TupleShape, int]]:
     return columns
 
 
-def star_plan(rb: RegisteredBranch) -> StarPlan | None:
-    """The branch's `StarPlan`, or None when it needs a real join."""
-    if rb.branch.residual:
+def star_plan(rb: RegisteredBranch, tested: frozenset = frozenset()) -> StarPlan | None:
+    """The branch's `StarPlan`, or None when it needs a real join.
+
+    With `tested` (the variables of a residual that the value index decides
+    exactly, `rtf.matching.value_tests.exact_star`), those variables and the
+    residual are left out: the plan answers the branch once it is complete.
+    """
+    if rb.branch.residual and not tested:
         return None
     var = None
-    for names in rb.keep_names:
+    firsts = []  # (shape, index in the tuple's variables) of each tuple's star variable
+    for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names):
+        if tested:
+            kept = [(k, n) for k, n in zip(keep, names) if n not in tested]
+            keep, names = [k for k, _ in kept], [n for _, n in kept]
         if not names:
             continue
         if len(set(names)) != 1 or (var is not None and names[0] != var):
             return None
         var = names[0]
-    on_subject = all(shape.row_positions[keep[0]] == 0 for shape, keep in zip(rb.shapes, rb.keep) if keep)
+        firsts.append((shape, keep[0]))
+    on_subject = all(shape.row_positions[k] == 0 for shape, k in firsts)
     plan = StarPlan(var, var in rb.projection, on_subject)
     return _PLANS.setdefault(plan, plan)
 
@@ -397,6 +418,8 @@ class QueryTable:
     answer_vars: list[str] = field(default_factory=list)
     tuple_count: int = 0
     #: freed slots, reused first (an array: no int object per free slot stays alive)
+    #: The branches' FILTER comparisons on one variable, indexed (`rtf.matching.value_tests`)
+    values: ValueTests = field(default_factory=ValueTests)
     _free: array = field(default_factory=lambda: array("l"))
     _next_shape: int = 0
     _next_private: int = 0
@@ -416,10 +439,10 @@ class QueryTable:
             per_tuple = [shape_of_shared(t) for t in b.tuples]
             names = [vars_ for _, vars_ in per_tuple]
             keep, keep_names = needed_columns_shared(names, needed_outside(query, b))
-            planned.append((b, [key for key, _ in per_tuple], keep, keep_names))
+            planned.append((b, [key for key, _ in per_tuple], keep, keep_names, names))
         new_shapes: list[TupleShape] = []
-        branches = []
-        for b, keys, keep, keep_names in planned:
+        branches, plans = [], []
+        for b, keys, keep, keep_names, names in planned:
             rb = RegisteredBranch(query_id, b, self._take_slot(), keep=keep, keep_names=keep_names,
                                   projection=query.projection, optional=optional)
             shapes = []
@@ -440,7 +463,10 @@ class QueryTable:
             distinct = set(shapes)
             for shape in distinct:
                 shape.slots.add(rb.slot)
-            self.need[rb.slot] = len(distinct)
+            tests = self.values.plan(b, shapes, names)  # counted like shapes (rtf.matching.value_tests)
+            self.values.add(rb.slot, tests)
+            self.need[rb.slot] = len(distinct) + len(tests.conjunctions)
+            plans.append(tests)
             self.branches[rb.slot] = rb
             self.slot_query[rb.slot] = query_id
             self.tuple_count += len(shapes)
@@ -450,6 +476,10 @@ class QueryTable:
         # A query's only branch, a star about the subject: its answer on a one-subject
         # publication ({var: subject}, or the unit solution "") is known without looking.
         star = branches[0].star if len(branches) == 1 else None
+        if star is None and len(branches) == 1 and optional is None:
+            # A star whose residual the value index decides exactly: known once complete.
+            if exact_star(plans[0], branches[0].branch, query.projection):
+                star = star_plan(branches[0], plans[0].variables)
         if star is not None and (star.var is None or star.on_subject):
             self.slot_answer[branches[0].slot] = self._answer_code(star.var if star.projected else "")
         self.queries[query_id] = tuple(branches)
@@ -483,6 +513,7 @@ class QueryTable:
                 if not shape.slots:
                     del self.shapes[shape.key]
                     emptied.append(shape)
+            self.values.remove(rb.slot)
             self.tuple_count -= len(rb.shapes)
             self.need[rb.slot] = -1
             self.branches[rb.slot] = None
@@ -493,9 +524,13 @@ class QueryTable:
         self.queries = shrunk(self.queries)
         return emptied
 
-    def complete_slots(self, satisfied) -> np.ndarray:
-        """Slots of the branches all of whose shapes are among `satisfied`, ascending."""
+    def complete_slots(self, satisfied: dict, memo=None) -> np.ndarray:
+        """Slots of the branches all of whose shapes are among `satisfied` (shape ->
+        its triples) and all of whose value tests some value satisfies, ascending.
+        `memo` is the publication's `rtf.matching.shared_predicates.EvaluationMemo`."""
         arrays = [shape.slots.array for shape in satisfied]
+        if self.values.by_shape:
+            arrays += self.values.satisfied_slots(satisfied, memo)
         if not arrays:
             return _NO_SLOTS
         marks = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]

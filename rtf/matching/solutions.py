@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from operator import itemgetter
 
-from rtf.query.expressions import passes
 from rtf.matching.join import join_rows
+from rtf.matching.shared_predicates import EvaluationMemo
 
 #: A branch's join holds at most this many rows per solution it may report
 #: (``limit * JOIN_ROWS_PER_SOLUTION``): the work bound of a publication.
@@ -42,10 +42,11 @@ class PublicationSolver:
     """Answers complete branches for one publication, caching what branches share."""
 
     __slots__ = ("hits", "subject", "_values", "_tables", "_singletons", "triples", "virtual",
-                 "_publication")
+                 "_publication", "memo")
 
     def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
-                 triples: list[Triple] = (), virtual: list[Triple] = ()):
+                 triples: list[Triple] = (), virtual: list[Triple] = (),
+                 memo: EvaluationMemo | None = None):
         self.hits = hits
         #: The publication's triples, for the OPTIONAL groups (`rtf.matching.optional`).
         self.triples = triples
@@ -56,6 +57,8 @@ class PublicationSolver:
         self._values: dict[tuple[TupleShape, int], frozenset[str]] = {}
         self._tables: dict[tuple[TupleShape, tuple[int, ...]], set[tuple]] = {}
         self._singletons: dict[tuple, frozenset[Solution]] = {}
+        #: Expensive residual predicates answered once per distinct values (seed 002).
+        self.memo = memo if memo is not None else EvaluationMemo()
 
     def values(self, shape: TupleShape, position: int) -> frozenset[str]:
         """The terms at `position` of the triples that satisfied `shape`."""
@@ -107,9 +110,9 @@ class PublicationSolver:
                   for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)]
         max_rows = limit * JOIN_ROWS_PER_SOLUTION
         cols, joined, truncated = join_rows(tables, max_rows)
-        residual = rb.branch.residual
+        residual, memo = rb.residual_plan(), self.memo
         rows = [sol for sol in (dict(zip(cols, row)) for row in joined)
-                if all(passes(r, sol) for r in residual)]
+                if residual is None or residual.passes(sol, memo)]
         if self._publication is None:
             self._publication = PublicationTriples(self.triples, self.virtual)
         rows, cut = extend(rows, rb.optional, self._publication, max_rows)
@@ -150,11 +153,10 @@ class PublicationSolver:
         if not joined:
             return found, truncated
         where = [(v, cols.index(v)) for v in rb.projection if v in cols]
-        residual = rb.branch.residual
+        residual, memo = rb.residual_plan(), self.memo
         for row in joined:
-            if residual:
-                sol = dict(zip(cols, row))
-                if not all(passes(r, sol) for r in residual):
+            if residual is not None:
+                if not residual.passes(dict(zip(cols, row)), memo):
                     continue
             found.add(tuple([(v, row[i]) for v, i in where]))
             if len(found) > limit:

@@ -84,7 +84,7 @@ from rtf.query.terms import (
 from rtf.query.text import text_index
 from rtf.query.values import ERROR, comparator, effective_boolean
 
-__all__ = ["ERROR", "evaluate", "passes", "compile_filter", "Solution"]
+__all__ = ["ERROR", "evaluate", "passes", "compile_filter", "compile_operand", "Solution"]
 
 Solution = Mapping[str, str]
 #: A compiled expression or operand: solution -> True | False | ERROR (or a key).
@@ -190,6 +190,17 @@ def _part(compiled: Compiled, solution):
 
 
 # ------------------------------------------------------------------ operands
+
+
+def compile_operand(op) -> Compiled:
+    """An operand (a variable, ``lang(?v)``, a function call...) as a total function
+    of a solution: its term key, or `ERROR` (never an exception)."""
+    try:
+        return _total(_operand(op))
+    except _NotAnExpression:
+        raise
+    except Exception:
+        return _always_error
 
 
 def _operand(op) -> Compiled:

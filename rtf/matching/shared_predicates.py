@@ -1,0 +1,223 @@
+"""Residual filters evaluated once per distinct (predicate, values) per publication (seed 002).
+
+Many subscriptions share an expensive predicate: ``regex(?label, "^Rio")``
+in a thousand queries, ``contains(str(?abs), "olympic")``, ``langMatches``,
+a function of a literal. Evaluated per solution per query, a publication
+pays for it once per query that reaches its join; here a branch's residual
+conjuncts are renamed canonically (``regex(?x, "^Rio")`` and
+``regex(?label, "^Rio")`` are one predicate), and an expensive one is
+evaluated once per distinct values of its variables per publication, its
+answer then shared by every solution and every query that asks it
+(Hanson et al.'s shared evaluation of overlapping subscriptions; the
+answer is the same, only the number of evaluations changes).
+
+Each branch's conjuncts are evaluated cheapest and most selective first:
+every predicate keeps statistics (evaluations, passes, and the time of a
+sample of its evaluations), and a branch orders its conjuncts by
+``cost / (1 - pass rate)``, the rank that minimises the expected cost of a
+conjunction evaluated left to right. Reordering ``&&`` never changes the
+answer of a conjunction under SPARQL's three-valued logic (a solution
+passes when every conjunct is true), only the work.
+
+>>> from rtf.parser import parse_query
+>>> q = parse_query('SELECT ?s WHERE { ?s <http://ex/p> ?l FILTER(regex(?l, "^R") && ?l != "x") }')
+>>> plan = residual_plan(q.branches[0].residual)
+>>> memo = EvaluationMemo()
+>>> plan.passes({"s": "<http://ex/a>", "l": '"Rio"'}, memo), plan.passes({"s": "<http://ex/b>", "l": '"Rio"'}, memo)
+(True, True)
+>>> memo.evaluations, memo.shared   # the regex once; the cheap != each time
+(3, 1)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import weakref
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rtf.query.expressions import compile_filter
+from rtf.query.model import Arithmetic, Call, Contains, FtContains, LangMatches, Regex
+from rtf.query.terms import BlankNode, Variable
+
+#: A predicate's statistics are refreshed into the branches' order every this many evaluations.
+REORDER_EVERY = 4096
+#: One evaluation in this many is timed (timing each would cost more than cheap predicates).
+TIME_ONE_IN = 16
+#: Predicate classes evaluated once per distinct values and shared.
+EXPENSIVE = (Regex, FtContains, Contains, LangMatches, Call, Arithmetic)
+
+
+@lru_cache(maxsize=65536)
+def canonical(expr) -> tuple[object, tuple[str, ...]]:
+    """`expr` with its variables renamed ``_0, _1, ...`` by first appearance, and their names in that order.
+
+    Cached: the queries of a workload repeat their conjuncts (model values are shared).
+    """
+    names: list[str] = []
+
+    def rename(value):
+        if isinstance(value, Variable):
+            if value.name not in names:
+                names.append(value.name)
+            return Variable(f"_{names.index(value.name)}")
+        if isinstance(value, BlankNode):  # a blank node in a FILTER is a variable
+            if "_:" + value.name not in names:
+                names.append("_:" + value.name)
+            return Variable(f"_{names.index('_:' + value.name)}")
+        if isinstance(value, tuple):
+            return tuple(rename(v) for v in value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            changes = {f.name: rename(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            return dataclasses.replace(value, **changes)
+        return value
+
+    return rename(expr), tuple(n[2:] if n.startswith("_:") else n for n in names)
+
+
+def _expensive(expr) -> bool:
+    if isinstance(expr, EXPENSIVE):
+        return True
+    if isinstance(expr, tuple):
+        return any(_expensive(v) for v in expr)
+    if dataclasses.is_dataclass(expr) and not isinstance(expr, type):
+        return any(_expensive(getattr(expr, f.name)) for f in dataclasses.fields(expr))
+    return False
+
+
+class PredicateStats:
+    """What one canonical predicate has cost and let through, across every query and publication."""
+
+    __slots__ = ("evaluations", "passes", "timed", "seconds")
+
+    def __init__(self):
+        self.evaluations = self.passes = self.timed = 0
+        self.seconds = 0.0
+
+    def rank(self) -> float:
+        """Expected cost per unit of rejection: lower runs first."""
+        cost = self.seconds / self.timed if self.timed else 1e-6
+        rejects = 1.0 - (self.passes + 1) / (self.evaluations + 2)  # Laplace: no data, 1/2
+        return cost / max(rejects, 1e-3)
+
+
+class _Predicate:
+    """A canonical predicate's statistics and compiled form, shared by the branches that ask it."""
+
+    __slots__ = ("expr", "stats", "compiled", "expensive", "__weakref__")
+
+    def __init__(self, expr):
+        self.expr = expr
+        self.stats = PredicateStats()
+        self.compiled = compile_filter(expr)
+        self.expensive = _expensive(expr)
+
+    def __reduce__(self):
+        # `compiled` is a closure (not picklable; Spark ships engines): an unpickled predicate
+        # is compiled again and shared through the table like any other.
+        return _predicate, (self.expr,)
+
+
+#: canonical predicate -> its `_Predicate`, while a registered branch asks it (then forgotten).
+_PREDICATES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_EPOCH = [0, 0]  # [evaluations since the last reorder, reorder epoch]
+
+
+def _predicate(expr) -> _Predicate:
+    found = _PREDICATES.get(expr)
+    if found is None:
+        found = _PREDICATES[expr] = _Predicate(expr)
+    return found
+
+
+class EvaluationMemo:
+    """One publication's answers of expensive predicates: (predicate, values) -> result."""
+
+    __slots__ = ("answers", "evaluations", "shared")
+
+    def __init__(self):
+        self.answers: dict = {}
+        self.evaluations = 0  # predicate evaluations made
+        self.shared = 0       # evaluations saved: an answer another solution or query already had
+
+
+@dataclass(eq=False)
+class Conjunct:
+    expr: object                 # the canonical predicate
+    names: tuple[str, ...]       # the branch's variables, in the predicate's order
+    predicate: _Predicate        # held: the shared entry lives while a branch asks it
+
+    @property
+    def stats(self) -> PredicateStats:
+        return self.predicate.stats
+
+
+class ResidualPlan:
+    """A branch's residual conjuncts, evaluated in rank order, expensive ones shared."""
+
+    __slots__ = ("conjuncts", "_epoch")
+
+    def __init__(self, conjuncts: list[Conjunct]):
+        self.conjuncts = conjuncts
+        self._epoch = -1
+
+    def __len__(self) -> int:
+        return len(self.conjuncts)
+
+    def passes(self, solution: dict, memo: EvaluationMemo) -> bool:
+        """Whether every conjunct is true for `solution` (a dict variable -> term)."""
+        if self._epoch != _EPOCH[1] and len(self.conjuncts) > 1:
+            self.conjuncts.sort(key=lambda c: c.stats.rank())
+            self._epoch = _EPOCH[1]
+        answers = memo.answers
+        for c in self.conjuncts:
+            values = tuple([solution.get(n) for n in c.names])
+            expensive = c.predicate.expensive
+            if expensive:
+                key = (c.expr, values)
+                result = answers.get(key)
+                if result is not None:
+                    memo.shared += 1
+                    if result is not True:
+                        return False
+                    continue
+            result = _evaluate(c.predicate, values)
+            memo.evaluations += 1
+            if expensive:
+                answers[key] = result
+            if result is not True:
+                return False
+        return True
+
+
+def _evaluate(predicate: _Predicate, values: tuple) -> object:
+    stats = predicate.stats
+    stats.evaluations += 1
+    bound = {f"_{i}": v for i, v in enumerate(values) if v is not None}
+    if stats.evaluations % TIME_ONE_IN == 1:
+        t = time.perf_counter()
+        result = predicate.compiled(bound)
+        stats.seconds += time.perf_counter() - t
+        stats.timed += 1
+    else:
+        result = predicate.compiled(bound)
+    if result is True:
+        stats.passes += 1
+    _EPOCH[0] += 1
+    if _EPOCH[0] >= REORDER_EVERY:
+        _EPOCH[0] = 0
+        _EPOCH[1] += 1
+    return result
+
+
+def residual_plan(residual) -> ResidualPlan:
+    """The plan of a branch's residual conjuncts (duplicates dropped)."""
+    conjuncts, seen = [], set()
+    for expr in residual:
+        form, names = canonical(expr)
+        if (form, names) in seen:
+            continue
+        seen.add((form, names))
+        conjuncts.append(Conjunct(form, names, _predicate(form)))
+    return ResidualPlan(conjuncts)

@@ -1,0 +1,235 @@
+"""Value tests on one operand, answered for a value by binary search (seed 004: matching trees).
+
+A *value test* compares one operand of one variable with constants:
+``?pop > 1000000``, ``year(?d) >= 1990``, ``lang(?l) = "en"``,
+``?x IN (1, 2, 3)``. Many queries test the same operand (the population of
+a city, the year of a birth date) against different constants. Aguilera et
+al.'s matching tree answers "which subscriptions does this event satisfy"
+by testing each attribute once and following the edges of the results;
+for ordered attributes the edges of one test are ranges of constants. Here
+the constants of each operator are kept sorted, by value space, so that a
+value finds every test it satisfies with one binary search per operator
+and value space, whatever the number of tests::
+
+    <  : constants sorted  [ 3 | 7 | 7 | 12 | 40 ]      x = 9: "x < c" holds for 12, 40
+                                       ^ bisect_right(9)
+
+A `ValueIndex` holds the tests of one operand (the caller evaluates the
+operand once per distinct value, e.g. ``year(?d)`` of a literal, and asks
+`satisfied` with the result): its answer is the array of the ids of the
+tests that are *true* for that value, exactly as `rtf.query.values.compare`
+says, three-valued logic included (an error is not true):
+
+- numbers of different types compare after XPath type promotion
+  (integer/decimal -> float -> double); promotion keeps order, so one
+  sorted list per (constant type, target type) serves every value;
+- NaN is unequal to everything and unordered: ``NaN != c`` holds for every
+  comparable ``c``, no ordering holds;
+- values of different spaces (a string and a number, a date and a
+  dateTime) are not comparable: orderings are errors, ``=`` is false or an
+  error (RDFterm-equal), ``!=`` true only where one side is not a literal;
+- terms without a value (IRIs, blank nodes, language-tagged strings, unknown
+  datatypes, ill-typed literals) are equal to themselves only.
+
+``IN`` is ``=`` against each of its constants, true when any is true.
+`ValueTest` ops: ``= != < <= > >= in``, with the operand on the left
+(the caller flips ``c < ?v`` into ``?v > c``).
+
+>>> index = ValueIndex()
+>>> integer = lambda n: f'"{n}"^^<http://www.w3.org/2001/XMLSchema#integer>'
+>>> index.add(1, ValueTest(">", (integer(1000),)))
+>>> index.add(2, ValueTest("<=", (integer(10),)))
+>>> index.add(3, ValueTest("in", (integer(5), '"5"')))
+>>> sorted(index.satisfied(integer(5)).tolist()), index.satisfied('"5"').tolist()
+([2, 3], [3])
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from typing import NamedTuple
+
+import numpy as np
+
+from rtf.query.values import DECIMAL, DOUBLE, FLOAT, _promote, typed_value
+
+#: The operators a test may use (``in``: equal to any of the constants).
+OPERATORS = ("=", "!=", "<", "<=", ">", ">=", "in")
+#: ``c op ?v`` is ``?v FLIPPED[op] c``.
+FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+_NUMERIC = (DECIMAL, FLOAT, DOUBLE)
+_EMPTY = np.empty(0, dtype=np.int64)
+
+
+class ValueTest(NamedTuple):
+    """``operand op constant`` (one constant), or ``operand IN (constants)``; constants are term keys."""
+
+    op: str
+    constants: tuple[str, ...]
+
+
+def _is_nan(value) -> bool:
+    return value != value
+
+
+class _Sorted:
+    """The constants of one value space for one operator: values sorted, test ids aligned.
+
+    NaN constants are kept apart (they are unordered). For a numeric space
+    the values promoted to each wider numeric type are computed once, on
+    first use: promotion keeps order, so the promoted list stays sorted.
+    """
+
+    __slots__ = ("kind", "values", "ids", "nan_ids", "_promoted")
+
+    def __init__(self, kind: int, entries: list[tuple[object, int]]):
+        self.kind = kind
+        ordered = sorted((v, i) for v, i in entries if not _is_nan(v))
+        self.values = [v for v, _ in ordered]
+        self.ids = np.fromiter((i for _, i in ordered), dtype=np.int64, count=len(ordered))
+        self.nan_ids = np.fromiter((i for v, i in entries if _is_nan(v)), dtype=np.int64)
+        self._promoted: dict[int, list] = {kind: self.values}
+
+    def promoted(self, target: int) -> list:
+        found = self._promoted.get(target)
+        if found is None:
+            found = self._promoted[target] = [_promote(self.kind, v, target) for v in self.values]
+        return found
+
+
+class _Table:
+    """The tests of one operator: constants with a value, by space; constants without one, by key."""
+
+    __slots__ = ("by_kind", "valueless", "valueless_nonliteral")
+
+    def __init__(self):
+        self.by_kind: dict[int, _Sorted] = {}
+        self.valueless: dict[str, list[int]] = {}  # key -> ids (RDFterm-equal only)
+        self.valueless_nonliteral: list[int] = []  # ids whose constant is an IRI or blank node
+
+
+def _ids(ids: list[int]) -> np.ndarray:
+    return np.fromiter(ids, dtype=np.int64, count=len(ids))
+
+
+class ValueIndex:
+    """The value tests of one operand: `add`, `remove`, and `satisfied(value)` by binary search."""
+
+    def __init__(self):
+        self._tests: dict[int, ValueTest] = {}
+        self._tables: dict[str, _Table] | None = None  # built on first use after a change
+        self._repeats = False  # an IN whose constants may be equal by value: dedupe answers
+
+    def __len__(self) -> int:
+        return len(self._tests)
+
+    def __contains__(self, test_id: int) -> bool:
+        return test_id in self._tests
+
+    def add(self, test_id: int, test: ValueTest) -> None:
+        """Index `test` under `test_id` (an id already present is replaced)."""
+        if test.op not in OPERATORS:
+            raise ValueError(f"not a value-test operator: {test.op!r}")
+        if test.op != "in" and len(test.constants) != 1:
+            raise ValueError(f"{test.op!r} takes one constant, not {len(test.constants)}")
+        self._tests[test_id] = test
+        self._tables = None
+        if test.op == "in" and len(test.constants) > 1:
+            self._repeats = True
+
+    def remove(self, test_id: int) -> None:
+        """Forget the test of `test_id` (KeyError if there is none)."""
+        del self._tests[test_id]
+        self._tables = None
+
+    # ------------------------------------------------------------ building
+
+    def _build(self) -> dict[str, _Table]:
+        entries: dict[str, dict[int | None, list]] = {}
+        for test_id, test in self._tests.items():
+            op = "=" if test.op == "in" else test.op
+            by_kind = entries.setdefault(op, {})
+            for key in dict.fromkeys(test.constants):  # IN (1, 1): one posting
+                typed = typed_value(key)
+                if typed is None:
+                    by_kind.setdefault(None, []).append((key, test_id))
+                else:
+                    by_kind.setdefault(typed[0], []).append((typed[1], test_id))
+        tables: dict[str, _Table] = {}
+        for op, by_kind in entries.items():
+            table = tables[op] = _Table()
+            for kind, items in by_kind.items():
+                if kind is None:
+                    for key, test_id in items:
+                        table.valueless.setdefault(key, []).append(test_id)
+                        if key[0] != '"':
+                            table.valueless_nonliteral.append(test_id)
+                else:
+                    table.by_kind[kind] = _Sorted(kind, items)
+        return tables
+
+    # ------------------------------------------------------------ answering
+
+    def satisfied(self, key: str) -> np.ndarray:
+        """The ids of the tests that are true for the value `key` (a term key), as an int64 array,
+        each once."""
+        tables = self._tables
+        if tables is None:
+            tables = self._tables = self._build()
+        typed = typed_value(key) if key[0] == '"' else None
+        is_literal = key[0] == '"'
+        parts: list[np.ndarray] = []
+        for op, table in tables.items():
+            for kind, sorted_ in table.by_kind.items():
+                if typed is not None and (typed[0] == kind or (typed[0] in _NUMERIC and kind in _NUMERIC)):
+                    parts.append(self._comparable(op, sorted_, typed))
+                elif op == "!=" and not is_literal:
+                    # An IRI or blank node against literals: unequal, not an error.
+                    parts.append(sorted_.ids)
+                    parts.append(sorted_.nan_ids)
+            if table.valueless:
+                if op == "=":
+                    found = table.valueless.get(key)
+                    if found:
+                        parts.append(_ids(found))
+                elif op == "!=":
+                    if not is_literal:  # unequal to every other term
+                        same = set(table.valueless.get(key, ()))
+                        parts.append(_ids([i for ids in table.valueless.values() for i in ids
+                                           if i not in same]))
+                    else:  # a literal against IRIs and blank nodes only (two literals: an error)
+                        parts.append(_ids(table.valueless_nonliteral))
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return _EMPTY
+        found = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        # An IN reports its test once per equal constant (1 and 1.0 both equal 1).
+        return np.unique(found) if self._repeats else found
+
+    @staticmethod
+    def _comparable(op: str, sorted_: _Sorted, typed: tuple[int, object]) -> np.ndarray:
+        """The tests of `op` over `sorted_`'s constants true for a value of a comparable space."""
+        kind, value = typed
+        if kind in _NUMERIC:
+            target = max(kind, sorted_.kind)
+            values = sorted_.promoted(target)
+            if kind != target:
+                value = _promote(kind, value, target)
+            if _is_nan(value):  # unordered, unequal to everything
+                return np.concatenate((sorted_.ids, sorted_.nan_ids)) if op == "!=" else _EMPTY
+        else:
+            values = sorted_.values
+        ids = sorted_.ids
+        if op == "=":
+            return ids[bisect_left(values, value):bisect_right(values, value)]
+        if op == "!=":
+            lo, hi = bisect_left(values, value), bisect_right(values, value)
+            return np.concatenate((ids[:lo], ids[hi:], sorted_.nan_ids))
+        if op == "<":  # value < c: the constants above it
+            return ids[bisect_right(values, value):]
+        if op == "<=":
+            return ids[bisect_left(values, value):]
+        if op == ">":
+            return ids[:bisect_left(values, value)]
+        return ids[:bisect_right(values, value)]  # ">="

@@ -1,0 +1,404 @@
+"""A branch's FILTER comparisons on one variable, counted like its tuples (seed 004).
+
+A branch such as ``?c a dbo:City ; dbo:populationTotal ?pop FILTER(?pop >
+1000000)`` used to be joined and filtered for every publication that
+satisfied its *structure*: with many queries over the same properties, the
+cost of a publication followed the queries whose structure holds, not the
+queries that match. Here each residual conjunct that tests one variable
+against constants -- ``?v op c``, ``f(?v) op c`` for a function of one
+argument (``year``, ``lang``, ``datatype``, ``str``, casts...), ``?v IN
+(c1, ...)`` -- becomes a *value test*, indexed by operand in a `ValueIndex`
+(`rtf.matching.value_index`: sorted constants per operator and value space).
+
+The tests of one branch on one variable form a *conjunction* (a range
+``?v >= a && ?v < b`` is one), held by the (tuple shape, position) where
+the variable is bound: a `ValueGroup`. For a publication, each satisfied
+shape with value groups gives the distinct terms at that position; each
+term's operands are computed once per publication (``year(?d)`` of a date
+is shared by every query that asks the year of a date: the seed-002 idea of
+evaluating an expensive predicate once for all the subscriptions that
+share it), the indexes answer every test the term satisfies by binary
+search, and a conjunction holds when *one* term satisfies all its tests.
+Each holding conjunction counts one for its branch in the query table, like
+a satisfied shape (`QueryTable.complete_slots`): a branch is complete when
+all its shapes and all its conjunctions hold, and only then answered.
+
+The join still evaluates every residual filter on each solution, so the
+index only decides which branches are worth joining. Where it decides the
+answer by itself -- a star branch whose residual is all value tests on
+variables bound once, in one tuple, and not projected (`exact_star`) -- the
+branch is answered like a star, without a join: on a publication about one
+subject its answer is known as soon as it is complete.
+
+Other predicates of one variable (``regex(?label, "^Rio")``, ``contains``,
+``NOT IN``, a negation, ``||`` within the variable) are held the same way as
+*opaque* tests: each distinct predicate is evaluated once per distinct term
+of the publication and shared by every branch that asks it (Hanson et al.'s
+shared evaluation of expensive predicates). Conjuncts of two variables, or of
+a variable bound only in an OPTIONAL group, are only residual, as before.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from sys import intern
+
+import numpy as np
+
+from rtf.matching.shared_predicates import EvaluationMemo, canonical
+from rtf.matching.value_index import FLIPPED, ValueIndex, ValueTest
+from rtf.query.expressions import compile_filter, compile_operand
+from rtf.query.functions import FUNCTIONS, XSD_CASTS
+from rtf.query.model import Branch, Call, Compare, In, Lang
+from rtf.query.terms import IRI, Literal, Variable
+from rtf.query.values import ERROR
+
+#: The variable's name inside an operand as the index compiles it.
+_V = Variable("_v")
+
+
+def _constant_key(term) -> str | None:
+    if isinstance(term, (IRI, Literal)):
+        try:
+            return intern(term.key)  # one copy of each constant across the tests
+        except Exception:  # a constant that is not a valid term: left to the residual filter
+            return None
+    return None
+
+
+def operand_of(op) -> tuple[tuple, str] | None:
+    """(operand key, variable name) of an operand the index can take, else None.
+
+    The key names the operand with its variable left out: ``?v`` is
+    ``("?",)``, ``lang(?v)`` ``("lang",)``, ``year(?v)`` ``("call", "year")``.
+    """
+    if isinstance(op, Variable):
+        return ("?",), op.name
+    if isinstance(op, Lang) and isinstance(op.arg, Variable):
+        return ("lang",), op.arg.name
+    if (isinstance(op, Call) and len(op.args) == 1 and isinstance(op.args[0], Variable)
+            and op.name != "bound" and (op.name in FUNCTIONS or op.name in XSD_CASTS)):
+        return ("call", op.name), op.args[0].name
+    return None
+
+
+def value_test_of(expr) -> tuple[tuple, str, ValueTest] | None:
+    """(operand key, variable, test) of a residual conjunct the index can take, else None."""
+    if isinstance(expr, Compare):
+        for operand, constant, op in ((expr.left, expr.right, expr.op),
+                                      (expr.right, expr.left, FLIPPED.get(expr.op))):
+            found = operand_of(operand)
+            key = _constant_key(constant)
+            if found is not None and key is not None and op is not None:
+                return found[0], found[1], ValueTest(op, (key,))
+        return None
+    if isinstance(expr, In) and not expr.negated and expr.values:
+        found = operand_of(expr.arg)
+        keys = tuple(_constant_key(v) for v in expr.values)
+        if found is not None and None not in keys:
+            return found[0], found[1], ValueTest("in", keys)
+    return None
+
+
+def _compute(operand: tuple):
+    """The function term -> operand value (`ERROR` when it has none) of an operand key."""
+    if operand == ("?",):
+        return None  # the term itself
+    model = Lang(_V) if operand == ("lang",) else Call(operand[1], (_V,))
+    compiled = compile_operand(model)
+    return lambda value: compiled({"_v": value})
+
+
+@dataclass(eq=False)
+class ValueGroup:
+    """The conjunctions held at one (shape, position): an index of tests per operand, and the
+    other one-variable predicates (regex, contains, ...), each evaluated once per term."""
+
+    shape: object
+    position: int
+    operands: dict[tuple, tuple[object, ValueIndex]] = field(default_factory=dict)
+    #: canonical predicate (its variable renamed ``_0``) -> (compiled, its atoms)
+    opaque: dict[object, tuple[object, set]] = field(default_factory=dict)
+
+    def index_of(self, operand: tuple) -> ValueIndex:
+        found = self.operands.get(operand)
+        if found is None:
+            found = self.operands[operand] = (_compute(operand), ValueIndex())
+        return found[1]
+
+    def add(self, atom: int, operand, test) -> None:
+        if operand == "opaque":
+            found = self.opaque.get(test)
+            if found is None:
+                found = self.opaque[test] = (compile_filter(test), set())
+            found[1].add(atom)
+        else:
+            self.index_of(operand).add(atom, test)
+
+    def discard(self, atom: int) -> None:
+        for operand, (_, index) in list(self.operands.items()):
+            if atom in index:
+                index.remove(atom)
+                if not len(index):
+                    del self.operands[operand]
+                return
+        for form, (_, atoms) in list(self.opaque.items()):
+            if atom in atoms:
+                atoms.discard(atom)
+                if not atoms:
+                    del self.opaque[form]
+                return
+
+    def __bool__(self) -> bool:
+        return bool(self.operands or self.opaque)
+
+    def __getstate__(self) -> dict:
+        # The operand functions and compiled predicates are closures (not picklable; Spark
+        # ships engines): kept as their keys, made again when unpickled.
+        return {"shape": self.shape, "position": self.position,
+                "operands": {operand: index for operand, (_, index) in self.operands.items()},
+                "opaque": {form: atoms for form, (_, atoms) in self.opaque.items()}}
+
+    def __setstate__(self, state: dict) -> None:
+        self.shape, self.position = state["shape"], state["position"]
+        self.operands = {operand: (_compute(operand), index) for operand, index in state["operands"].items()}
+        self.opaque = {form: (compile_filter(form), atoms) for form, atoms in state["opaque"].items()}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A branch's indexable tests: per (shape, position), the conjunction's (operand, test) pairs."""
+
+    conjunctions: tuple[tuple[object, int, tuple[tuple[tuple, ValueTest], ...]], ...]
+    #: The residual conjuncts the index took (the rest stays only residual).
+    taken: frozenset
+    #: The variables tested.
+    variables: frozenset
+
+
+_EMPTY_PLAN = Plan((), frozenset(), frozenset())
+
+
+class ValueTests:
+    """Every registered branch's value tests, as conjunction marks `QueryTable.complete_slots` counts.
+
+    An *atom* is one test of one conjunction (its id is what a `ValueIndex`
+    returns); `atom_conj` maps it to its conjunction, `conj_size` says how
+    many atoms the conjunction has, `conj_slot` whose branch it is.
+    """
+
+    def __init__(self):
+        self.groups: dict[tuple, ValueGroup] = {}       # (shape id, position) -> group
+        self.by_shape: dict[object, list[ValueGroup]] = {}
+        self.atom_conj = np.full(64, -1, dtype=np.int32)
+        self.conj_size = np.zeros(64, dtype=np.int32)
+        self.conj_slot = np.full(64, -1, dtype=np.int32)
+        #: slot -> ((group, conjunction, atoms), ...): tuples, the smallest Python containers
+        self.branch_conj: dict[int, tuple[tuple[ValueGroup, int, tuple[int, ...]], ...]] = {}
+        self._free_atoms, self._free_conj = array("l"), array("l")
+        self._next_atom = self._next_conj = 0
+        self._mask = np.zeros(0, dtype=bool)  # scratch: conjunctions seen in one publication
+
+    def __len__(self) -> int:
+        """The number of registered conjunctions."""
+        return sum(len(c) for c in self.branch_conj.values())
+
+    def plan(self, branch: Branch, shapes: list, names: list[tuple[str, ...]]) -> Plan:
+        """The indexable value tests of `branch`, by the (shape, position) that binds each variable.
+
+        `shapes` and `names` are the branch's tuple shapes and their variable
+        names by position; a test's variable must be bound by one of them
+        (the first tuple that binds it holds its conjunction).
+        """
+        by_place: dict[tuple[int, int, str], list] = {}
+        places: dict[tuple[int, int, str], tuple[object, int]] = {}
+        taken, variables = [], set()
+        binders = None  # variable -> (shape, index in its variables) of the first tuple binding it
+        for conjunct in branch.residual:
+            found = value_test_of(conjunct)
+            if found is None:
+                form, variables_read = canonical(conjunct)
+                if len(variables_read) != 1:
+                    continue  # two variables, or none: only residual
+                found = ("opaque", variables_read[0], form)
+            operand, var, test = found
+            if binders is None:
+                binders = {}
+                for shape, ns in zip(shapes, names):
+                    for k, n in enumerate(ns):
+                        binders.setdefault(n, (shape, k))
+            where = binders.get(var)
+            if where is None:
+                continue
+            shape, k = where
+            # One conjunction per variable: two variables may be bound at the same place
+            # (``?s p ?a . ?s p ?b``: one shape), and each has its own value.
+            place = (id(shape), shape.row_positions[k], var)
+            places[place] = (shape, shape.row_positions[k])
+            atoms = by_place.setdefault(place, [])
+            if (operand, test) not in atoms:
+                atoms.append((operand, test))
+            taken.append(conjunct)
+            variables.add(var)
+        if not by_place:
+            return _EMPTY_PLAN
+        return Plan(tuple((*places[p], tuple(atoms)) for p, atoms in by_place.items()),
+                    frozenset(taken), frozenset(variables))
+
+    def add(self, slot: int, plan: Plan) -> None:
+        """Index the conjunctions of `plan` for the branch at `slot`."""
+        held = []
+        for shape, position, atoms in plan.conjunctions:
+            gkey = (id(shape), position)
+            group = self.groups.get(gkey)
+            if group is None:
+                group = self.groups[gkey] = ValueGroup(shape, position)
+                self.by_shape.setdefault(shape, []).append(group)
+            conj = self._take("conj")
+            self.conj_slot[conj] = slot
+            self.conj_size[conj] = len(atoms)
+            ids = []
+            for operand, test in atoms:
+                atom = self._take("atom")
+                self.atom_conj[atom] = conj
+                group.add(atom, operand, test)
+                ids.append(atom)
+            held.append((group, conj, tuple(ids)))
+        if held:
+            self.branch_conj[slot] = tuple(held)
+
+    def remove(self, slot: int) -> None:
+        """Forget the conjunctions of the branch at `slot`."""
+        for group, conj, ids in self.branch_conj.pop(slot, ()):
+            for atom in ids:
+                group.discard(atom)
+                self.atom_conj[atom] = -1
+                self._free_atoms.append(atom)
+            self.conj_slot[conj] = -1
+            self.conj_size[conj] = 0
+            self._free_conj.append(conj)
+            if not group:
+                del self.groups[(id(group.shape), group.position)]
+                groups = self.by_shape[group.shape]
+                groups.remove(group)
+                if not groups:
+                    del self.by_shape[group.shape]
+
+    def _take(self, kind: str) -> int:
+        free = self._free_atoms if kind == "atom" else self._free_conj
+        if free:
+            return free.pop()
+        if kind == "atom":
+            n, self._next_atom = self._next_atom, self._next_atom + 1
+            if n >= len(self.atom_conj):
+                self.atom_conj = _grown(self.atom_conj, -1)
+        else:
+            n, self._next_conj = self._next_conj, self._next_conj + 1
+            if n >= len(self.conj_slot):
+                self.conj_slot = _grown(self.conj_slot, -1)
+                self.conj_size = _grown(self.conj_size, 0)
+        return n
+
+    def satisfied_slots(self, hits: dict, memo: EvaluationMemo | None = None) -> list[np.ndarray]:
+        """For a publication's `hits` (shape -> triples), the slot of every conjunction that one
+        term satisfies whole, each conjunction once: arrays to count with the shapes' slots.
+
+        `memo` (the publication's `EvaluationMemo`) is shared by every group, so
+        an operand or predicate is computed once per distinct term.
+        """
+        by_shape = self.by_shape
+        if not by_shape:
+            return []
+        if memo is None:
+            memo = EvaluationMemo()
+        answers = memo.answers
+        atom_conj, conj_size = self.atom_conj, self.conj_size
+        found: list[np.ndarray] = []  # satisfied conjunctions, maybe repeated
+        for shape, triples in hits.items():
+            groups = by_shape.get(shape)
+            if groups is None:
+                continue
+            for group in groups:
+                position = group.position
+                atoms, owners = [], []  # per term: the atoms it satisfies, and the term's number
+                for n, term in enumerate({t[position] for t in triples}):
+                    for operand, (compute, index) in group.operands.items():
+                        if compute is None:
+                            value = term
+                        else:
+                            mkey = (operand, term)
+                            value = answers.get(mkey)
+                            if value is None:
+                                value = answers[mkey] = compute(term)
+                                memo.evaluations += 1
+                            else:
+                                memo.shared += 1
+                        if value is not ERROR:
+                            hit = index.satisfied(value)
+                            if len(hit):
+                                atoms.append(hit)
+                                owners.append(np.full(len(hit), n, dtype=np.int64))
+                    for form, (compiled, ids) in group.opaque.items():
+                        mkey = (form, (term,))  # as `ResidualPlan` keys it: shared with the joins
+                        result = answers.get(mkey)
+                        if result is None:
+                            result = answers[mkey] = compiled({"_0": term})
+                            memo.evaluations += 1
+                        else:
+                            memo.shared += 1
+                        if result is True:
+                            atoms.append(np.fromiter(ids, dtype=np.int64, count=len(ids)))
+                            owners.append(np.full(len(ids), n, dtype=np.int64))
+                if not atoms:
+                    continue
+                atoms_ = np.concatenate(atoms) if len(atoms) > 1 else atoms[0]
+                conjs = atom_conj[atoms_]
+                single = conj_size[conjs] == 1
+                if single.all():
+                    found.append(conjs)  # one test each: any term that passes it
+                    continue
+                found.append(conjs[single])
+                # Several tests: one term must pass them all ((conjunction, term) counted once:
+                # a ValueIndex reports each test once per value).
+                owner = (np.concatenate(owners) if len(owners) > 1 else owners[0])[~single]
+                terms = int(owner.max()) + 1
+                keys, counts = np.unique(conjs[~single].astype(np.int64) * terms + owner, return_counts=True)
+                whole = keys // terms
+                found.append(whole[counts == conj_size[whole]])
+        if not found:
+            return []
+        # Each conjunction once (a conjunction may hold for several terms or groups): a mark
+        # per conjunction, read back in one pass -- linear, where sorting was the profile's top.
+        mask = self._mask
+        if len(mask) < len(self.conj_slot):
+            mask = self._mask = np.zeros(len(self.conj_slot), dtype=bool)
+        for conjs in found:
+            mask[conjs] = True
+        conjs = np.flatnonzero(mask)
+        mask[conjs] = False
+        return [self.conj_slot[conjs]] if len(conjs) else []
+
+
+def _grown(a: np.ndarray, empty: int) -> np.ndarray:
+    grown = np.full(2 * len(a), empty, dtype=a.dtype)
+    grown[: len(a)] = a
+    return grown
+
+
+def exact_star(plan: Plan, branch: Branch, projection) -> bool:
+    """Whether the index decides the branch's residual exactly: every conjunct is an indexed
+    test, on a variable bound once (one position of one tuple) and not projected.
+
+    Then a solution of the join passes the filters iff each tested variable
+    has one term that satisfies all its tests, which is what the conjunction
+    marks count: the branch may be answered as a star on its other variables.
+    """
+    if not plan.conjunctions or len(plan.taken) != len(set(branch.residual)):
+        return False
+    for var in plan.variables:
+        bound = sum(1 for t in branch.tuples for term in t.terms
+                    if isinstance(term, Variable) and term.name == var)
+        if var in projection or bound != 1:
+            return False
+    return True

@@ -1,0 +1,62 @@
+"""The values workload (rtf/bench/values_workload.py): deterministic, parseable, and every engine equals the reference on it."""
+
+from __future__ import annotations
+
+import pytest
+
+from rtf import ALGORITHMS, Engine
+from rtf.bench.values_workload import CLASSES, values_publications, values_queries, values_workload
+
+
+def test_the_same_seed_gives_the_same_workload_and_another_seed_another():
+    a, b, c = values_workload(30, 30, seed=4), values_workload(30, 30, seed=4), values_workload(30, 30, seed=5)
+    assert [p.triples for p in a[0]] == [p.triples for p in b[0]] and a[1] == b[1]
+    assert a[1] != c[1] and [p.triples for p in a[0]] != [p.triples for p in c[0]]
+
+
+def test_every_class_appears_and_every_publication_has_its_class_properties():
+    pubs = values_publications(len(CLASSES) * 3, seed=1)
+    seen = {p.id.rpartition("/")[2].rpartition("_")[0] for p in pubs}
+    assert seen == set(CLASSES)
+    for p in pubs:
+        cls = p.id.rpartition("/")[2].rpartition("_")[0]
+        predicates = {t[1] for t in p.triples}
+        assert all(f"<http://dbpedia.org/ontology/{prop.name}>" in predicates for prop in CLASSES[cls])
+
+
+@pytest.mark.parametrize("algorithm", [a for a in ALGORITHMS if a != "naive"])
+def test_every_engine_gives_the_reference_answers_on_the_values_workload(algorithm):
+    pubs, queries = values_workload(150, 400, seed=7)
+    reference, engine = Engine("naive"), Engine(algorithm)
+    for r in queries:
+        reference.register(r["query"], r["id"])
+        engine.register(r["query"], r["id"])
+    total = 0
+    for pub in pubs:
+        want = [(m.query_id, m.solutions) for m in reference.match(pub)]
+        assert [(m.query_id, m.solutions) for m in engine.match(pub)] == want, pub.id
+        total += len(want)
+    # The workload's point: a few percent of the queries match each publication, not none, not all.
+    assert 0.01 < total / len(pubs) / len(queries) < 0.08
+
+
+def test_queries_use_the_value_operators_the_issue_lists():
+    text = " ".join(r["query"] for r in values_queries(500, seed=2))
+    for operator in (" > ", " >= ", " < ", " <= ", " != ", " && ", " IN (", "year(", "month(", "lang(", "datatype("):
+        assert operator in text, operator
+
+
+@pytest.mark.parametrize("algorithm", ["rtfs", "rtfm", "ibroker"])
+def test_a_pickled_engine_answers_as_before(algorithm):
+    """Spark and `rtf match --workers` ship engines by pickle: the value indexes' operand
+    functions and the shared predicates' compiled forms are closures, made again."""
+    import pickle
+
+    records, pubs = values_queries(300, seed=1), values_publications(60, seed=1)
+    engine = Engine(algorithm)
+    for r in records:
+        engine.register(r["query"], r["id"])
+    before = [sorted(map(tuple, engine.match(p))) for p in pubs]  # plans built on first use
+    copy = pickle.loads(pickle.dumps(pickle.loads(pickle.dumps(engine))))
+    assert [sorted(map(tuple, copy.match(p))) for p in pubs] == before
+    assert sum(map(len, before)) > 50
