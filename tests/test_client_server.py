@@ -165,3 +165,51 @@ def test_the_docs_client_example_prints_its_match(tmp_path):
     import ast
     assert ast.literal_eval(lines[0])[0]["query"] == "rio"  # the POST's answer, printed
     assert re.fullmatch(r"\d+ rio", lines[1]), lines
+
+
+def test_register_many_in_engine_order_and_its_errors(tmp_path):
+    from rtf.io.queries import QueryFileError
+    with ServerProcess(tmp_path / "b") as server, Client(server.url) as broker:
+        summary = broker.register_many([(q("rio"), "r1", "alice"),
+                                        {"id": "r2", "query": q("gold"), "metadata": {"k": 2}}])
+        assert summary == {"registered": 2, "created": 2, "replaced": 0, "failed": 0}
+        assert broker.get("r2")["metadata"] == {"k": 2} and broker.get("r1")["subscriber"] == "alice"
+        with pytest.raises(QueryFileError) as caught:
+            broker.register_many([(q("x"), "r3"), ("ASK { ?s ?p }", "bad")])
+        assert caught.value.record == 2 and caught.value.query_id == "bad" and caught.value.line == 1
+        assert str(caught.value).startswith("<body>:2: query 'bad': line 1, column ")
+        assert [x["id"] for x in broker.queries()] == ["r1", "r2"]  # nothing of that call
+        results = broker.register_many([(q("x"), "r3"), ("ASK { ?s ?p }", "bad")], atomic=False)
+        assert [(x["id"], x["status"]) for x in results] == [("r3", 201), ("bad", 400)]
+        with pytest.raises(TypeError, match="query first"):
+            broker.register_many([("r4", q("y"))])  # the id first: refused, not registered
+        with pytest.raises(TypeError, match="query first"):
+            broker.register_many([(None, "r4")])
+
+
+def test_the_docs_curl_examples_run_as_written(tmp_path):
+    """docs/server.md's curl lines, run as written (from the repository's folder) against a
+    real server, its address aside: the test's server listens on a free port, not 8750."""
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    root = Path(__file__).resolve().parents[1]
+    docs = (root / "docs" / "server.md").read_text(encoding="utf-8")
+    section = docs[docs.index("### Try it with curl"):]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    with ServerProcess(tmp_path / "data") as server:
+        script = block.replace("localhost:8750", server.url.removeprefix("http://"))
+        # one command at a time: the stream's curl ends by its --max-time (status 28)
+        done = subprocess.run(["bash", "-uo", "pipefail", "-c", script], cwd=root,
+                              capture_output=True, text=True, timeout=60)
+    out = done.stdout
+    assert '{"id":"rio","subscriber":"alice","created":true}' in out, (out, done.stderr)
+    assert '{"registered":3,"created":3,"replaced":0,"failed":0}' in out
+    assert '{"publication": "http://ex/a", "query": "rio", "subscriber": "alice", "bindings": []}' in out
+    assert '"head":{"vars":["publication","query","subscriber"' in out.replace(" ", "")
+    assert out.count("event: match") == 2 and "event: open" in out
+    assert '"queries":4' in out.replace(" ", "")

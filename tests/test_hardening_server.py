@@ -639,7 +639,7 @@ def test_every_failure_of_a_route_is_one_json_line(tmp_path, error, status, says
     broker = Broker(BrokerConfig(tmp_path))
     app = create_app(broker)
     target = {"put": (broker.registry, "put"), "delete": (broker.registry, "delete"),
-              "publish": (broker, "publish"), "list": (broker.registry.store, "page")}[route]
+              "publish": (broker.outbox, "append"), "list": (broker.registry.store, "page")}[route]
 
     async def run():
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)

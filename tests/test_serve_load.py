@@ -61,7 +61,7 @@ def test_every_expected_match_delivered_exactly_once(report):
 def test_post_answers_equal_the_local_engine(report):
     answers, publishing = report["answers"], report["publishing"]
     assert answers["posts"] == publishing["posts"] > 0
-    assert answers["equal"] + answers["same_lines_other_order"] == answers["posts"]
+    assert answers["equal"] == answers["posts"]
     assert answers["matches_expected"] == publishing["matches"]
     assert report["registration"]["queries"] + report["registration"]["refused"] == 300
 
@@ -74,3 +74,6 @@ def test_report_is_bounded_and_printed(report):
         assert report["publish_to_delivery"][key] is not None
         assert publishing["post_round_trip"][key] is not None
     assert "publish-to-delivery p50 / p99 / max" in report["_stdout"]
+    rss = report["rss"]
+    assert rss["start_mb"] > 0 and rss["end_mb"] > 0 and len(rss["samples"]) >= 1
+    assert publishing["server_cpu_ms_per_publication"] > 0

@@ -29,15 +29,16 @@ from rtf.engine import Engine
 from rtf.errors import PublicationError, QueryError
 from rtf.io.reader import publications_from_bytes
 from rtf.server import outbox as outbox_module
-from rtf.server.app import BodyLimit, create_app
+from rtf.server.app import create_app
+from rtf.server.middleware import BodyLimit
 from rtf.server.auth import ANYONE, Principal, Tokens, TokensFileError
 from rtf.server.broker import Broker, BrokerConfig
 from rtf.server.command import _listen
 from rtf.server.metrics import Metrics
 from rtf.server.outbox import Outbox
 from rtf.server.querystore import PendingWrite, QueryStore
-from rtf.server.registry import NotOwnerError, Registry
-from rtf.server.streams import Hub
+from rtf.server.registry import BulkRefusedError, NotOwnerError, Record, Registry
+from rtf.server.streams import Chunk, Hub, sse_matches
 
 EX = "http://ex.org/"
 WORDS = ["rio", "games", "gold", "chess"]
@@ -128,6 +129,13 @@ _ops = st.lists(st.one_of(
     st.tuples(st.just("not-owner"), st.integers(0, 5)),
     st.tuples(st.just("snapshot"),),
     st.tuples(st.just("reopen"),),
+    # many at once: (id, word or "BAD" for an invalid query, subscriber), atomic or not,
+    # as admin or as bob's token (whose records are bob's, as the API makes them)
+    st.tuples(st.just("put-many"), st.lists(st.tuples(
+        st.integers(0, 5), st.sampled_from([None, "BAD", *WORDS]),
+        st.sampled_from([None, "alice", "bob"])), max_size=5), st.booleans(), st.booleans()),
+    st.tuples(st.just("put-many-fails"), st.lists(st.tuples(
+        st.integers(0, 5), st.sampled_from(WORDS)), min_size=1, max_size=4, unique_by=lambda t: t[0])),
 ), max_size=25)
 
 
@@ -138,7 +146,7 @@ def _check(registry: Registry, model: dict):
         row = registry.get(qid)
         assert (row.query, row.subscriber) == (text, subscriber)
         assert engine.get(qid).subscriber == subscriber
-        assert engine.get(qid).metadata["seq"] == row.seq
+        assert engine.get(qid).query.text == text
     assert registry.store.count() == len(model)
     # and it answers as an engine holding the model's queries
     reference = Engine()
@@ -149,7 +157,38 @@ def _check(registry: Registry, model: dict):
         (m.query_id, m.subscriber) for p in pubs for m in reference.match(p)]
 
 
-@settings(max_examples=40, deadline=None)
+def _put_many(registry: Registry, model: dict, items, atomic: bool, owner: str | None) -> None:
+    """`Registry.put_many` against the model: what each record should become."""
+    records = [Record(n, f"q{i}", "ASK { ?s ?p }" if word == "BAD" else query(word),
+                      owner if owner is not None else sub)
+               for n, (i, word, sub) in enumerate(items, 1)]
+    expected: dict[str, tuple[str, str | None]] = dict(model)
+    outcomes: list = []
+    seen: set[str] = set()
+    for r, (_, word, _) in zip(records, items):
+        if r.id in seen or word == "BAD":
+            outcomes.append(QueryError)
+        elif owner is not None and r.id in expected and expected[r.id][1] != owner:
+            outcomes.append(NotOwnerError)
+        else:
+            outcomes.append("replaced" if r.id in expected else "created")
+            expected[r.id] = (r.query, r.subscriber)
+        seen.add(r.id)
+    bad = [o for o in outcomes if not isinstance(o, str)]
+    if atomic and bad:
+        with pytest.raises(BulkRefusedError) as caught:
+            registry.put_many(records, owner, atomic=True)
+        first = next(r for r, o in zip(records, outcomes) if not isinstance(o, str))
+        assert caught.value.record is first and isinstance(first.outcome, (QueryError, NotOwnerError))
+        return  # nothing changed
+    registry.put_many(records, owner, atomic)
+    for r, o in zip(records, outcomes):
+        assert r.outcome == o if isinstance(o, str) else isinstance(r.outcome, o), (r, o)
+    model.clear()
+    model.update(expected)
+
+
+@settings(max_examples=60, deadline=None)
 @given(_ops)
 def test_registry_follows_a_dict_model(ops):
     with folder() as d:
@@ -186,6 +225,15 @@ def test_registry_follows_a_dict_model(ops):
                         registry.put(qid, query("x"), "mallory", owner="mallory")
                     with pytest.raises(NotOwnerError):
                         registry.delete(qid, owner="mallory")
+            elif kind == "put-many":
+                items, atomic, as_bob = args
+                _put_many(registry, model, items, atomic, "bob" if as_bob else None)
+            elif kind == "put-many-fails":
+                records = [Record(n, f"q{i}", query(word, select=True), "carol")
+                           for n, (i, word) in enumerate(args[0], 1)]
+                with mock.patch.object(PendingWrite, "commit", side_effect=CommitFails):
+                    with pytest.raises(CommitFails):
+                        registry.put_many(records)
             elif kind == "snapshot":
                 registry.snapshot()
                 assert registry.changes_since_snapshot == 0
@@ -260,11 +308,17 @@ def test_outbox_follows_a_list_model(steps, max_events):
                 box.close()
                 box = Outbox(d, max_events=max_events)
             else:
-                events = [(sub, f"{sub}-{n}") for sub, n in step]
-                numbered = box.append(events)
-                first = appended[-1][0] + 1 if appended else 1
-                assert numbered == [(i, s, data) for i, (s, data) in enumerate(events, first)]
-                appended += numbered
+                # one append: each subscriber's lines, in the order they come
+                groups: dict[str, list[str]] = {}
+                for sub, n in step:
+                    groups.setdefault(sub, []).append(f"{sub}-{n}")
+                numbered = box.append(list(groups.items()))
+                next_id = appended[-1][0] + 1 if appended else 1
+                assert [(sub, lines) for sub, _, lines in numbered] == list(groups.items())
+                for sub, first, lines in numbered:  # consecutive ids, group after group
+                    assert first == next_id
+                    appended += [(first + k, sub, line) for k, line in enumerate(lines)]
+                    next_id += len(lines)
             assert box.last_id == (appended[-1][0] if appended else 0)
             for sub in "abc":
                 mine = [(i, data) for i, s, data in appended if s == sub]
@@ -285,12 +339,12 @@ def test_outbox_retention_by_age_even_when_quiet(tmp_path):
     clock.time.return_value = 1000.0
     with mock.patch.object(outbox_module, "time", clock):
         box = Outbox(tmp_path, max_events=1000, max_age=100)
-        box.append([("a", "old-1"), ("b", "old-2")])
+        box.append([("a", ["old-1"]), ("b", ["old-2"])])
         clock.time.return_value = 1050.0
-        box.append([("a", "mid")])
+        box.append([("a", ["mid"])])
         assert box.count() == 3
         clock.time.return_value = 1120.0  # 'old' is 120 s old, 'mid' 70 s; 120 s since a prune
-        box.append([("a", "new")])
+        box.append([("a", ["new"])])
         assert [d for _, d in box.since("a", 0)] == ["mid", "new"]
         assert box.since("b", 0) == []
         assert box.pruned_through("a") == 1 and box.pruned_through("b") == 2
@@ -392,28 +446,43 @@ def _asgi_client(app):
 # ------------------------------------------------------------------ Hub
 
 
+def _chunk(first: int, *lines: str) -> Chunk:
+    return Chunk(first, first + len(lines) - 1, sse_matches(first, list(lines)))
+
+
+def test_sse_matches_and_chunk_slices():
+    chunk = _chunk(7, '{"a": 1}', '{"b": 2}', '{"c": 3}')
+    assert chunk.data == (b'id: 7\nevent: match\ndata: {"a": 1}\n\nid: 8\nevent: match\n'
+                          b'data: {"b": 2}\n\nid: 9\nevent: match\ndata: {"c": 3}\n\n')
+    assert chunk.size == 3 and chunk.after(6) is chunk and chunk.after(9) is None
+    assert chunk.after(7) == _chunk(8, '{"b": 2}', '{"c": 3}')
+    assert chunk.after(8) == _chunk(9, '{"c": 3}')
+
+
 def test_hub_delivers_cuts_and_closes():
     async def run():
         metrics = Metrics()
         hub = Hub(metrics, queue_size=3)
         hub.bind(asyncio.get_running_loop())
         a1, a2, b = hub.open("a"), hub.open("a"), hub.open("b")
-        hub.deliver([(1, "a", "x"), (2, "b", "y"), (3, "a", "z")])
-        assert await a1.next_batch(10) == [(1, "x"), (3, "z")]  # all that waits, in order
-        assert await b.next_batch(10) == [(2, "y")]
-        hub.deliver_threadsafe([(4, "a", "w")])  # from the loop's thread too: in order
-        assert await a1.next_batch(1) == [(4, "w")]
-        hub.deliver([(5, "a", "1"), (6, "a", "2")])  # a2 holds 1, 3, 4: full, then cut
-        assert a2.cut and not a1.cut and await a2.next_batch(10) is None
+        x, y, z = _chunk(1, "x"), _chunk(2, "y"), _chunk(3, "z")
+        hub.deliver([("a", x), ("b", y), ("a", z)])
+        assert await a1.next_chunks() == [x, z]  # all that waits, in order
+        assert await b.next_chunks() == [y]
+        w = _chunk(4, "w")
+        hub.deliver_threadsafe([("a", w)])  # from the loop's thread too: in order
+        assert await a1.next_chunks() == [w]
+        hub.deliver([("a", _chunk(5, "1", "2"))])  # a2 holds 1, 3, 4: over 3 events, cut
+        assert a2.cut and not a1.cut and await a2.next_chunks() is None
         assert metrics.streams_cut._value.get() == 1
         hub.close(a2)
         hub.close(a2)  # twice is harmless
-        waiting = asyncio.ensure_future(b.next_batch(10))
+        waiting = asyncio.ensure_future(b.next_chunks())
         await asyncio.sleep(0)
         hub.close_all()  # shutdown: streams end, not cut
         assert await waiting is None and b.closed and not b.cut
         late = hub.open("c")
-        assert await late.next_batch(10) is None and late.closed
+        assert await late.next_chunks() is None and late.closed
         assert metrics.streams._value.get() == 3  # a1, b, late
     asyncio.run(run())
 
@@ -433,10 +502,11 @@ def test_publish_answers_rtf_match_lines_and_stores_subscriber_events(tmp_path):
     for qid, (text, sub) in queries.items():
         broker.registry.put(qid, text, sub)
         reference.register(text, qid, sub)
-    lines, n = broker.publish(BODY, "nt")
+    done = broker.publish(BODY, "nt")
+    lines, n = done.text.splitlines(), done.publications
     expected = [match_line(p.id, m) for p in publications_from_bytes(BODY, "nt")
                 for m in reference.match(p)]
-    assert n == 4 and lines == expected
+    assert n == 4 and lines == expected and done.matches == len(lines)
     pushed = [line for line in lines if json.loads(line)["subscriber"]]
     assert [d for _, d in broker.outbox.since("alice", 0)] + [
         d for _, d in broker.outbox.since("bob", 0)] == sorted(
@@ -453,7 +523,8 @@ def test_publish_answers_rtf_match_lines_and_stores_subscriber_events(tmp_path):
     assert broker.metrics.publications._value.get() == 4
     # a graph per publication
     nq = (f'<{EX}x> <{EX}title> "rio" <{EX}g> .\n<{EX}y> <{EX}title> "games" <{EX}g> .\n').encode()
-    lines, n = broker.publish(nq, "nq", "graph")
+    done = broker.publish(nq, "nq", "graph")
+    lines, n = done.text.splitlines(), done.publications
     assert n == 1 and {json.loads(line)["publication"] for line in lines} == {f"{EX}g"}
     broker.close()
     assert (tmp_path / "snapshot.idx").exists()

@@ -1,10 +1,22 @@
-"""``rtf serve``: the broker's command line (the broker itself is `rtf.server`)."""
+"""``rtf serve``: the broker's command line (the broker itself is `rtf.server`).
+
+The server stack (FastAPI, uvicorn, ...) is the ``server`` extra: this module
+reads only `rtf.server.config`, so ``rtf --help`` and the other commands never
+import it, and ``rtf serve`` without it says in one line what to install.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
 
-from rtf.cli.arguments import positive_float, positive_int
+from rtf.cli.arguments import EXIT_INPUT, positive_float, positive_int
+
+#: The modules ``rtf serve`` needs, and the distributions that bring them.
+SERVER_MODULES = {"fastapi": "fastapi", "fastapi_offline": "fastapi-offline", "uvicorn": "uvicorn",
+                  "sse_starlette": "sse-starlette", "prometheus_client": "prometheus-client",
+                  "httpx": "httpx", "httpx_sse": "httpx-sse"}
 
 EPILOG = """\
 data folder (--data DIR, created if missing):
@@ -15,28 +27,42 @@ data folder (--data DIR, created if missing):
   serve.lock        names the serving process (the folder itself is locked:
                     one server per folder)
 
-API (JSON; docs/server.md has every detail, /docs the OpenAPI pages):
+API (JSON; docs/server.md has every detail, /docs the OpenAPI pages, offline):
   PUT    /queries/{id}              {"query": "...", "subscriber": "alice"} -> 201
+  POST   /queries[?atomic=false]    many queries, JSON Lines (application/x-ndjson,
+                                    application/jsonl: the lines of a query file),
+                                    one transaction, all or nothing by default
   GET    /queries[?subscriber=]     GET|DELETE /queries/{id}
-  POST   /publications              an RDF body (application/n-triples, text/turtle,
+  POST   /publications              an RDF body (application/n-triples, text/plain,
+                                    text/turtle, application/x-turtle,
                                     application/n-quads, application/trig,
                                     application/rdf+xml without a DTD)
-                                    -> the matches, as rtf match lines
+                                    -> the matches, as rtf match lines (application/
+                                    x-ndjson), or with Accept: application/sparql-
+                                    results+json one SPARQL JSON results document
   GET    /subscribers/{name}/matches  Server-Sent Events; reconnect with Last-Event-ID
+  POST   /subscribers/{name}/tickets  a short-lived ?ticket= for a browser's EventSource
   GET    /health, /metrics (Prometheus)
 
 tokens file (--tokens FILE; without it, anyone who reaches the port is admin):
-  one "TOKEN ROLE" per line; ROLE is admin, publisher or subscriber:NAME;
-  a token has at least 16 characters (a shorter one is refused at start, exit 1)
+  one "TOKEN ROLE" per line; ROLE is admin, publisher, metrics (reads /metrics)
+  or subscriber:NAME; a token has at least 16 characters (a shorter one is
+  refused at start, exit 1)
 
 errors are {"error": "..."} JSON: 400 bad request (ids and subscriber names
-are 1 to 1024 characters), 401/403 tokens, 413 body too large, 507 the data
-folder is full (nothing changed). SIGTERM and Ctrl-C stop cleanly (exit 0, 130).
+are 1 to 1024 characters), 401/403 tokens, 406 Accept, 413 body too large,
+415 Content-Type, 507 the data folder is full (nothing changed). SIGTERM and
+Ctrl-C stop cleanly (exit 0, 130).
+
+needs the server extra: pip install 'rtf[server]'
 
 examples:
   rtf serve --data ./broker
+  rtf serve --data ./big --import-index queries.idx     # start from rtf index build's file
   curl -X PUT localhost:8750/queries/rio -H 'Content-Type: application/json' \\
        -d '{"query": "ASK { ?a <http://ex/p> ?t FILTER ftcontains(?t, \\"rio\\") }", "subscriber": "alice"}'
+  curl -X POST localhost:8750/queries -H 'Content-Type: application/x-ndjson' \\
+       --data-binary @examples/news_queries.jsonl
   curl -N localhost:8750/subscribers/alice/matches &
   curl -X POST localhost:8750/publications -H 'Content-Type: application/n-triples' \\
        --data-binary '<http://ex/a> <http://ex/p> "Games in Rio" .'
@@ -55,10 +81,8 @@ def port(text: str) -> int:
 
 def add_command(sub) -> None:
     from rtf.engine import ALGORITHMS, DEFAULT_ALGORITHM
-    from rtf.server.broker import MAX_BODY, SNAPSHOT_EVERY
-    from rtf.server.command import DEFAULT_PORT
-    from rtf.server.outbox import MAX_AGE_S, MAX_EVENTS
-    from rtf.server.streams import STREAM_QUEUE
+    from rtf.server.config import (DEFAULT_PORT, MAX_AGE_S, MAX_BODY, MAX_EVENTS, SNAPSHOT_EVERY,
+                                   STREAM_QUEUE)
 
     p = sub.add_parser("serve", help="run a continuous-query broker over HTTP",
                        description="Serve the registered queries over HTTP: subscribers register "
@@ -87,6 +111,11 @@ def add_command(sub) -> None:
     p.add_argument("--snapshot-every", type=positive_int, default=SNAPSHOT_EVERY, metavar="N",
                    help=f"save the index after N registrations or removals (default {SNAPSHOT_EVERY}; "
                         "and always at shutdown)")
+    p.add_argument("--import-index", metavar="IDX",
+                   help="start an empty data folder from a saved index (rtf index build, "
+                        "Engine.save) without parsing its queries; it must have been built with "
+                        "--algorithm and --taxonomy (a folder already started from IDX is served "
+                        "as it is)")
     p.add_argument("--log-level", default="warning",
                    choices=("critical", "error", "warning", "info", "debug"),
                    help="server log detail on stderr (default warning; info logs every request)")
@@ -96,5 +125,11 @@ def add_command(sub) -> None:
 
 
 def cmd_serve(args) -> int:
+    missing = [dist for module, dist in SERVER_MODULES.items()
+               if importlib.util.find_spec(module) is None]
+    if missing:
+        print(f"rtf: error: rtf serve needs the server extra ({', '.join(missing)} missing): "
+              "pip install 'rtf[server]'", file=sys.stderr)
+        return EXIT_INPUT
     from rtf.server.command import serve
     return serve(args)

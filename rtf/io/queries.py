@@ -34,6 +34,12 @@ def read_text(path: str | Path | None, what: str) -> str:
             data = Path(path).read_bytes()
         except OSError as e:
             raise QueryFileError(f"cannot read {what} {path}: {e.strerror}") from None
+    return decode_text(data, path)
+
+
+def decode_text(data: bytes, path) -> str:
+    """`data` as UTF-8 text without a byte order mark at its start; an error names
+    the line of a bad byte (in `path`, a file or another source)."""
     try:
         return data.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as e:
@@ -63,12 +69,20 @@ def load_queries(path: str | Path, problems: list[str] | None = None) -> list[di
     if path.suffix == ".rq":
         return [{"id": path.stem, "query": text, "subscriber": None, "metadata": {}, "line": 1,
                  "whole_file": True}]
+    return query_records(text, path, problems)
+
+
+def query_records(text: str, source, problems: list[str] | None = None) -> list[dict]:
+    """The query records of JSON Lines `text` (as `load_queries`; errors name `source`)."""
     records = []
-    for n, line in enumerate(text.splitlines(), 1):
+    # JSON Lines end at "\n" (or "\r\n") only: U+2028 and the other ends that
+    # str.splitlines knows may stand unescaped inside a JSON string.
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
-            records.append(_query_record(line, f"{path}:{n}", n))
+            records.append(_query_record(line, f"{source}:{n}", n))
         except QueryFileError as e:
             if problems is None:
                 raise

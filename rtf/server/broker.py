@@ -1,7 +1,9 @@
-"""The broker: queries (`Registry`), publishing, the outbox and the live streams.
+"""The broker: queries (`Registry`), publishing (`Publisher`), the outbox and the
+live streams, over one data folder.
 
-Everything here is synchronous and thread-safe; the HTTP layer (`rtf.server.app`)
-calls it from worker threads and streams events on the event loop.
+The HTTP layer (`rtf.server.app`) calls the registry from worker threads,
+hands publications to the publisher thread and streams events on the event
+loop.
 """
 
 from __future__ import annotations
@@ -10,37 +12,18 @@ import logging
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
-from rtf.io.output import match_line
+from rtf.engine import freeze_long_lived
 from rtf.io.reader import publications_from_bytes
+from rtf.server.config import BrokerConfig
 from rtf.server.metrics import Metrics
-from rtf.server.outbox import MAX_AGE_S, MAX_EVENTS, Outbox
+from rtf.server.outbox import Outbox
+from rtf.server.publisher import Published, Publisher
 from rtf.server.querystore import QueryStore
 from rtf.server.registry import Registry
-from rtf.server.streams import STREAM_QUEUE, Hub
+from rtf.server.streams import Hub
 
 log = logging.getLogger("rtf.server")
-
-#: Default: a snapshot after this many registrations and removals.
-SNAPSHOT_EVERY = 10_000
-#: Default largest request body, bytes.
-MAX_BODY = 16 << 20
-
-
-@dataclass
-class BrokerConfig:
-    """What `rtf serve` was told."""
-
-    data: Path
-    algorithm: str = "rtfs"
-    taxonomy: Path | None = None
-    max_body: int = MAX_BODY
-    stream_queue: int = STREAM_QUEUE
-    outbox_max_events: int = MAX_EVENTS
-    outbox_max_age: float = MAX_AGE_S
-    snapshot_every: int = SNAPSHOT_EVERY
 
 
 class Broker:
@@ -59,51 +42,37 @@ class Broker:
             store.close()
             raise
         try:
-            self.registry = Registry(config.data, config.algorithm, config.taxonomy, store)
+            self.registry = Registry(config.data, config.algorithm, config.taxonomy, store,
+                                     config.import_index)
         except BaseException:
             self.outbox.close()
             store.close()
             raise
         self.registry.startup["seconds"] = round(time.perf_counter() - started, 3)
+        freeze_long_lived()  # the index lives as long as the server: out of the collector's sight
         self.hub = Hub(self.metrics, config.stream_queue)
         self.metrics.queries.set_function(lambda: len(self.registry.engine))
         self.started = time.time()
-        # Matching, numbering the events and handing them to the streams happen
-        # under one lock, so that every stream receives ids in increasing order.
-        self._publish_lock = threading.Lock()
+        # One thread matches, numbers the events and hands them to the streams,
+        # so that every stream receives ids in increasing order.
+        self.publisher = Publisher(self.registry.engine, self.outbox, self.hub, self.metrics)
         self._snapshot_thread: threading.Thread | None = None
 
     @property
     def engine(self):
         return self.registry.engine
 
-    def publish(self, body: bytes, format: str, group_by: str = "subject"
-                ) -> tuple[list[str], int]:
-        """Match the publications of RDF `body`: their `rtf match` lines, and how
-        many publications there were. `PublicationError` for bad RDF (before
-        anything is matched). Matches of queries with a subscriber are stored
-        in the outbox and pushed to the subscriber's streams."""
-        publications = publications_from_bytes(body, format, group_by, source="<body>")
-        engine = self.registry.engine
-        metrics = self.metrics
-        lines: list[str] = []
-        events: list[tuple[str, str]] = []
-        with self._publish_lock:
-            for pub in publications:
-                t0 = time.perf_counter()
-                found = engine.match(pub)
-                metrics.filter_seconds.observe(time.perf_counter() - t0)
-                for m in found:
-                    line = match_line(pub.id, m)
-                    lines.append(line)
-                    if m.subscriber is not None:
-                        events.append((m.subscriber, line))
-            numbered = self.outbox.append(events)
-            self.hub.deliver_threadsafe(numbered)
-        metrics.publications.inc(len(publications))
-        metrics.matches.inc(len(lines))
-        metrics.events.inc(len(numbered))
-        return lines, len(publications)
+    @staticmethod
+    def read(body: bytes, format: str, group_by: str = "subject") -> list:
+        """The publications of RDF `body`; `PublicationError` for bad RDF."""
+        return publications_from_bytes(body, format, group_by, source="<body>")
+
+    def publish(self, body: bytes, format: str, group_by: str = "subject") -> Published:
+        """Match the publications of RDF `body` (from any thread but the event loop's):
+        their `rtf match` lines and counts. `PublicationError` for bad RDF (before
+        anything is matched). Matches of queries with a subscriber are stored in
+        the outbox and pushed to the subscriber's streams."""
+        return self.publisher.publish_sync(self.read(body, format, group_by))
 
     def changed(self) -> None:
         """After a registration or removal: snapshot in the background when due."""
@@ -130,6 +99,7 @@ class Broker:
 
     def close(self) -> None:
         """Write a last snapshot (if anything changed) and close the files."""
+        self.publisher.stop()
         if self._snapshot_thread is not None:
             self._snapshot_thread.join()
         if self.registry.changes_since_snapshot or not self.registry.snapshot_path.exists():

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -43,6 +43,7 @@ from httpx_sse import EventSource, SSEError, connect_sse
 
 from rtf import __version__
 from rtf.errors import QueryError, RtfError
+from rtf.io.queries import QueryFileError
 
 __all__ = [
     "Client", "MatchEvent", "GapEvent", "Event", "ServerError", "BadRequestError",
@@ -159,6 +160,11 @@ def error_from_response(response: httpx.Response) -> RtfError:
     response.read()
     status = response.status_code
     message, body = _error_message(response)
+    if isinstance(body, dict) and "record" in body:  # a line of POST /queries
+        error = QueryFileError(message)
+        error.record, error.query_id = body.get("record"), body.get("id")
+        error.line, error.column, error.status = body.get("line"), body.get("column"), status
+        return error
     if status == 400 and isinstance(body, dict) and "line" in body and "column" in body:
         return _query_error(message, body["line"], body["column"])
     return _BY_STATUS.get(status, ServerError)(status, message)
@@ -247,6 +253,17 @@ def _json(response: httpx.Response) -> dict[str, Any]:
     return value
 
 
+def _check_order(what: str, query: Any, query_id: Any) -> None:
+    """A TypeError for arguments in the old order (id first), told by the query
+    text's braces, rather than a query registered under its own text."""
+    if not isinstance(query, str) or not isinstance(query_id, str):
+        raise TypeError(f"{what} takes the query and its id, two str (query first), not "
+                        f"{type(query).__name__} and {type(query_id).__name__}")
+    if "{" in query_id and "{" not in query:
+        raise TypeError(f"{what} takes the query first, then its id, as Engine.register does: "
+                        f"(query, query_id={query!r}) (the arguments look swapped)")
+
+
 # ---------------------------------------------------------------- the client
 
 class Client:
@@ -306,12 +323,7 @@ class Client:
         then its id. A call in the old order (id first) is a TypeError, told by
         the query text's braces, rather than a query registered under its own text.
         """
-        if not isinstance(query, str) or not isinstance(query_id, str):
-            raise TypeError("Client.register(query, query_id, ...) takes two str, not "
-                            f"{type(query).__name__} and {type(query_id).__name__}")
-        if "{" in query_id and "{" not in query:
-            raise TypeError("Client.register takes the query first, then its id, as Engine.register "
-                            f"does: register(query, query_id={query!r}) (the arguments look swapped)")
+        _check_order("Client.register", query, query_id)
         body: dict[str, Any] = {"query": query}
         if subscriber is not None:
             body["subscriber"] = subscriber
@@ -319,6 +331,41 @@ class Client:
             body["metadata"] = dict(metadata)
         response = self._request("PUT", "/queries/" + _segment(query_id, "query id"), json=body)
         return _json(response) if response.content.strip() else {}
+
+    def register_many(self, queries: Iterable[Mapping[str, Any] | Sequence[Any]],
+                      atomic: bool = True) -> dict[str, Any] | list[dict[str, Any]]:
+        """Register many queries in one request and one transaction (POST /queries),
+        each given as `Engine.register_parsed` takes them, ``(query, query_id[,
+        subscriber[, metadata]])``, or as a query file's record, ``{"id", "query",
+        "subscriber", "metadata"}``.
+
+        `atomic` (the default): all or none; a bad one raises
+        `rtf.io.queries.QueryFileError` naming its position (``<body>:LINE: ...``,
+        as ``rtf check -f`` does; `.record` is the 1-based position, `.query_id`
+        its id, `.line`/`.column` the place in the query) and nothing is
+        registered. Returns ``{"registered", "created", "replaced", "failed"}``.
+        Otherwise each is registered on its own and the result is one dict per
+        query, in order: ``{"line", "id", "status"}`` (201 created, 200 replaced,
+        400/403 refused, with ``"error"``).
+        """
+        lines = []
+        for n, item in enumerate(queries, 1):
+            if isinstance(item, Mapping):
+                record = dict(item)
+            elif isinstance(item, Sequence) and not isinstance(item, str) and 2 <= len(item) <= 4:
+                record = dict(zip(("query", "id", "subscriber", "metadata"), item))
+            else:
+                raise TypeError(f"query #{n}: expected (query, query_id[, subscriber[, metadata]]) "
+                                f"or a {{'id', 'query', ...}} mapping, not {type(item).__name__}")
+            _check_order(f"Client.register_many, query #{n}:", record.get("query"), record.get("id"))
+            lines.append(json.dumps({k: v for k, v in record.items() if v is not None},
+                                    ensure_ascii=False))
+        response = self._request("POST", "/queries", params={"atomic": "true" if atomic else "false"},
+                                 content="\n".join(lines).encode("utf-8"),
+                                 headers={"Content-Type": "application/x-ndjson"})
+        if atomic:
+            return _json(response)
+        return [json.loads(line) for line in response.content.split(b"\n") if line.strip()]
 
     def unregister(self, query_id: str) -> None:
         """Remove the query `query_id` (DELETE /queries/{id}); `NotFoundError`
@@ -486,6 +533,13 @@ class Client:
             delay = min(delay * 2, BACKOFF_MAX)
 
     # ------------------------------------------------------------ service
+
+    def stream_ticket(self, subscriber: str) -> dict[str, Any]:
+        """A short-lived ticket that opens `subscriber`'s stream without a token
+        (POST /subscribers/{name}/tickets): ``{"ticket", "expires", "url"}``, for a
+        browser's ``EventSource(url)``."""
+        return _json(self._request("POST", f"/subscribers/{_segment(subscriber, 'subscriber name')}"
+                                           "/tickets"))
 
     def health(self) -> dict[str, Any]:
         """GET /health: `{"status": "ok", "queries": N, "algorithm": ..., ...}`."""

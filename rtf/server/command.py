@@ -17,8 +17,6 @@ from pathlib import Path
 from rtf.errors import RtfError
 from rtf.io.files import lock_folder
 
-DEFAULT_PORT = 8750
-
 
 class DataFolderBusyError(RtfError):
     """Another server uses the data folder."""
@@ -59,7 +57,8 @@ def _serve(args) -> int:
     sock = _listen(args.host, args.port)
     config = BrokerConfig(data, args.algorithm, Path(args.taxonomy) if args.taxonomy else None,
                           args.max_body, args.stream_queue, args.outbox_max_events,
-                          args.outbox_max_age, args.snapshot_every)
+                          args.outbox_max_age, args.snapshot_every,
+                          Path(args.import_index) if args.import_index else None)
     broker = Broker(config)
     host, port = sock.getsockname()[:2]
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"

@@ -5,18 +5,30 @@ event: a number that grows across all subscribers and restarts (the SSE
 ``id``), the subscriber and the `rtf match` line. A subscriber that comes
 back with ``Last-Event-ID: N`` reads its events after N from here.
 
+Events are stored as *batches*: one row per subscriber per append, holding
+that subscriber's events of the append (numbered with consecutive ids, so
+that a row is ``first_id..last_id`` and its lines). A publication making
+thousands of events for a few subscribers writes a few rows, not thousands.
+
 Retention, per subscriber: the newest `max_events` events, none older than
-`max_age` seconds. The count is kept exactly: each append deletes, in the
-same transaction, the oldest events of every subscriber it took over the
-limit (found from the oldest end of the subscriber's index, so the work
-follows what is deleted, never the outbox's size). The age limit is applied
-at most every `EXPIRE_CHECK_S` seconds, when events are appended or read,
-through an index on the creation time. The highest id deleted per
-subscriber is remembered, so that a subscriber asking from before it is
-told what it missed (a gap).
+`max_age` seconds. The count is kept exactly: each append moves, in the
+same transaction, every subscriber it took over the limit past its oldest
+events: the subscriber's *floor* (table ``pruned``: the highest id dropped)
+rises to the last event over the limit, rows wholly at or below it are
+deleted from the oldest end of the subscriber's index (the work follows
+what is dropped, never the outbox's size), and a row the floor cuts keeps
+its text but is read from above the floor (a row is never rewritten). The
+age limit is applied at most every `EXPIRE_CHECK_S` seconds, when events
+are appended or read, through an index on the creation time. A subscriber
+asking from below its floor is told what it missed (a gap).
 
 WAL, ``synchronous=NORMAL``: an appended event survives the process dying;
-the last moments may be lost if the machine itself fails.
+the last moments may be lost if the machine itself fails. The WAL is copied
+back into the database (a checkpoint, which syncs the disk) by a thread of
+its own every `CHECKPOINT_S` seconds, never by an append: publishing does
+not wait for the disk. An outbox written
+by an older rtf (one row per event, table ``events``) is converted when it
+is opened.
 """
 
 from __future__ import annotations
@@ -28,26 +40,35 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from rtf.server.config import MAX_AGE_S, MAX_EVENTS
 from rtf.server.querystore import StorageError, connect, storage_error
 
 log = logging.getLogger("rtf.server")
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+CREATE TABLE IF NOT EXISTS batches (
+    last_id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    first_id   INTEGER NOT NULL,
     subscriber TEXT NOT NULL,
     created    REAL NOT NULL,
     data       TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_by_subscriber ON events (subscriber, id);
-CREATE INDEX IF NOT EXISTS events_by_created ON events (created);
+CREATE INDEX IF NOT EXISTS batches_by_subscriber ON batches (subscriber, last_id);
+CREATE INDEX IF NOT EXISTS batches_by_created ON batches (created);
 CREATE TABLE IF NOT EXISTS pruned (subscriber TEXT PRIMARY KEY, through INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
-#: Default retention: events per subscriber, and seconds.
-MAX_EVENTS = 100_000
-MAX_AGE_S = 7 * 24 * 3600
+
+#: The events of a row ``b`` above its subscriber's floor ``p.through`` (SQL), and the
+#: join that brings the floor.
+_ABOVE_FLOOR = "b.last_id - MAX(b.first_id, COALESCE(p.through, 0) + 1) + 1"
+_FLOOR_JOIN = "LEFT JOIN pruned p ON p.subscriber = b.subscriber"
+
+#: Seconds between two checkpoints of the WAL (in the background), and the WAL size,
+#: in pages, past which a checkpoint also starts the WAL over (waiting for the writer).
+CHECKPOINT_S = 1.0
+RESTART_PAGES = 16_384
 
 #: Seconds between two applications of the age limit (at most).
 EXPIRE_CHECK_S = 1.0
@@ -70,11 +91,16 @@ class Outbox:
         self._lock = threading.Lock()
         try:
             self._check_table(table)
-            row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+            self._convert_old_events()
+            row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'batches'").fetchone()
             self._last_id = row[0] if row else 0
-            #: Events held per subscriber (read once; kept up to date by every change).
+            #: Each subscriber's floor: the highest id retention dropped (kept up to date).
+            self._floors: dict[str, int] = dict(self._db.execute(
+                "SELECT subscriber, through FROM pruned").fetchall())
+            #: Events held per subscriber, above its floor (kept up to date by every change).
             self._counts: dict[str, int] = dict(self._db.execute(
-                "SELECT subscriber, COUNT(*) FROM events GROUP BY subscriber").fetchall())
+                f"SELECT b.subscriber, SUM({_ABOVE_FLOOR}) FROM batches b {_FLOOR_JOIN} "
+                "WHERE b.last_id > COALESCE(p.through, 0) GROUP BY b.subscriber").fetchall())
             self._expired_at = 0.0
         except sqlite3.Error as e:
             self._db.close()
@@ -88,6 +114,35 @@ class Outbox:
                 self._apply_retention(list(self._counts), time.time())
         except sqlite3.Error as e:
             log.warning("could not apply retention to %s at start (retried later): %s", self.path, e)
+        self._db.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's job
+        self._closing = threading.Event()
+        self._checkpointer = threading.Thread(target=self._checkpoints, daemon=True,
+                                              name="rtf-outbox-checkpoint")
+        self._checkpointer.start()
+
+    def _checkpoints(self) -> None:
+        """Copy the WAL back into the database every CHECKPOINT_S seconds, on a
+        connection of its own (a passive checkpoint never blocks an append)."""
+        failing = None
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                 timeout=30)
+        except sqlite3.Error as e:
+            log.warning("cannot checkpoint %s: %s", self.path, e)
+            return
+        try:
+            while not self._closing.wait(CHECKPOINT_S):
+                try:
+                    _, pages, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    if pages > RESTART_PAGES:  # appends never let it empty: start it over
+                        db.execute("PRAGMA wal_checkpoint(RESTART)")
+                    failing = None
+                except sqlite3.Error as e:  # a full disk: retried; the WAL holds everything
+                    if str(e) != failing:
+                        log.warning("could not checkpoint %s (retried): %s", self.path, e)
+                    failing = str(e)
+        finally:
+            db.close()
 
     def _check_table(self, table: str | None) -> None:
         if table is None:
@@ -101,55 +156,96 @@ class Outbox:
                 f"{row[0]}, not {table}): put back the queries.sqlite3 it belongs with, or move "
                 "it away to start with an empty outbox")
 
+    def _convert_old_events(self) -> None:
+        """An outbox of an older rtf (table ``events``, one row per event): its events
+        become batches of one, its id sequence carries on; in one transaction."""
+        db = self._db
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'"
+                          ).fetchone():
+            return
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO batches (last_id, first_id, subscriber, created, data) "
+                       "SELECT id, id, subscriber, created, data FROM events ORDER BY id")
+            row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+            if row is not None:  # ids given before are never given again, even pruned ones
+                db.execute("DELETE FROM sqlite_sequence WHERE name = 'batches'")
+                db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('batches', ?)", row)
+            db.execute("DROP TABLE events")
+        log.info("converted %s to batches", self.path)
+
     @property
     def last_id(self) -> int:
         """The id of the newest event ever appended (0 if none)."""
         return self._last_id
 
-    def append(self, events: Iterable[tuple[str, str]]) -> list[tuple[int, str, str]]:
-        """Store ``(subscriber, data)`` events in one transaction (retention
-        applied in it); return them as ``(id, subscriber, data)`` with their new
-        ids, in order."""
+    def append(self, groups: Iterable[tuple[str, list[str]]]) -> list[tuple[str, int, list[str]]]:
+        """Store each subscriber's events, ``(subscriber, lines)``, in one transaction
+        (retention applied in it): each group gets the next ids, in order, one per
+        line. Returns ``(subscriber, first_id, lines)`` for the non-empty groups."""
         now = time.time()
         with self._lock:
-            first = self._last_id + 1
-            numbered = [(i, sub, data) for i, (sub, data) in enumerate(events, first)]
+            numbered = []
+            next_id = self._last_id + 1
+            for sub, lines in groups:
+                if lines:
+                    numbered.append((sub, next_id, lines))
+                    next_id += len(lines)
             if not numbered:
                 return []
-            touched: dict[str, int] = {}
-            for _, sub, _ in numbered:
-                touched[sub] = touched.get(sub, 0) + 1
             counts = dict(self._counts)
-            for sub, n in touched.items():
-                counts[sub] = counts.get(sub, 0) + n
+            for sub, _, lines in numbered:
+                counts[sub] = counts.get(sub, 0) + len(lines)
+            floors = dict(self._floors)
             with self._db:  # BEGIN ... COMMIT (ROLLBACK on error: nothing changes)
                 self._db.execute("BEGIN")
                 self._db.executemany(
-                    "INSERT INTO events (id, subscriber, created, data) VALUES (?, ?, ?, ?)",
-                    [(i, sub, now, data) for i, sub, data in numbered])
-                self._trim(counts, touched)
-            self._counts = counts
-            self._last_id = numbered[-1][0]
+                    "INSERT INTO batches (last_id, first_id, subscriber, created, data) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [(first + len(lines) - 1, first, sub, now, "\n".join(lines))
+                     for sub, first, lines in numbered])
+                self._trim(counts, floors, {sub for sub, _, _ in numbered})
+            self._counts, self._floors = counts, floors
+            self._last_id = next_id - 1
             if now - self._expired_at >= EXPIRE_CHECK_S:
                 self._expire_or_log(now)  # the events are stored: housekeeping may fail
         return numbered
 
     def since(self, subscriber: str, after: int, limit: int = 1000) -> list[tuple[int, str]]:
-        """Up to `limit` events of `subscriber` with ids above `after`: ``(id, data)``."""
+        """The first `limit` events of `subscriber` with ids above `after`, ``(id, line)``."""
+        return [(first + k, line) for first, lines in self.batches_since(subscriber, after, limit)
+                for k, line in enumerate(lines)][:limit]
+
+    def batches_since(self, subscriber: str, after: int, limit: int = 1000
+                      ) -> list[tuple[int, list[str]]]:
+        """The events of `subscriber` above `after` as ``(first_id, lines)`` runs of
+        consecutive ids, oldest first, about `limit` events (whole rows)."""
         with self._lock:
             now = time.time()
             if now - self._expired_at >= EXPIRE_CHECK_S:
                 self._expire_or_log(now)
-            return self._db.execute(
-                "SELECT id, data FROM events WHERE subscriber = ? AND id > ? ORDER BY id LIMIT ?",
-                (subscriber, after, limit)).fetchall()
+            after = max(after, self._floors.get(subscriber, 0))
+            cursor = self._db.execute(
+                "SELECT first_id, data FROM batches WHERE subscriber = ? AND last_id > ? "
+                "ORDER BY last_id", (subscriber, after))
+            out: list[tuple[int, list[str]]] = []
+            taken = 0
+            for first, data in cursor:
+                lines = data.split("\n")
+                if first <= after:
+                    lines = lines[after - first + 1:]
+                    first = after + 1
+                out.append((first, lines))
+                taken += len(lines)
+                if taken >= limit:
+                    break
+            cursor.close()
+            return out
 
     def pruned_through(self, subscriber: str) -> int:
         """The highest id of `subscriber`'s events deleted by retention (0: none)."""
         with self._lock:
-            row = self._db.execute("SELECT through FROM pruned WHERE subscriber = ?",
-                                   (subscriber,)).fetchone()
-        return row[0] if row else 0
+            return self._floors.get(subscriber, 0)
 
     def count(self, subscriber: str | None = None) -> int:
         """Events held (for one subscriber, or in all)."""
@@ -162,30 +258,42 @@ class Outbox:
             self._apply_retention(list(self._counts), time.time())
 
     def _apply_retention(self, subscribers: list[str], now: float) -> None:
-        counts = dict(self._counts)
+        counts, floors = dict(self._counts), dict(self._floors)
         with self._db:
             self._db.execute("BEGIN")
-            self._trim(counts, subscribers)
-        self._counts = counts
+            self._trim(counts, floors, subscribers)
+        self._counts, self._floors = counts, floors
         self._expire(now)
 
-    def _trim(self, counts: dict[str, int], subscribers) -> None:
-        """Delete the oldest events of each of `subscribers` over `max_events`
-        (inside the caller's transaction; `counts` updated)."""
+    def _trim(self, counts: dict[str, int], floors: dict[str, int], subscribers) -> None:
+        """Raise the floor of each of `subscribers` over `max_events` past its oldest
+        events and delete the rows wholly below it (inside the caller's transaction;
+        `counts` and `floors` updated)."""
         db = self._db
         for sub in subscribers:
             excess = counts.get(sub, 0) - self.max_events
             if excess <= 0:
                 continue
-            row = db.execute(
-                "SELECT id FROM events WHERE subscriber = ? ORDER BY id LIMIT 1 OFFSET ?",
-                (sub, excess - 1)).fetchone()
-            if row is None:  # cannot happen while the counts are right; never crash on it
+            floor = floors.get(sub, 0)
+            left, new_floor = excess, None
+            cursor = db.execute("SELECT last_id, first_id FROM batches WHERE subscriber = ? "
+                                "AND last_id > ? ORDER BY last_id", (sub, floor))
+            for last, first in cursor:
+                start = max(first, floor + 1)
+                if last - start + 1 <= left:
+                    new_floor, left = last, left - (last - start + 1)
+                    if not left:
+                        break
+                else:
+                    new_floor, left = start + left - 1, 0
+                    break
+            cursor.close()
+            if new_floor is None:  # cannot happen while the counts are right; never crash on it
                 continue
-            (through,) = row
-            db.execute("DELETE FROM events WHERE subscriber = ? AND id <= ?", (sub, through))
-            self._note_pruned(sub, through)
-            counts[sub] -= excess
+            db.execute("DELETE FROM batches WHERE subscriber = ? AND last_id <= ?", (sub, new_floor))
+            self._note_pruned(sub, new_floor)
+            floors[sub] = new_floor
+            counts[sub] -= excess - left
 
     def _expire_or_log(self, now: float) -> None:
         """`_expire`, whose failure (a full disk: deleting needs room in the journal)
@@ -200,22 +308,24 @@ class Outbox:
         self._expired_at = now
         db = self._db
         cutoff = now - self.max_age
-        (oldest,) = db.execute("SELECT MIN(created) FROM events").fetchone()  # the index's first entry
+        (oldest,) = db.execute("SELECT MIN(created) FROM batches").fetchone()  # the index's first entry
         if oldest is None or oldest >= cutoff:
             return
         # INDEXED BY: left alone, SQLite groups by walking the subscriber index,
         # that is the whole outbox (measured: 43 % of a loaded server's time).
-        doomed = db.execute("SELECT subscriber, COUNT(*), MAX(id) FROM events "
-                            "INDEXED BY events_by_created WHERE created < ? GROUP BY subscriber",
-                            (cutoff,)).fetchall()
-        counts = dict(self._counts)
+        doomed = db.execute(f"SELECT b.subscriber, SUM(MAX(0, {_ABOVE_FLOOR})), MAX(b.last_id) "
+                            f"FROM batches b INDEXED BY batches_by_created {_FLOOR_JOIN} "
+                            "WHERE b.created < ? GROUP BY b.subscriber", (cutoff,)).fetchall()
+        counts, floors = dict(self._counts), dict(self._floors)
         with db:
             db.execute("BEGIN")
-            db.execute("DELETE FROM events WHERE created < ?", (cutoff,))
+            db.execute("DELETE FROM batches WHERE created < ?", (cutoff,))
             for sub, n, through in doomed:
                 self._note_pruned(sub, through)
-                counts[sub] -= n
+                floors[sub] = max(floors.get(sub, 0), through)
+                counts[sub] = counts.get(sub, 0) - n
         self._counts = {sub: n for sub, n in counts.items() if n > 0}
+        self._floors = floors
 
     def _note_pruned(self, subscriber: str, through: int) -> None:
         self._db.execute("INSERT INTO pruned (subscriber, through) VALUES (?, ?) "
@@ -223,5 +333,7 @@ class Outbox:
                          (subscriber, through))
 
     def close(self) -> None:
+        self._closing.set()
+        self._checkpointer.join()
         with self._lock:
-            self._db.close()
+            self._db.close()  # the last connection: SQLite checkpoints the WAL

@@ -21,6 +21,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -114,34 +115,38 @@ class QueryStore:
 
     # ------------------------------------------------------------- writing
 
+    def begin(self) -> "PendingWrite":
+        """Take the table's lock and begin a transaction (`PendingWrite`): the caller
+        writes rows, then commits or rolls back."""
+        self._lock.acquire()
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._lock.release()
+            raise
+        return PendingWrite(self)
+
     def begin_put(self, query_id: str, query: str, subscriber: str | None,
                   metadata: Mapping | None) -> "PendingWrite":
         """Start writing a registration (replacing any row of that id); the caller
         commits it once the engine took the query, or rolls it back."""
-        return self._begin(query_id, (query, subscriber,
-                                      json.dumps(dict(metadata), ensure_ascii=False) if metadata else None))
+        pending = self.begin()
+        try:
+            pending.put(query_id, query, subscriber, metadata)
+        except BaseException:
+            pending.rollback()
+            raise
+        return pending
 
     def begin_delete(self, query_id: str) -> "PendingWrite":
         """Start removing the row of `query_id` (as `begin_put`)."""
-        return self._begin(query_id, None)
-
-    def _begin(self, query_id: str, new_row: tuple | None) -> "PendingWrite":
-        """Take the table's lock, begin a transaction, remove the row of `query_id`
-        and insert `new_row` ``(query, subscriber, metadata)`` in its place, if given."""
-        self._lock.acquire()
+        pending = self.begin()
         try:
-            self._db.execute("BEGIN IMMEDIATE")
-            old = self._db.execute("SELECT subscriber FROM queries WHERE id = ?", (query_id,)).fetchone()
-            self._db.execute("DELETE FROM queries WHERE id = ?", (query_id,))
-            seq = None
-            if new_row is not None:
-                seq = self._db.execute(
-                    "INSERT INTO queries (id, query, subscriber, metadata) VALUES (?, ?, ?, ?)",
-                    (query_id, *new_row)).lastrowid
-            return PendingWrite(self, seq, old)
+            pending.put(query_id, None, None, None, delete=True)
         except BaseException:
-            self._abort()
+            pending.rollback()
             raise
+        return pending
 
     def _abort(self) -> None:
         try:
@@ -199,16 +204,61 @@ class QueryStore:
 
 
 class PendingWrite:
-    """A write begun on the query table and not yet committed (it holds the table's lock)."""
+    """A transaction begun on the query table and not yet committed (it holds the
+    table's lock). After `put`, `seq` is the new row's seq (None for a removal)
+    and `replaced`/`old_subscriber` say whether a row of that id existed, and whose."""
 
-    def __init__(self, store: QueryStore, seq: int | None, old_row: tuple | None):
+    def __init__(self, store: QueryStore):
         self._store = store
-        #: The new row's seq (None for a removal).
-        self.seq = seq
-        #: Whether a row of that id existed, and its subscriber.
-        self.replaced = old_row is not None
-        self.old_subscriber = old_row[0] if old_row else None
+        self.seq: int | None = None
+        self.replaced = False
+        self.old_subscriber: str | None = None
         self._open = True
+
+    def put(self, query_id: str, query: str | None, subscriber: str | None,
+            metadata: Mapping | None, delete: bool = False) -> int | None:
+        """Remove the row of `query_id` and, unless `delete`, insert the new one: its seq."""
+        db = self._store._db
+        old = db.execute("SELECT subscriber FROM queries WHERE id = ?", (query_id,)).fetchone()
+        self.replaced = old is not None
+        self.old_subscriber = old[0] if old else None
+        if old is not None:
+            db.execute("DELETE FROM queries WHERE id = ?", (query_id,))
+        self.seq = None
+        if not delete:
+            self.seq = db.execute(
+                "INSERT INTO queries (id, query, subscriber, metadata) VALUES (?, ?, ?, ?)",
+                (query_id, query, subscriber, _metadata_json(metadata))).lastrowid
+        return self.seq
+
+    def insert_all(self, rows) -> None:
+        """Insert ``(id, query, subscriber, metadata)`` rows into a table that holds none
+        of their ids (an import), in order."""
+        self._store._db.executemany(
+            "INSERT INTO queries (id, query, subscriber, metadata) VALUES (?, ?, ?, ?)",
+            ((qid, text, sub, _metadata_json(meta)) for qid, text, sub, meta in rows))
+
+    def max_seq(self) -> int:
+        """The newest row's seq (0: no row)."""
+        return self._store._db.execute("SELECT MAX(seq) FROM queries").fetchone()[0] or 0
+
+    @contextmanager
+    def savepoint(self):
+        """A part of the transaction that is undone alone if the block raises."""
+        db = self._store._db
+        db.execute("SAVEPOINT one")
+        try:
+            yield
+        except BaseException:
+            db.execute("ROLLBACK TO one")
+            db.execute("RELEASE one")
+            raise
+        db.execute("RELEASE one")
+
+    def set_setting(self, key: str, value: str) -> None:
+        """`QueryStore.set_setting`, inside the transaction."""
+        self._store._db.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)",
+                                (key, value))
 
     def commit(self) -> None:
         """Make the write durable (the table's file is synced before this returns)."""
@@ -227,3 +277,7 @@ class PendingWrite:
             self._store._abort()
             raise
         self._store._lock.release()
+
+
+def _metadata_json(metadata: Mapping | None) -> str | None:
+    return json.dumps(dict(metadata), ensure_ascii=False) if metadata else None

@@ -5,15 +5,25 @@ table row is begun (not committed), the engine takes the query, then the row
 is committed; if anything fails, both are left as they were. So a ``201``
 means: committed to disk, and matching.
 
+Many registrations (`put_many`, ``POST /queries``) are one transaction and
+one disk sync: all or nothing, or each record on its own.
+
 At start the engine comes from the index snapshot (``snapshot.idx``, the
 `rtf.io.store` format) when the table's note says it was made with the same
 algorithm and taxonomy, for this table (`QueryStore.table_id`), and holds
 exactly the queries the note's digest covers; it is then brought level with
-the table: each engine query carries, as metadata, the `seq` of the row it
-was registered from, and a query whose row is gone, or has another seq, text
-or subscriber, is unregistered; rows it lacks are registered. Without a
-usable snapshot every row is registered from its text. So a snapshot or a
-table copied from another data folder is never trusted over the table.
+the table. The note also records `through`, the `seq` of the newest row the
+snapshot had seen: a row's seq grows with every registration (a replaced
+query gets a new one), so a row at or below it is one the snapshot holds as
+it is, and a row above it came later. A query of the snapshot whose row is
+gone, is newer than `through`, or has another text or subscriber, is
+unregistered; rows it lacks are registered. Without a usable snapshot every
+row is registered from its text. So a snapshot or a table copied from
+another data folder is never trusted over the table.
+
+`import_index` starts an empty data folder from a saved index (`Engine.load`'s
+format) without parsing a query: its queries become the table's rows in one
+transaction, and the file itself the snapshot.
 """
 
 from __future__ import annotations
@@ -24,22 +34,49 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from rtf.engine import Engine
 from rtf.errors import IndexFileError, QueryError, RtfError
+from rtf.io.files import write_atomically
+from rtf.io.taxonomy import Taxonomy
 from rtf.parser import parse_query
+from rtf.query.model import Query
 from rtf.server.querystore import QueryStore, StoredQuery
 
 log = logging.getLogger("rtf.server")
 
-#: The engine metadata key holding the row's seq (server-internal: the API
-#: shows the user's metadata, read from the table).
-SEQ = "seq"
-
-
 class NotOwnerError(RtfError):
     """A subscriber's request on a query of another subscriber."""
+
+
+class BulkRefusedError(RtfError):
+    """A bad record in an all-or-nothing `Registry.put_many`: nothing was registered."""
+
+    def __init__(self, record: "Record"):
+        self.record = record
+        super().__init__(str(record.outcome))
+
+
+class ImportRefusedError(RtfError):
+    """An index that cannot start this data folder (not empty, another algorithm or
+    taxonomy, not an index)."""
+
+
+@dataclass
+class Record:
+    """One registration of many (`Registry.put_many`): where it came from (`line`),
+    what to register, and once done its outcome."""
+
+    line: int
+    id: str
+    query: str
+    subscriber: str | None = None
+    metadata: Mapping | None = None
+    parsed: Query | None = None
+    #: "created", "replaced", or the error (a `QueryError`, `NotOwnerError`, ...)
+    outcome: str | Exception | None = None
 
 
 class Registry:
@@ -48,8 +85,11 @@ class Registry:
     SNAPSHOT = "snapshot.idx"
 
     def __init__(self, directory: str | os.PathLike, algorithm: str = "rtfs",
-                 taxonomy: str | os.PathLike | None = None, store: QueryStore | None = None):
-        """`store`: the folder's query table, if the caller opened it already."""
+                 taxonomy: str | os.PathLike | None = None, store: QueryStore | None = None,
+                 import_index: str | os.PathLike | None = None):
+        """`store`: the folder's query table, if the caller opened it already;
+        `import_index`: a saved index to start an empty folder from
+        (`ImportRefusedError` if the folder holds queries made otherwise)."""
         self.directory = Path(directory)
         self.store = store if store is not None else QueryStore(self.directory)
         self.snapshot_path = self.directory / self.SNAPSHOT
@@ -58,22 +98,26 @@ class Registry:
                           "table": self.store.table_id}
         self._snapshot_lock = threading.Lock()
         self.changes_since_snapshot = 0
+        #: The seq of the newest row the engine holds (changed under the engine's lock).
+        self._through = 0
         #: What start-up did: "snapshot" or "rebuilt", rows replayed, rows that failed.
         self.startup: dict = {}
-        self.engine = self._open(algorithm, taxonomy)
+        engine = None
+        if import_index is not None:
+            engine = self._import(Path(import_index), algorithm, taxonomy)
+        self.engine = engine if engine is not None else self._open(algorithm, taxonomy)
 
     # --------------------------------------------------------------- start
 
     def _open(self, algorithm: str, taxonomy) -> Engine:
-        engine = self._load_snapshot(algorithm)
-        source = "snapshot" if engine is not None else "rebuilt"
-        if engine is None:
-            engine = Engine(algorithm, taxonomy)
+        loaded = self._load_snapshot(algorithm)
+        source = "snapshot" if loaded is not None else "rebuilt"
+        engine, through = loaded if loaded is not None else (Engine(algorithm, taxonomy), 0)
         rows = {row.id: row for row in self.store.all()}
         removed = 0
         for registered in engine.queries():  # the snapshot's queries that are not the table's
             row = rows.get(registered.id)
-            if (row is None or row.seq != registered.metadata.get(SEQ)
+            if (row is None or row.seq > through
                     or row.query != registered.query.text or row.subscriber != registered.subscriber):
                 engine.unregister(registered.id)
                 removed += 1
@@ -82,24 +126,78 @@ class Registry:
             if row.id in engine:
                 continue
             try:
-                engine.register(row.query, row.id, row.subscriber, {SEQ: row.seq})
+                engine.register(row.query, row.id, row.subscriber)
                 replayed += 1
             except QueryError as e:  # registered by an older rtf, refused by this one
                 failed += 1
                 log.warning("query %r in %s no longer registers, skipped: %s",
                             row.id, self.store.path, e)
         self.changes_since_snapshot = replayed + removed
+        self._through = max(rows_seq(rows), through)
         self.startup = {"from": source, "replayed": replayed, "removed": removed,
                         "failed": failed, "queries": len(engine)}
         return engine
 
-    def _load_snapshot(self, algorithm: str) -> Engine | None:
-        """The snapshot, if it is the one this table's note describes: same algorithm
-        and taxonomy, this table, and the very queries the note's digest covers."""
+    def _import(self, path: Path, algorithm: str, taxonomy) -> Engine | None:
+        """Start the empty folder from the index at `path`: its queries become the
+        table's rows and the file the snapshot (the snapshot first, then rows and
+        note in one transaction: a crash leaves the folder empty or complete).
+        None (after a log line) when the folder was started from this very file."""
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise ImportRefusedError(f"cannot read the index {path}: {e.strerror or e}") from None
+        digest = hashlib.sha256(data).hexdigest()
+        held = self.store.count()
+        if held:
+            if self.store.setting("imported") == digest:
+                log.info("%s was started from %s already: serving it as it is", self.directory, path)
+                return None
+            raise ImportRefusedError(
+                f"{self.directory} holds {held} queries already: --import-index starts an empty "
+                "data folder (leave it out to serve the folder as it is)")
+        try:
+            engine = Engine.from_bytes(data, str(path))
+        except IndexFileError as e:
+            raise ImportRefusedError(str(e)) from None
+        if engine.algorithm != algorithm:
+            raise ImportRefusedError(f"{path} is an index of the {engine.algorithm} algorithm: "
+                                     f"start with --algorithm {engine.algorithm}")
+        wanted = Taxonomy.from_file(taxonomy) if taxonomy is not None else Taxonomy.empty()
+        if engine.taxonomy != wanted:
+            if not len(engine.taxonomy):
+                raise ImportRefusedError(f"{path} was built without a taxonomy: start without "
+                                         "--taxonomy")
+            raise ImportRefusedError(
+                f"{path} was built with a taxonomy of {len(engine.taxonomy)} classes, not this "
+                "server's: start with --taxonomy naming the ontology it was built with")
+        queries = engine.queries()
+        write_atomically(self.snapshot_path, data)
+        pending = self.store.begin()
+        try:
+            pending.insert_all((q.id, q.query.text, q.subscriber, q.metadata or None)
+                               for q in queries)
+            through = pending.max_seq()
+            pending.set_setting("snapshot", json.dumps({**self._identity, "through": through,
+                                                        "queries": _queries_digest(engine)}))
+            pending.set_setting("imported", digest)
+            pending.commit()
+        finally:
+            pending.rollback()
+        self._through = through
+        self.startup = {"from": "import", "replayed": 0, "removed": 0, "failed": 0,
+                        "queries": len(engine), "imported": len(queries)}
+        return engine
+
+    def _load_snapshot(self, algorithm: str) -> tuple[Engine, int] | None:
+        """The snapshot and its `through`, if it is the one this table's note
+        describes: same algorithm and taxonomy, this table, and the very queries
+        the note's digest covers."""
         if not self.snapshot_path.exists():
             return None
         note = _read_note(self.store.setting("snapshot"))
-        if {k: note.get(k) for k in self._identity} != self._identity:
+        if ({k: note.get(k) for k in self._identity} != self._identity
+                or not isinstance(note.get("through"), int)):
             log.warning("%s was made with another algorithm, taxonomy or query table (or never "
                         "finished): rebuilding the index from %s", self.snapshot_path, self.store.path)
             return None
@@ -113,7 +211,7 @@ class Registry:
             log.warning("%s is not the snapshot %s describes (copied from elsewhere?): rebuilding "
                         "the index from it", self.snapshot_path, self.store.path)
             return None
-        return engine
+        return engine, note["through"]
 
     # ------------------------------------------------------------- changes
 
@@ -137,7 +235,7 @@ class Registry:
                 if old is not None:
                     engine.unregister(query_id)
                 try:
-                    engine.register(parsed, query_id, subscriber, {SEQ: pending.seq})
+                    engine.register(parsed, query_id, subscriber)
                 except BaseException:
                     _restore(engine, old)
                     raise
@@ -147,6 +245,7 @@ class Registry:
                     engine.unregister(query_id)
                     _restore(engine, old)
                     raise
+                self._through = pending.seq
         finally:
             pending.rollback()  # a no-op once committed
         self._changed()
@@ -174,6 +273,82 @@ class Registry:
             pending.rollback()
         self._changed()
 
+    def put_many(self, records: list[Record], owner: str | None = None,
+                 atomic: bool = True) -> list[Record]:
+        """Register many queries in one transaction (one disk sync), each as `put`
+        would: every record's `outcome` says what became of it.
+
+        `atomic`: all or nothing; the first bad record (by line) raises
+        `BulkRefusedError` and nothing changed. Otherwise the bad records get
+        their error as outcome and the others are registered. Two records with
+        one id: the second is an error.
+        """
+        first_line: dict[str, int] = {}
+        for r in records:  # parsed first, outside every lock
+            if r.id in first_line:
+                r.outcome = QueryError(f"the id {r.id!r} is given twice (lines {first_line[r.id]} "
+                                       f"and {r.line})")
+            else:
+                first_line[r.id] = r.line
+                try:
+                    r.parsed = parse_query(r.query)
+                except QueryError as e:
+                    r.outcome = e
+        if not atomic and all(r.outcome is not None for r in records):
+            return records
+        engine = self.engine
+        done: list[tuple[Record, object]] = []  # (record, the engine's query it replaced)
+        pending = self.store.begin()
+        try:
+            with engine._lock:
+                try:
+                    last = self._put_each(pending, records, owner, atomic, done)
+                    pending.commit()
+                except BaseException:
+                    for r, old in reversed(done):
+                        engine.unregister(r.id)
+                        _restore(engine, old)
+                    raise
+                if last is not None:
+                    self._through = last
+        finally:
+            pending.rollback()  # a no-op once committed
+        self.changes_since_snapshot += len(done)
+        return records
+
+    def _put_each(self, pending, todo: list[Record], owner, atomic: bool, done: list) -> int | None:
+        """`put_many`'s writes, inside its transaction and under the engine's lock, in
+        line order (so that, all or nothing, the first bad line is the one refused)."""
+        engine = self.engine
+        last = None
+        for r in todo:
+            if r.outcome is not None:  # refused already (its text, or its id given twice)
+                if atomic:
+                    raise BulkRefusedError(r)
+                continue
+            try:
+                with pending.savepoint():
+                    seq = pending.put(r.id, r.query, r.subscriber, r.metadata)
+                    if owner is not None and pending.replaced and pending.old_subscriber != owner:
+                        raise NotOwnerError(f"query {r.id!r} belongs to another subscriber")
+                    old = engine.get(r.id) if r.id in engine else None
+                    if old is not None:
+                        engine.unregister(r.id)
+                    try:
+                        engine.register(r.parsed, r.id, r.subscriber)
+                    except BaseException:
+                        _restore(engine, old)
+                        raise
+            except (QueryError, NotOwnerError) as e:
+                r.outcome = e
+                if atomic:
+                    raise BulkRefusedError(r) from None
+                continue
+            done.append((r, old))
+            r.outcome = "replaced" if pending.replaced or old is not None else "created"
+            last = seq
+        return last
+
     def get(self, query_id: str) -> StoredQuery | None:
         return self.store.get(query_id)
 
@@ -193,7 +368,8 @@ class Registry:
             changes = self.changes_since_snapshot
             self.store.set_setting("snapshot", "")
             with self.engine._lock:  # the digest and the file: one state of the engine
-                note = json.dumps({**self._identity, "queries": _queries_digest(self.engine)})
+                note = json.dumps({**self._identity, "through": self._through,
+                                   "queries": _queries_digest(self.engine)})
                 size = self.engine.save(self.snapshot_path)
             self.store.set_setting("snapshot", note)
             self.changes_since_snapshot -= changes
@@ -210,9 +386,14 @@ def _restore(engine: Engine, old) -> None:
 
 
 def _queries_digest(engine: Engine) -> str:
-    """A digest of the engine's queries as the table holds them: id, seq, subscriber, text."""
-    rows = [[q.id, q.metadata.get(SEQ), q.subscriber, q.query.text] for q in engine.queries()]
+    """A digest of the engine's queries as the table holds them: id, subscriber, text."""
+    rows = [[q.id, q.subscriber, q.query.text] for q in engine.queries()]
     return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+
+
+def rows_seq(rows: dict[str, StoredQuery]) -> int:
+    """The newest seq among `rows` (0: none)."""
+    return max((row.seq for row in rows.values()), default=0)
 
 
 def _read_note(text: str | None) -> dict:

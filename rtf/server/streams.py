@@ -1,23 +1,61 @@
 """Live subscriber streams: the matches of each publication, handed to the
 open Server-Sent Events connections of their subscribers.
 
-Publishing runs in worker threads; the streams live on the event loop. The
-broker hands each publication's events over with `Hub.deliver_threadsafe`
-(in the order their ids were given, under the broker's publish lock), and
-`deliver` puts them on every open stream of their subscriber without ever
-waiting: a stream whose queue is full is marked cut, and its connection ends
-with a ``cut`` event (the outbox still holds what it missed).
+Publishing runs in a worker thread; the streams live on the event loop. The
+publisher hands each append's events over as `Chunk`s, one per subscriber
+(its events of the append, already written as Server-Sent Events, shared by
+all of that subscriber's connections), with one `Hub.deliver_threadsafe`
+call per append (in the order their ids were given). `deliver` puts them on
+every open stream of their subscriber without ever waiting: a stream that
+would hold more than its bound of events is marked cut, and its connection
+ends with a ``cut`` event (the outbox still holds what it missed).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import defaultdict, deque
+from itertools import repeat
+from typing import NamedTuple
 
+from rtf.server.config import STREAM_QUEUE
 from rtf.server.metrics import Metrics
 
-#: Default bound of a stream's queue, in events.
-STREAM_QUEUE = 10_000
+#: The start of a match event, up to its data (the id filled in).
+_MATCH_HEAD = "id: %d\nevent: match\ndata: "
+
+
+def sse_matches(first_id: int, lines: list[str]) -> bytes:
+    """`lines` (``rtf match`` lines, no newline in them) as `match` events with ids
+    ``first_id``, ``first_id + 1``, ...: one string built in C, no call per event."""
+    n = len(lines)
+    parts: list[str] = [""] * (3 * n)
+    parts[0::3] = map(_MATCH_HEAD.__mod__, range(first_id, first_id + n))
+    parts[1::3] = lines
+    parts[2::3] = repeat("\n\n", n)
+    return "".join(parts).encode()
+
+
+class Chunk(NamedTuple):
+    """A subscriber's events ``first_id..last_id`` (consecutive), as SSE bytes."""
+
+    first_id: int
+    last_id: int
+    data: bytes
+
+    @property
+    def size(self) -> int:
+        return self.last_id - self.first_id + 1
+
+    def after(self, event_id: int) -> "Chunk | None":
+        """The part of the chunk above `event_id` (None if nothing is)."""
+        if event_id < self.first_id:
+            return self
+        if event_id >= self.last_id:
+            return None
+        events = self.data.split(b"\n\n")  # one event each (an event holds no blank line)
+        kept = events[event_id - self.first_id + 1:-1]
+        return Chunk(event_id + 1, self.last_id, b"\n\n".join(kept) + b"\n\n")
 
 
 class Stream:
@@ -25,28 +63,33 @@ class Stream:
 
     def __init__(self, subscriber: str, maxsize: int):
         self.subscriber = subscriber
-        self.queue: asyncio.Queue[tuple[int, str]] = asyncio.Queue(maxsize)
+        self.maxsize = maxsize
+        self.chunks: deque[Chunk] = deque()
+        self.queued = 0  # events in `chunks`
         self.cut = False  # fell behind: its connection ends with a `cut` event
         self.closed = False  # the server is stopping
         self._wake = asyncio.Event()
 
-    async def next_batch(self, limit: int) -> list[tuple[int, str]] | None:
-        """The queued events (at least one, at most `limit`; waits for one),
-        or None once the stream is cut or closed."""
+    async def next_chunks(self) -> list[Chunk] | None:
+        """Every queued chunk (waits for one), or None once the stream is cut or closed."""
         while True:
             if self.cut or self.closed:
                 return None
-            if not self.queue.empty():
-                queue = self.queue
-                return [queue.get_nowait() for _ in range(min(limit, queue.qsize()))]
+            if self.chunks:
+                taken = list(self.chunks)
+                self.chunks.clear()
+                self.queued = 0
+                return taken
             self._wake.clear()
             await self._wake.wait()
 
-    def _put(self, event: tuple[int, str]) -> bool:
-        try:
-            self.queue.put_nowait(event)
-        except asyncio.QueueFull:
+    def _put(self, chunk: Chunk) -> bool:
+        if self.queued + chunk.size > self.maxsize:
             self.cut = True
+            self.chunks.clear()
+        else:
+            self.chunks.append(chunk)
+            self.queued += chunk.size
         self._wake.set()
         return not self.cut
 
@@ -79,18 +122,29 @@ class Hub:
             if not streams:
                 del self._streams[stream.subscriber]
 
-    def deliver(self, events: list[tuple[int, str, str]]) -> None:
-        """Put ``(id, subscriber, data)`` events on their subscribers' streams."""
+    def deliver(self, chunks: list[tuple[str, Chunk]]) -> None:
+        """Put ``(subscriber, chunk)`` pairs on their subscribers' streams."""
         streams = self._streams
-        for event_id, subscriber, data in events:
+        for subscriber, chunk in chunks:
             for stream in streams.get(subscriber, ()):
-                if not (stream.cut or stream.closed) and not stream._put((event_id, data)):
+                if not (stream.cut or stream.closed) and not stream._put(chunk):
                     self.metrics.streams_cut.inc()
 
-    def deliver_threadsafe(self, events: list[tuple[int, str, str]]) -> None:
+    def call_soon(self, callback, *args) -> bool:
+        """Run `callback(*args)` on the loop, from any thread (calls run in the order
+        made); False when there is no loop to run it (not started, or stopped)."""
+        if self._loop is None or self._loop.is_closed():
+            return False
+        try:
+            self._loop.call_soon_threadsafe(callback, *args)
+        except RuntimeError:  # closed meanwhile
+            return False
+        return True
+
+    def deliver_threadsafe(self, chunks: list[tuple[str, Chunk]]) -> None:
         """`deliver`, from any thread (calls run on the loop in the order made)."""
-        if events and self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self.deliver, events)
+        if chunks:
+            self.call_soon(self.deliver, chunks)
 
     def close_all(self) -> None:
         """At shutdown: end every stream, and each one opened from now on, at once

@@ -1,0 +1,136 @@
+"""The checks of benchmarks/serve_load.py: the expected matches from a local engine, compared
+with every POST's answer and every subscriber's events (each exactly once), and latencies."""
+
+from __future__ import annotations
+
+import time
+import zlib
+
+from serve_load_peers import Feed, Publishing, Received
+
+def percentiles(values) -> dict:
+    import numpy as np
+
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    if not len(ordered):
+        return {"n": 0, "p50_ms": None, "p99_ms": None, "max_ms": None}
+    # linear interpolation between closest ranks, as rtf.bench.timing.percentile
+    return {"n": len(ordered), "p50_ms": 1000 * float(np.percentile(ordered, 50)),
+            "p99_ms": 1000 * float(np.percentile(ordered, 99)), "max_ms": 1000 * float(ordered[-1])}
+
+
+def timeline(pub: Publishing) -> list[int]:
+    """Publications answered in each second of the publishing phase (does the rate hold?)."""
+    counts = [0] * (int(pub.ended - pub.started) + 1)
+    for p in pub.posts:
+        counts[min(len(counts) - 1, int(p.answered - pub.started))] += p.publications
+    return counts
+
+
+def expected_and_compare(records: list[dict], refused: set[str], algorithm: str,
+                         pub: Publishing, feed: Feed, received: list[Received]) -> dict:
+    """Match the posted publications with a local engine holding the same queries; compare
+    with the POST answers (checksum and line count) and the subscribers' events (each
+    event's checksums against the expected lines', per subscriber)."""
+    import numpy as np
+
+    from rtf.engine import Engine, freeze_long_lived
+    from rtf.errors import QueryError
+    from rtf.io.output import match_lines
+    from rtf.io.reader import publications_from_bytes
+
+    errors: list[str] = []
+    engine = Engine(algorithm)
+    t0 = time.perf_counter()
+    for rec in records:
+        if rec["id"] in refused:
+            continue
+        try:
+            engine.register(rec["query"], rec["id"], rec["subscriber"])
+        except QueryError as e:
+            errors.append(f"the server registered {rec['id']} but the local engine refuses it: {e}")
+    freeze_long_lived()
+    local_register_s = time.perf_counter() - t0
+
+    answers_equal = 0
+    expected_lines = 0
+    expected: dict[str, list[int]] = {}  # subscriber -> checksum key of each expected line
+    sent_at = np.full(feed.taken, np.nan)  # publication index -> when its POST was sent
+    filter_times: list[float] = []
+    publications = 0
+    for index, post in enumerate(pub.posts):
+        if post.status != 200:
+            continue
+        sent_at[post.start:post.start + post.count] = post.sent
+        posted = publications_from_bytes(feed.body(post.start, post.count), "nt")
+        if post.publications != len(posted):
+            errors.append(f"POST #{index}: X-RTF-Publications {post.publications}, "
+                          f"expected {len(posted)}")
+        parts = []
+        for p in posted:
+            t = time.perf_counter()
+            found = engine.match(p)
+            filter_times.append(time.perf_counter() - t)
+            publications += 1
+            text = match_lines(p.id, found)
+            parts.append(text)
+            for subscriber, line in zip(found.subscribers, text.split("\n")):
+                if subscriber is not None:
+                    data = line.encode()
+                    expected.setdefault(subscriber, []).append(
+                        zlib.crc32(data) << 32 | zlib.adler32(data))
+        answer = "".join(parts).encode()
+        before = expected_lines
+        expected_lines += answer.count(b"\n")
+        if zlib.crc32(answer) == post.crc and answer.count(b"\n") == post.lines:
+            answers_equal += 1
+        else:
+            errors.append(f"POST #{index}: answered {post.lines} matches, expected "
+                          f"{expected_lines - before} (or other lines)")
+
+    delivered = duplicates = unexpected = out_of_order = 0
+    latencies = []
+    per_subscriber = {}
+    for got in received:
+        want = np.unique(np.array(expected.get(got.subscriber, []), dtype=np.uint64))
+        if len(want) != len(expected.get(got.subscriber, [])):
+            errors.append(f"two posts give the same match line for {got.subscriber}")
+        ids = np.frombuffer(got.ids, dtype=np.int64)
+        out_of_order += int(np.sum(np.diff(ids) <= 0)) if len(ids) > 1 else 0
+        keys = (np.frombuffer(got.crc, dtype=np.uint32).astype(np.uint64) << np.uint64(32)
+                | np.frombuffer(got.adler, dtype=np.uint32).astype(np.uint64))
+        seen, counts = np.unique(keys, return_counts=True)
+        known = np.isin(seen, want)
+        mine = int(known.sum())
+        delivered += mine
+        duplicates += int((counts[known] - 1).sum())
+        unexpected += int(counts[~known].sum())
+        pubs = np.frombuffer(got.pubs, dtype=np.int64)
+        ok = (pubs >= 0) & (pubs < len(sent_at))
+        lat = np.frombuffer(got.times, dtype=np.float64)[ok] - sent_at[pubs[ok]]
+        latencies.append(lat[~np.isnan(lat)])
+        if int((~ok).sum()):
+            errors.append(f"{got.subscriber}: {int((~ok).sum())} events of unknown publications")
+        per_subscriber[got.subscriber] = {"expected": len(want), "delivered": mine,
+                                          "received": len(keys), "cuts": got.cuts,
+                                          "connections": got.connections}
+    expected_events = sum(len(v) for v in expected.values())
+    unknown = set(expected) - {got.subscriber for got in received}
+    if unknown:
+        errors.append(f"matches for subscribers without a stream: {sorted(unknown)[:5]}")
+    total_filter = sum(filter_times)
+    return {
+        "errors": errors,
+        "local_engine": {"register_s": local_register_s, "publications": publications,
+                         "filter_s": total_filter,
+                         "publications_per_s": publications / total_filter if total_filter else None,
+                         "filter_latency": percentiles(filter_times)},
+        "answers": {"posts": sum(1 for p in pub.posts if p.status == 200),
+                    "equal": answers_equal, "matches_expected": expected_lines},
+        "events": {"expected": expected_events, "delivered": delivered,
+                   "duplicates": duplicates, "missed": expected_events - delivered,
+                   "unexpected": unexpected, "out_of_order": out_of_order},
+        "per_subscriber": per_subscriber,
+        "publish_to_delivery": percentiles(np.concatenate(latencies).tolist()
+                                           if latencies else []),
+    }

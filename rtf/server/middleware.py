@@ -1,0 +1,83 @@
+"""ASGI middleware of `rtf serve`: paths and query strings must be UTF-8, and
+bodies stay under ``--max-body``; both answer JSON errors like every route."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote_to_bytes
+
+from fastapi.responses import JSONResponse
+
+
+class Utf8Only:
+    """ASGI middleware: a path or query string that is not UTF-8 once percent-decoded
+    gets ``400`` (Starlette would read each bad byte as U+FFFD, so that
+    ``/queries/a%FF`` and ``/queries/a%EF%BF%BD`` named one query)."""
+
+    def __init__(self, app, metrics):
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            for part, raw in (("path", scope.get("raw_path") or scope["path"].encode()),
+                              ("query string", scope.get("query_string", b"").replace(b"+", b" "))):
+                try:
+                    unquote_to_bytes(raw).decode("utf-8")
+                except UnicodeDecodeError:
+                    self.metrics.bad_requests.labels("400").inc()
+                    response = JSONResponse({"error": f"bad request: the {part} is not UTF-8 once "
+                                                      "percent-decoded"}, 400)
+                    return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over `limit` bytes gets ``413``, whether it
+    says its length (refused before reading) or not (refused once it passes)."""
+
+    def __init__(self, app, limit: int, metrics):
+        self.app = app
+        self.limit = limit
+        self.metrics = metrics
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length")
+        digits = length.lstrip(b"0") if length is not None and length.isdigit() else None
+        if digits is not None and (len(digits) > 19 or int(digits or b"0") > self.limit):
+            return await self._refuse(scope, receive, send)
+        received = 0
+        too_large = False
+        responded = False
+
+        async def limited_receive():
+            nonlocal received, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    too_large = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message):
+            nonlocal responded
+            if too_large:
+                return  # the app's answer to a cut-off body is replaced by ours
+            responded = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, guarded_send)
+        except Exception:
+            if not too_large:
+                raise
+        if too_large and not responded:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope, receive, send):
+        self.metrics.bad_requests.labels("413").inc()
+        response = JSONResponse({"error": f"the request body is over the limit of {self.limit} "
+                                          "bytes (rtf serve --max-body)"}, 413)
+        await response(scope, receive, send)
