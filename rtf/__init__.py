@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # what a type checker sees: the real names (at run time, __ge
     from rtf.io.reader import read_publications as read_publications
     from rtf.io.taxonomy import Taxonomy as Taxonomy
     from rtf.parser import parse_query as parse_query
+    from rtf.query.analysis import TextAnalysis as TextAnalysis
 
 # The public API, imported on first use (PEP 562) so that `import rtf.query.text`
 # in a Spark executor does not pay for the parser and every engine.
@@ -54,6 +55,7 @@ _API = {
     "RtfError": "rtf.errors", "QueryError": "rtf.errors", "QuerySyntaxError": "rtf.errors",
     "UnsupportedQueryError": "rtf.errors", "QueryTooComplexError": "rtf.errors",
     "PublicationError": "rtf.errors", "TaxonomyError": "rtf.errors",
+    "TextAnalysis": "rtf.query.analysis",
 }
 
 __all__ = sorted(_API)

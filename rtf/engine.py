@@ -36,9 +36,11 @@ from rtf.matching.query_table import bulk_memos, shrunk
 from rtf.matching.results import Match, Matches  # noqa: F401 (Match: rtf.engine.Match, the public name)
 from rtf.parser import parse_query
 from rtf.query.expressions import compile_filter
+from rtf.query.analysis import TextAnalysis
 from rtf.query.model import Query
 from rtf.query.regex import check_regexes
 from rtf.query.terms import IRI, Literal
+from rtf.query.text import analysed
 
 #: The name of a matching algorithm (all four give the same answers).
 Algorithm = TypingLiteral["naive", "rtfm", "rtfs", "ibroker"]
@@ -79,7 +81,10 @@ def _synchronized(method: Callable[Concatenate[Engine, _P], _R]) -> Callable[Con
     @functools.wraps(method)
     def locked(self: Engine, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self._lock:
-            return method(self, *args, **kwargs)
+            if self.text_analysis is None:
+                return method(self, *args, **kwargs)
+            with analysed(self.text_analysis):  # queries and publications alike
+                return method(self, *args, **kwargs)
     return locked
 
 
@@ -144,12 +149,20 @@ class Engine:
     """
 
     def __init__(self, algorithm: Algorithm = DEFAULT_ALGORITHM, taxonomy: Taxonomy | str | PathLike | None = None,
-                 max_solutions: int = MAX_SOLUTIONS):
+                 max_solutions: int = MAX_SOLUTIONS, text_analysis: TextAnalysis | Mapping[str, Any] | None = None):
         if isinstance(max_solutions, bool) or not isinstance(max_solutions, int):
             raise TypeError(f"max_solutions must be a positive int, not {type(max_solutions).__name__}")
         if not 1 <= max_solutions <= MAX_SOLUTIONS_BOUND:
             raise ValueError(f"max_solutions must be from 1 to {MAX_SOLUTIONS_BOUND:_}, "
                              f"not {max_solutions}")
+        if isinstance(text_analysis, Mapping):
+            text_analysis = TextAnalysis.from_dict(dict(text_analysis))
+        elif text_analysis is not None and not isinstance(text_analysis, TextAnalysis):
+            raise TypeError("text_analysis is a rtf.TextAnalysis, a mapping of its options, or None")
+        #: Text analysis options beyond the spec's default words (`rtf.query.analysis`), for
+        #: queries and publications alike; None when there are none.
+        self.text_analysis: TextAnalysis | None = (
+            None if text_analysis is None or text_analysis.is_default else text_analysis)
         self.algorithm = algorithm
         self.max_solutions = max_solutions
         self._index = make_index(algorithm)
@@ -204,6 +217,12 @@ class Engine:
     def _index_query(self, query: str | Query, query_id: str) -> Query:
         """Parse, check and index a query; only `QueryError` escapes for its problems."""
         try:
+            if isinstance(query, Query) and self.text_analysis is not None:
+                # Parsed elsewhere, its words are the default ones: parsed again, analysed.
+                if not query.text:
+                    raise QueryError("a parsed Query without its text cannot be registered in an engine "
+                                     "with text analysis: register the query text")
+                query = query.text
             parsed = parse_query(query) if isinstance(query, str) else query
             for pattern in parsed.patterns:
                 for term in pattern.terms:
@@ -315,6 +334,7 @@ class Engine:
         self.__dict__.update(state)
         if "_asks" not in state:  # pickled by an older rtf
             self._asks = sum(rq.is_ask for rq in self._queries.values())
+        self.__dict__.setdefault("text_analysis", None)  # pickled by an older rtf
         self._lock = threading.RLock()
 
     @_synchronized
@@ -356,7 +376,8 @@ class Engine:
     def _saved(self) -> store.SavedIndex:
         return store.SavedIndex(self.algorithm, self.max_solutions, self.taxonomy,
                                 [(rq.query, rq.id, rq.subscriber, rq.metadata) for rq in self._queries.values()],
-                                self._next_id)
+                                self._next_id,
+                                None if self.text_analysis is None else self.text_analysis.as_dict())
 
     @classmethod
     def load(cls, path: str | PathLike) -> "Engine":
@@ -382,7 +403,8 @@ class Engine:
         was_enabled = gc.isenabled()
         gc.disable()  # millions of long-lived objects, no cycles (see store.decode_index)
         try:
-            engine = cls(saved.algorithm, taxonomy=saved.taxonomy, max_solutions=saved.max_solutions)
+            engine = cls(saved.algorithm, taxonomy=saved.taxonomy, max_solutions=saved.max_solutions,
+                         text_analysis=saved.text_analysis)
             engine.register_parsed(saved.queries)
         except (RtfError, KeyError, TypeError, ValueError, IndexError, AttributeError,
                 RecursionError) as e:
@@ -409,7 +431,8 @@ class Engine:
         (estimate) -- and counters: ``truncated_matches`` (matches cut at
         `max_solutions`) and, for the naive engine, ``evaluation_errors``."""
         s = {"algorithm": self.algorithm, "queries": len(self),
-             "max_solutions": self.max_solutions, "truncated_matches": self._truncated}
+             "max_solutions": self.max_solutions, "truncated_matches": self._truncated,
+             "text_analysis": None if self.text_analysis is None else self.text_analysis.as_dict()}
         s.update(self._index.stats())
         return s
 

@@ -33,6 +33,7 @@ import threading
 import traceback
 import zlib
 
+from rtf.query.analysis import TextAnalysisError
 from rtf.cli.arguments import (
     EXIT_INPUT,
     EXIT_INTERNAL,
@@ -100,7 +101,7 @@ def _run(args) -> int:
         return EXIT_INTERRUPTED
     except Terminated:
         return EXIT_TERMINATED
-    except OutputIsInputError as e:
+    except (OutputIsInputError, TextAnalysisError) as e:
         return _fail(str(e), EXIT_USAGE)
     except (RtfError, OSError) as e:
         return _fail(str(e))

@@ -85,3 +85,45 @@ def refuse_outputs_among_inputs(args) -> None:
                         raise OutputIsInputError(
                             f"--{out_option} {out} is the --{in_option} file {source}: refusing "
                             f"to overwrite an input; write the output to another file")
+
+
+TEXT_ANALYSIS_HELP = """\
+text analysis (off by default: words are the spec's casefolded runs of letters
+and digits; an option applies to queries and publications alike, is saved in
+an index and shown by `rtf index info`; docs/language.md, "Text analysis"):
+  --fold-accents --stem english     "cafe" matches "Café", "fjord" "Fjords"
+  --stop-words english              drop a language's stop words (or --stop-words-file F)
+  --cjk-bigrams                     "東京" matches "東京タワー\""""
+
+
+def add_text_analysis_options(p: argparse.ArgumentParser) -> None:
+    """The text analysis options (`rtf.query.analysis.TextAnalysis`) of a command that registers queries."""
+    g = p.add_argument_group("text analysis", "off by default; for queries and publications alike "
+                                              "(docs/language.md, 'Text analysis')")
+    g.add_argument("--fold-accents", action="store_true", help="remove diacritics: cafe = café")
+    g.add_argument("--stem", metavar="LANG", help="reduce words to their Snowball stem in LANG "
+                                                  "(english, french, german, ...)")
+    stop = g.add_mutually_exclusive_group()
+    stop.add_argument("--stop-words", metavar="LANG", help="drop LANG's stop words (the stop-words package)")
+    stop.add_argument("--stop-words-file", metavar="F", help="drop the words of F (one per line)")
+    g.add_argument("--cjk-bigrams", action="store_true",
+                   help="cut Chinese, Japanese and Korean text into overlapping character pairs")
+
+
+def text_analysis_of(args):
+    """The `TextAnalysis` the options of `add_text_analysis_options` ask for, or None (none asked).
+
+    An unknown language or a bad stop word is a `rtf.query.analysis.TextAnalysisError`
+    (a usage error); an unreadable stop-word file an OSError.
+    """
+    from rtf.query.analysis import TextAnalysis
+
+    stop = getattr(args, "stop_words", None)
+    stop_file = getattr(args, "stop_words_file", None)
+    if stop_file:
+        with open(stop_file, encoding="utf-8") as f:
+            stop = tuple(line.strip() for line in f if line.strip() and not line.startswith("#"))
+    analysis = TextAnalysis(fold_accents=bool(getattr(args, "fold_accents", False)),
+                            stem=getattr(args, "stem", None), stop_words=stop,
+                            cjk_bigrams=bool(getattr(args, "cjk_bigrams", False)))
+    return None if analysis.is_default else analysis

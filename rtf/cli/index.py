@@ -20,6 +20,7 @@ import json
 import os
 import sys
 
+from rtf.cli.arguments import add_text_analysis_options, text_analysis_of
 from rtf.errors import RtfError
 from rtf.io.files import STDIO, OutputIsInputError, folder_locked, same_file
 from rtf.io.queries import QueryFileError, load_queries, register_all
@@ -59,7 +60,7 @@ def _locked(index: str):
 def cmd_build(args) -> int:
     from rtf.engine import Engine
 
-    engine = Engine(args.algorithm, taxonomy=args.taxonomy)
+    engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args))
     register_all(engine, load_queries(args.queries), args.queries)
     with _locked(args.output):
         size = engine.save(args.output)
@@ -127,6 +128,7 @@ def add_command(sub) -> None:
     q.add_argument("--algorithm", default="rtfs", choices=ALGORITHMS, help="engine (default: rtfs)")
     q.add_argument("--taxonomy", metavar="ONTO", help="ontology saved with the index for a/rdfs:subClassOf*")
     q.add_argument("--output", required=True, metavar="IDX", help="the index file to write (replaced atomically)")
+    add_text_analysis_options(q)
     q.set_defaults(func=cmd_build)
 
     q = _subcommand(commands, "info", "print an index's algorithm, version, sizes, taxonomy (JSON)",
@@ -175,7 +177,12 @@ def load_index_engine(path: str | os.PathLike, args) -> "object":
     if getattr(args, "taxonomy", None):
         raise IndexOptionError("--taxonomy cannot be used with --index: the index holds its taxonomy "
                                "(rebuild it with `rtf index build --taxonomy`)")
+    asked = text_analysis_of(args)
     engine = Engine.load(path)
+    if asked is not None and asked != engine.text_analysis:
+        raise IndexOptionError(f"text analysis options {asked.as_dict()} but the index {path} was built with "
+                               f"{engine.text_analysis and engine.text_analysis.as_dict()}: leave them out "
+                               "(the index holds its own), or rebuild the index")
     algorithm = getattr(args, "algorithm", None)
     if algorithm and algorithm != engine.algorithm:
         raise IndexOptionError(f"--algorithm {algorithm} but the index {path} is {engine.algorithm}: "

@@ -10,7 +10,13 @@ import sys
 import time
 
 from rtf.bench.memory import current_rss_mb, peak_rss_mb
-from rtf.cli.arguments import positive_float, positive_int, refuse_outputs_among_inputs
+from rtf.cli.arguments import (
+    add_text_analysis_options,
+    positive_float,
+    positive_int,
+    refuse_outputs_among_inputs,
+    text_analysis_of,
+)
 from rtf.io.files import atomic_output
 from rtf.io.output import match_line, match_lines, sparql_json_line
 from rtf.io.progress import read_progress
@@ -120,6 +126,7 @@ def add_command(sub) -> None:
                         "ftcontains with the literal, the character spans and words that satisfied it")
     p.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="match in N processes (the same output, in the same order)")
+    add_text_analysis_options(p)
     p.set_defaults(func=cmd_match)
 
     p = sub.add_parser("demo", help="run the example queries on the DBpedia sample",
@@ -202,7 +209,7 @@ def cmd_match(args) -> int:
         args.algorithm = engine.algorithm
     else:
         args.algorithm = args.algorithm or DEFAULT_ALGORITHM
-        engine = Engine(args.algorithm, taxonomy=args.taxonomy)
+        engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args))
         problems = [] if args.skip_invalid else None
         records = load_queries(args.queries, problems)
         rss_before = current_rss_mb()

@@ -53,6 +53,7 @@ from rtf.io.files import write_atomically
 from rtf.io.model_checks import FIELD_CHECKS, check_fields, check_value, query_with_branches
 from rtf.io.taxonomy import Taxonomy
 from rtf.query import model, terms
+from rtf.query.analysis import TextAnalysis, TextAnalysisError
 from rtf.query.terms import shared
 
 #: File signature, first 8 bytes of every index file.
@@ -87,6 +88,8 @@ class SavedIndex:
     taxonomy: Taxonomy
     queries: list[tuple]
     next_id: int = 1
+    #: The engine's text analysis options (`rtf.query.analysis.TextAnalysis.as_dict`), or None.
+    text_analysis: dict | None = None
 
 #: The only classes a file may build (name in the file -> class): those whose
 #: fields `rtf.io.model_checks.FIELD_CHECKS` knows how to check. Generic over
@@ -160,6 +163,8 @@ def encode_index(saved: SavedIndex) -> bytes:
         "values": table.entries,
         "queries": queries,
     }
+    if saved.text_analysis is not None:  # absent: the spec's default words (files before it too)
+        body["text_analysis"] = saved.text_analysis
     raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     packed = zlib.compress(raw, 6)
     return HEADER.pack(MAGIC, FORMAT_VERSION, FLAG_ZLIB, len(packed), len(raw),
@@ -328,7 +333,13 @@ def decode_content(content: dict, source: str = "<bytes>") -> SavedIndex:
     except (RtfError, KeyError, TypeError, ValueError, IndexError, AttributeError,
             RecursionError) as e:
         raise bad(f"the index content is malformed: {type(e).__name__}: {e}") from None
-    return SavedIndex(algorithm, max_solutions, taxonomy, records, next_id)
+    text_analysis = content.get("text_analysis")
+    if text_analysis is not None:
+        try:
+            TextAnalysis.from_dict(text_analysis)  # checked as Engine will take it
+        except (TextAnalysisError, TypeError) as e:
+            raise bad(f"text_analysis: {e}") from None
+    return SavedIndex(algorithm, max_solutions, taxonomy, records, next_id, text_analysis)
 
 
 def decode_index(data: bytes, source: str = "<bytes>") -> SavedIndex:
@@ -373,4 +384,5 @@ def file_info(path: str | os.PathLike) -> dict:
             "queries": len(content.get("queries") or ()),
             "model_values": len(content.get("values") or ()),
             "taxonomy_classes": len(taxonomy),
-            "taxonomy_edges": sum(len(ps) for ps in taxonomy.values())}
+            "taxonomy_edges": sum(len(ps) for ps in taxonomy.values()),
+            "text_analysis": content.get("text_analysis")}

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator
 from rtf.query.model import (And, FTAnd, FTExpr, FTNear, FTNot, FTOr, FTTerm, FtContains, Query,
                        TupleConjunct)
 from rtf.query.terms import BlankNode, TypePath, Variable, Wildcard, is_literal, lexical_form
-from rtf.query.text import TextIndex
+from rtf.query.text import TextIndex, analysed, current_analysis
 
 __all__ = ["explain_match", "explain_solution", "ft_hits", "never_match_reasons"]
 
@@ -54,7 +54,8 @@ def explain_match(match, publication, source) -> list[dict]:
     """
     query, virtual = _query_and_virtual(match.query_id, publication, source)
     solutions = [{}] if match.is_ask else match.bindings
-    return [explain_solution(query, publication, bindings, virtual) for bindings in solutions]
+    with analysed(getattr(source, "text_analysis", None)):  # an Engine's text analysis
+        return [explain_solution(query, publication, bindings, virtual) for bindings in solutions]
 
 
 def _query_and_virtual(query_id: str, publication, source) -> tuple[Query, list]:
@@ -152,6 +153,9 @@ def ft_hits(expr: FTExpr, text: str) -> list[dict]:
     prefix or ``ftnear``, with the character spans [start, end) in `text` and
     the words there. A negation contributes nothing (an absence has no span)."""
     places = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    analysis = current_analysis()
+    if analysis is not None:  # a term's span is the span of the word it comes from
+        places = [places[i] for i in analysis.origins([text[s:e].casefold() for s, e in places])]
     index = TextIndex.of(text)
     return list(_hits(expr, index, places, text))
 

@@ -35,6 +35,7 @@ from rtf.parser.limits import (
     too_many_tokens,
 )
 from rtf.query.model import Query
+from rtf.query.text import current_analysis
 
 __all__ = ["parse_query", "grammar_text", "BUILTIN_PREFIXES", "MAX_QUERY_BYTES",
            "MAX_QUERY_TOKENS", "MAX_NESTING_DEPTH", "MAX_CACHED_QUERY_BYTES", "PARSE_CACHE"]
@@ -56,11 +57,14 @@ def parse_query(text: str) -> Query:
     """
     if not isinstance(text, str):
         raise TypeError(f"a query is a string, not {type(text).__name__}")
-    query = PARSE_CACHE.get(text)
+    # Full-text words are analysed by the engine's text analysis: such parses are cached apart.
+    analysis = current_analysis()
+    key = text if analysis is None else f"{analysis!r}\0{text}"
+    query = PARSE_CACHE.get(key)
     if query is None:
         size = check_text(text)
         query = _parse(text)
-        PARSE_CACHE.put(text, query, size)
+        PARSE_CACHE.put(key, query, size)
     return query
 
 

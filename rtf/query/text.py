@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
+from rtf.query.analysis import TextAnalysis
 from rtf.query.memo import bounded_by_chars
 from rtf.query.model import (
     FTAnd,
@@ -34,8 +38,35 @@ _QUERY_TOKEN = re.compile(r"[^\W_]+\*?|\*")
 
 
 def words(text: str) -> list[str]:
-    """The words of `text`, casefolded, in order."""
+    """The words of `text`, casefolded, in order (the spec's default words)."""
     return [w.casefold() for w in _WORD.findall(text)]
+
+
+#: The text analysis of the engine at work (`Engine(text_analysis=...)` sets it for the
+#: duration of each of its calls); None: the spec's default words.
+_ANALYSIS: ContextVar[TextAnalysis | None] = ContextVar("rtf_text_analysis", default=None)
+
+
+@contextmanager
+def analysed(analysis: TextAnalysis | None) -> Iterator[None]:
+    """Texts and query strings are analysed by `analysis` within the block (None: default)."""
+    token = _ANALYSIS.set(None if analysis is None or analysis.is_default else analysis)
+    try:
+        yield
+    finally:
+        _ANALYSIS.reset(token)
+
+
+def current_analysis() -> TextAnalysis | None:
+    """The analysis in effect (None for the spec's default words)."""
+    return _ANALYSIS.get()
+
+
+def terms(text: str) -> list[str]:
+    """The terms of `text` under the analysis in effect: its words, analysed."""
+    analysis = _ANALYSIS.get()
+    ws = [w.casefold() for w in _WORD.findall(text)]
+    return ws if analysis is None else analysis.terms(ws)
 
 
 class FullTextError(ValueError):
@@ -51,6 +82,7 @@ def parse_ft_string(value: str) -> FTTerm:
     >>> str(parse_ft_string("Usab* TEST*"))
     '"usab* test*"'
     """
+    analysis = _ANALYSIS.get()
     result = []
     for m in _QUERY_TOKEN.finditer(value):
         token = m.group()
@@ -61,10 +93,15 @@ def parse_ft_string(value: str) -> FTTerm:
         if token.endswith("*") and end < len(value) and _WORD.match(value, end):
             raise FullTextError(f"'*' must end a word in {value!r}")
         if token.endswith("*"):
-            result.append(ft_word(token[:-1].casefold(), True))
-        else:
+            word = token[:-1].casefold()
+            result.append(ft_word(word if analysis is None else analysis.prefix(word), True))
+        elif analysis is None:
             result.append(ft_word(token.casefold(), False))
+        else:  # a query word is analysed as a text's words are: maybe several terms, maybe none
+            result.extend(ft_word(term, False) for term in analysis.terms([token.casefold()]))
     if not result:
+        if analysis is not None and _QUERY_TOKEN.search(value):
+            raise FullTextError(f"only stop words in {value!r} (the engine's text analysis drops them)")
         raise FullTextError(f"no words in {value!r}")
     return ft_term(tuple(result))
 
@@ -104,7 +141,8 @@ class TextIndex:
 
     @classmethod
     def of(cls, text: str) -> "TextIndex":
-        return cls(words(text))
+        """The index of `text`'s terms under the analysis in effect (`analysed`)."""
+        return cls(terms(text))
 
     @property
     def sorted_words(self) -> list[str]:
@@ -243,11 +281,32 @@ def _follows(first: list[int], first_len: int, second: list[int], lo: int, hi: i
 TEXT_CACHE_BYTES = 16 << 20
 
 
-@bounded_by_chars(TEXT_CACHE_BYTES, weight=40)
 def text_index(text: str) -> TextIndex:
-    """A cached `TextIndex` of a text (literals repeat across tuples and queries;
-    the cache is bounded by bytes, `rtf.query.memo`)."""
-    return TextIndex.of(text)
+    """A cached `TextIndex` of a text under the analysis in effect (literals repeat
+    across tuples and queries; the cache is bounded by bytes, `rtf.query.memo`)."""
+    analysis = _ANALYSIS.get()
+    if analysis is None:
+        return _default_text_index(text)
+    return _analysed_text_index(text, analysis)
+
+
+@bounded_by_chars(TEXT_CACHE_BYTES, weight=40)
+def _default_text_index(text: str) -> TextIndex:
+    return TextIndex(words(text))
+
+
+@bounded_by_chars(TEXT_CACHE_BYTES, weight=40)
+def _analysed_text_index(text: str, analysis: TextAnalysis) -> TextIndex:
+    return TextIndex(analysis.terms(words(text)))
+
+
+def _clear_text_indexes() -> None:
+    _default_text_index.cache_clear()
+    _analysed_text_index.cache_clear()
+
+
+text_index.cache_clear = _clear_text_indexes  # type: ignore[attr-defined]
+text_index.cache_chars = lambda: _default_text_index.cache_chars() + _analysed_text_index.cache_chars()  # type: ignore[attr-defined]
 
 
 # By identity: hashing a 1,000-alternative expression on every call would cost

@@ -1,0 +1,216 @@
+"""Text analysis options: what an engine does to words beyond the spec's default.
+
+The spec's words (section 3) are the casefolded runs of ``str.isalnum()``
+characters, with no stemming and no stop words *by default*; "an engine
+option may add them; it must then apply to queries and publications
+alike". A `TextAnalysis` is that option. It maps the default words of a
+text to its *terms*, and the words of a query string to terms the same way,
+so that a query term and a text word meet when their analysed forms are
+equal:
+
+1. ``cjk_bigrams``: a word holding Chinese, Japanese or Korean characters
+   (which are written without spaces, so one ``isalnum`` run is a whole
+   sentence) is cut into its CJK runs and the other runs; a CJK run of two
+   or more characters becomes its overlapping bigrams (``東京タワー`` ->
+   ``東京 京タ タワ ワー``), a lone CJK character stays a unigram. A query
+   word is cut the same way, so ``"東京"`` is the bigram ``東京`` and
+   ``"東京タワー"`` the phrase of its four bigrams.
+2. ``fold_accents``: diacritics removed (Unicode NFKD, combining marks
+   dropped): ``café`` -> ``cafe``, ``Ångström`` -> ``angstrom``.
+3. ``stop_words``: words of a stop list are dropped, and the remaining
+   words are numbered again without gaps (a phrase ``"games of rio"`` is
+   the phrase ``games rio``, and ``ftnear`` distances count the words
+   kept). A list is a language of the `stop-words` package or explicit
+   words, analysed by steps 1-2 before comparing. A query string made of
+   stop words only is an error at registration.
+4. ``stem``: each word reduced to its stem by the Snowball stemmer of a
+   language (the `snowballstemmer` package): ``fjords`` -> ``fjord``,
+   ``running`` -> ``run``.
+
+Prefix terms (``olymp*``) are casefolded and accent-folded but neither
+stemmed nor stop-listed: they match the analysed words that start with
+them, as Lucene's prefix queries do (``olympi*`` does not match
+``olympics`` under English stemming, whose stem is ``olymp``).
+
+>>> a = TextAnalysis(fold_accents=True, stem="english")
+>>> a.terms(["cafés", "fjords"])
+['cafe', 'fjord']
+>>> TextAnalysis(cjk_bigrams=True).terms(["東京タワー"])
+['東京', '京タ', 'タワ', 'ワー']
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+
+from rtf.query.memo import bounded_by_chars
+
+#: Characters written without spaces between words: CJK ideographs (with
+#: extensions and compatibility forms), kana, and Hangul.
+_CJK = re.compile(
+    "([\u2e80-\u2fdf\u3005\u3007\u3021-\u3029\u3038-\u303c\u3040-\u30ff\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]+)")
+
+#: Option names as they appear in saved indexes, `Engine.stats()` and `rtf index info`.
+OPTION_NAMES = ("fold_accents", "stem", "stop_words", "cjk_bigrams")
+
+
+class TextAnalysisError(ValueError):
+    """Text analysis options that cannot be used (an unknown language, a bad stop word)."""
+
+
+def stemmer_languages() -> list[str]:
+    """The languages `stem` accepts (the Snowball stemmers of `snowballstemmer`)."""
+    import snowballstemmer
+    return sorted(snowballstemmer.algorithms())
+
+
+def stop_word_languages() -> list[str]:
+    """The languages `stop_words` accepts by name (the lists of the `stop-words` package)."""
+    from stop_words import AVAILABLE_LANGUAGES
+    return sorted(AVAILABLE_LANGUAGES)
+
+
+@dataclass(frozen=True)
+class TextAnalysis:
+    """Engine-wide text analysis options (all off: the spec's default words)."""
+
+    fold_accents: bool = False
+    #: A Snowball language (`stemmer_languages`), or None.
+    stem: str | None = None
+    #: A language of the stop-words package (`stop_word_languages`), a tuple of words, or None.
+    stop_words: str | tuple[str, ...] | None = None
+    cjk_bigrams: bool = False
+    _stop: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if type(self.fold_accents) is not bool or type(self.cjk_bigrams) is not bool:
+            raise TextAnalysisError("fold_accents and cjk_bigrams are true or false")
+        if self.stem is not None:
+            if not isinstance(self.stem, str) or self.stem not in stemmer_languages():
+                raise TextAnalysisError(f"no Snowball stemmer for {self.stem!r}; "
+                                        f"one of: {', '.join(stemmer_languages())}")
+        stop = self.stop_words
+        if isinstance(stop, list):
+            object.__setattr__(self, "stop_words", stop := tuple(stop))
+        if stop is None:
+            words: frozenset = frozenset()
+        elif isinstance(stop, str):
+            if stop not in stop_word_languages():
+                raise TextAnalysisError(f"no stop-word list for {stop!r}; "
+                                        f"one of: {', '.join(stop_word_languages())}")
+            from stop_words import get_stop_words
+            words = frozenset(self._folded(_default_words(" ".join(get_stop_words(stop)))))
+        elif isinstance(stop, tuple) and all(isinstance(w, str) for w in stop):
+            for w in stop:
+                if _default_words(w) != [w.casefold()]:
+                    raise TextAnalysisError(f"a stop word is one word of letters and digits, not {w!r}")
+            words = frozenset(self._folded([w.casefold() for w in stop]))
+        else:
+            raise TextAnalysisError("stop_words is a language name or a list of words")
+        object.__setattr__(self, "_stop", words)
+
+    # ------------------------------------------------------------------ options
+
+    @property
+    def is_default(self) -> bool:
+        """Whether nothing is added to the spec's default words."""
+        return not (self.fold_accents or self.stem or self.stop_words or self.cjk_bigrams)
+
+    def as_dict(self) -> dict:
+        """The options as JSON values (saved indexes, `rtf index info`)."""
+        stop = list(self.stop_words) if isinstance(self.stop_words, tuple) else self.stop_words
+        return {"fold_accents": self.fold_accents, "stem": self.stem, "stop_words": stop,
+                "cjk_bigrams": self.cjk_bigrams}
+
+    @classmethod
+    def from_dict(cls, options: dict) -> "TextAnalysis":
+        """The options of `as_dict` (TextAnalysisError for unknown names or bad values)."""
+        if not isinstance(options, dict):
+            raise TextAnalysisError("text analysis options are a JSON object")
+        unknown = set(options) - set(OPTION_NAMES)
+        if unknown:
+            raise TextAnalysisError(f"unknown text analysis option(s): {', '.join(sorted(unknown))}")
+        return cls(**options)
+
+    # ------------------------------------------------------------------ analysis
+
+    def terms(self, words: list[str]) -> list[str]:
+        """The terms of a text's default words (casefolded ``isalnum`` runs), in order."""
+        if self.cjk_bigrams:
+            words = [t for w in words for t in _cjk_terms(w)]
+        words = self._folded(words)
+        if self._stop:
+            stop = self._stop
+            words = [w for w in words if w not in stop]
+        if self.stem:
+            language = self.stem
+            words = [_stem(w, language) for w in words]
+        return words
+
+    def origins(self, words: list[str]) -> list[int]:
+        """For each of ``terms(words)``, the index in `words` of the word it comes from
+        (explanations show a term's span as its word's)."""
+        pairs = [(t, i) for i, w in enumerate(words) for t in (_cjk_terms(w) if self.cjk_bigrams else (w,))]
+        if self._stop:
+            stop = self._stop
+            pairs = [(t, i) for t, i in pairs if (_fold(t) if self.fold_accents else t) not in stop]
+        return [i for _, i in pairs]
+
+    def prefix(self, word: str) -> str:
+        """A prefix term's analysed form: folded only (see the module's note)."""
+        return _fold(word) if self.fold_accents else word
+
+    def _folded(self, words: list[str]) -> list[str]:
+        return [_fold(w) for w in words] if self.fold_accents else list(words)
+
+
+def _default_words(text: str) -> list[str]:
+    return [w.casefold() for w in re.findall(r"[^\W_]+", text)]
+
+
+#: Characters of words the folding and stemming caches may hold (`rtf.query.memo`).
+WORD_CACHE_CHARS = 4 << 20
+
+
+@bounded_by_chars(WORD_CACHE_CHARS)
+def _fold(word: str) -> str:
+    """`word` without diacritics (NFKD, combining marks dropped, composed again)."""
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFKD", word)
+    folded = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", folded).casefold()
+
+
+def _cjk_terms(word: str) -> list[str]:
+    if word.isascii() or not _CJK.search(word):
+        return [word]
+    out = []
+    for part in _CJK.split(word):
+        if not part:
+            continue
+        if _CJK.fullmatch(part):
+            out.extend([part] if len(part) == 1 else [part[i:i + 2] for i in range(len(part) - 1)])
+        else:
+            out.append(part)
+    return out
+
+
+_STEMMERS = threading.local()  # a Snowball stemmer keeps state while it works: one per thread
+
+
+@bounded_by_chars(WORD_CACHE_CHARS)
+def _stem(word: str, language: str) -> str:
+    """The Snowball stem of `word` in `language`."""
+    stemmers = getattr(_STEMMERS, "by_language", None)
+    if stemmers is None:
+        stemmers = _STEMMERS.by_language = {}
+    stemmer = stemmers.get(language)
+    if stemmer is None:
+        import snowballstemmer
+        stemmer = stemmers[language] = snowballstemmer.stemmer(language)
+    return stemmer.stemWord(word)
