@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -197,6 +198,8 @@ class Engine:
         if query_id in self._queries:
             raise ValueError(f"a query with id {query_id!r} is already registered")
         parsed = self._index_query(query, query_id)
+        if type(subscriber) is str:  # one copy of each subscriber's name: queries repeat a few
+            subscriber = sys.intern(subscriber)
         self._queries[query_id] = RegisteredQuery(query_id, parsed, subscriber, parsed.is_ask, kept)
         self._asks += parsed.is_ask
         return query_id
