@@ -54,13 +54,13 @@ def build_group_engines(algorithm: str, queries: str, k: int, strategy: str,
 def index_for_broadcast(config: "ReplayConfig") -> tuple[bytes, dict]:
     """(the bytes of the saved index `config.index`, its stats), checked on the driver.
 
-    The header, checksum and body are verified here (`rtf.io.store.decode_body`),
+    The header, checksum and body are verified here (`rtf.io.store.summary`),
     so a bad file fails before any Spark work, and the options the index
     fixes are refused as ``rtf match --index`` refuses them. The engine
     itself is built only in the workers, from these bytes. A local path only:
     the driver reads it, Spark ships it.
     """
-    from rtf.io.store import decode_body, read_index_bytes
+    from rtf.io.store import read_index_bytes, summary
 
     if config.queries is not None:
         raise ReplayError("--index and --queries exclude each other: the index holds the queries")
@@ -73,12 +73,12 @@ def index_for_broadcast(config: "ReplayConfig") -> tuple[bytes, dict]:
     if has_scheme(config.index):
         raise ReplayError(f"--index {config.index}: the index must be a file on the driver's file system")
     data = read_index_bytes(local_path(config.index))
-    content = decode_body(data, config.index)
-    algorithm = content.get("algorithm")
+    content = summary(data, config.index)
+    algorithm = content["algorithm"]
     if config.algorithm and config.algorithm != algorithm:
         raise ReplayError(f"--algorithm {config.algorithm} but the index {config.index} is {algorithm}: "
                           "leave --algorithm out, or rebuild the index")
-    return data, {"algorithm": algorithm, "queries": len(content.get("queries") or ()),
+    return data, {"algorithm": algorithm, "queries": content["queries"],
                   "index_file": str(config.index)}
 
 
