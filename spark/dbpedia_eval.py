@@ -2,17 +2,16 @@
 """Replay a DBpedia dump through an rtf engine on Spark.
 
 Reads the dump files with Spark, parses their lines in the executors, groups
-the triples by subject into publications (across all files), broadcasts the
-engine built from the queries, filters every publication in the executors
-and writes the matches as JSON Lines part files, in the exact line format
-of ``rtf match``, plus ``metrics.json``. See docs/spark.md.
+the triples by subject into publications (across all files), matches every
+publication in the executors against the saved index of the queries
+(rtf.spark.match_publications) and writes the matches as Parquet, or as the
+exact lines of ``rtf match``, plus ``_metrics.json``. See docs/spark.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -23,20 +22,24 @@ dump files:
   several files (instance types, abstracts, mapping-based properties, ...) are
   grouped by subject into one publication per resource. A directory means the
   dump files in it. Paths may be hdfs:// or s3a:// URIs on a cluster. Malformed
-  lines are skipped and counted (metrics.json: bad_lines_skipped).
+  lines are skipped and counted (_metrics.json: bad_lines_skipped).
 
 output (--output DIR, which must not exist unless --overwrite):
-  DIR/part-NNNNN   JSON Lines, one line per (publication, matching query), exactly
-                   as `rtf match` writes them: compare with `sort` (order differs)
-  DIR/metrics.json publications, matches, bad lines, seconds per stage (read+parse,
-                   group, broadcast, filter, write), index bytes and broadcast cost,
-                   throughput in total and per partition
+  DIR/part-*.parquet  (--output-format parquet, the default) one row per (publication,
+                      matching query): publication, query, subscriber, bindings as
+                      array<map<string,string>>; read with Spark, pandas, pyarrow, DuckDB
+  DIR/part-*.txt      (--output-format jsonl) the lines of `rtf match`, byte for byte:
+                      compare with `sort` (the order differs)
+  DIR/_metrics.json   publications, matches, bad lines, seconds per stage (read+parse,
+                      match, write), index bytes and broadcast cost, throughput in total
+                      and per partition
 
-example (local mode, all cores; needs only `pip install pyspark` and Java 17):
+example (local mode, two cores, a failed task tried twice; needs only
+`pip install 'rtf[spark]'` and Java 17):
   rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz -n 2000 -o /tmp/q.jsonl
   python spark/dbpedia_eval.py --dump ../shared/data/dbpedia \\
       --queries /tmp/q.jsonl --taxonomy ../shared/data/dbpedia/ontology/dbpedia_2015-10.nt.gz \\
-      --algorithm rtfs --master 'local[2]' --output /tmp/rtf-spark-out
+      --algorithm rtfs --master 'local[2,2]' --output-format jsonl --output /tmp/rtf-spark-out
   sort /tmp/rtf-spark-out/part-* > spark.jsonl     # equals a sorted `rtf match` output
 
 query partitions (the index split over 4 groups; output unchanged):
@@ -73,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algorithm", choices=algorithms,
                    help="the engine to run (required with --queries; with --index, the index's)")
     p.add_argument("--master", metavar="URL",
-                   help="Spark master: local[*] (default), local[N], spark://host:7077, yarn, ...; "
+                   help="Spark master: local[*,2] (default: every core, a failed task tried twice), "
+                        "local[N,F], local-cluster[N,C,MB], spark://host:7077, yarn, ...; "
                         "under spark-submit its --master is used unless this is given")
     p.add_argument("--partitions", type=int, metavar="N",
                    help="partitions of the grouped publications, i.e. filter tasks "
@@ -89,8 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: hash)")
     p.add_argument("--measure-index-memory", action="store_true",
                    help="with --query-partitions: unpickle each group's engine on the driver under "
-                        "tracemalloc and report its size (metrics.json: index_memory_bytes)")
-    p.add_argument("--output", required=True, metavar="DIR", help="folder for the part files and metrics.json")
+                        "tracemalloc and report its size (_metrics.json: index_memory_bytes)")
+    p.add_argument("--output", required=True, metavar="DIR", help="folder for the part files and _metrics.json")
+    p.add_argument("--output-format", choices=("parquet", "jsonl"), default="parquet",
+                   help="parquet (default): publication, query, subscriber, bindings "
+                        "(array<map<string,string>>); jsonl: the lines of `rtf match`, byte for byte")
     p.add_argument("--overwrite", action="store_true",
                    help="replace DIR if it holds the output of an earlier run")
     p.add_argument("--pipelined", action="store_true",
@@ -109,47 +116,6 @@ def _log(quiet: bool):
     return log
 
 
-def make_session(master: str | None, conf: list[str]):
-    """A SparkSession: local[*] by default, spark-submit's master under spark-submit."""
-    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # set by spark-submit's Python runner
-    if master is None and not under_submit:
-        master = "local[*]"
-    if master and master.startswith("local"):
-        # Local workers must run this Python, which has rtf installed
-        # (PySpark's default is whatever `python3` is on the PATH).
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    # Our own stage lines replace Spark's console progress bar (--conf can bring it back).
-    builder = SparkSession.builder.appName("rtf dbpedia_eval").config(
-        "spark.ui.showConsoleProgress", "false")
-    if master:
-        builder = builder.master(master)
-    for item in conf:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"dbpedia_eval: error: --conf expects KEY=VALUE, not {item!r}")
-        builder = builder.config(key.strip(), value.strip())
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    return spark
-
-
-def spark_error_summary(error: Exception) -> str:
-    """The most telling line of a Spark failure: the Python or Java exception at its root."""
-    import re
-
-    text = str(error)
-    causes = re.findall(r"^\s*(?:Caused by: )?((?:[\w.]+\.)?\w*(?:Error|Exception): .+?)(?: SQLSTATE: \w+\)?)?$",
-                        text, re.MULTILINE)
-    causes = [c for c in causes if not c.startswith(("org.apache.spark.SparkException: Job aborted",
-                                                     "org.apache.spark.api.python.PythonException"))]
-    if causes:
-        return causes[-1].strip()
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[0] if lines else type(error).__name__
-
-
 def main(argv: list[str] | None = None, spark=None) -> int:
     """Run the job; `spark`: an existing session to use (and not stop), as the tests do."""
     parser = build_parser()
@@ -159,18 +125,21 @@ def main(argv: list[str] | None = None, spark=None) -> int:
     log = _log(args.quiet)
     from rtf.errors import RtfError
     from rtf.spark.replay import ReplayConfig, ReplayError, package_zip, run_replay
+    from rtf.spark.session import failure_message, make_session
 
     config = ReplayConfig(dumps=args.dump, queries=args.queries, index=args.index, output=args.output,
                           algorithm=args.algorithm, taxonomy=args.taxonomy,
                           partitions=args.partitions, timed=not args.pipelined,
-                          overwrite=args.overwrite, query_partitions=args.query_partitions,
+                          overwrite=args.overwrite, output_format=args.output_format,
+                          query_partitions=args.query_partitions,
                           query_partitioning=args.query_partitioning,
                           measure_memory=args.measure_index_memory)
     own = spark is None
     t = time.perf_counter()
     try:
         if own:
-            spark = make_session(args.master, args.conf)
+            spark = make_session("rtf dbpedia_eval", args.master, args.conf, prog="dbpedia_eval")
+            spark.sparkContext.setLogLevel("WARN")
             log(f"Spark {spark.version}, master {spark.sparkContext.master}, "
                 f"default parallelism {spark.sparkContext.defaultParallelism} "
                 f"(session up in {time.perf_counter() - t:.1f} s)")
@@ -185,7 +154,8 @@ def main(argv: list[str] | None = None, spark=None) -> int:
         return 1
     except Exception as e:  # a failed Spark job: one line, not a Java stack trace
         if "py4j" in type(e).__module__ or "pyspark" in type(e).__module__:
-            print(f"dbpedia_eval: error: Spark job failed: {spark_error_summary(e)} "
+            sc = spark.sparkContext if spark is not None else None
+            print(f"dbpedia_eval: error: {failure_message(e, sc, 'the replay')} "
                   "(details in the Spark log above)", file=sys.stderr)
             return 1
         raise
@@ -201,7 +171,7 @@ def main(argv: list[str] | None = None, spark=None) -> int:
         summary["query_partitions"] = {key: qp[key] for key in (
             "k", "strategy", "contained_queries", "index_bytes_max", "pairs_routed", "pairs_skipped")}
     log(json.dumps(summary))
-    log(f"wrote {metrics['matches']} matches and metrics.json to {args.output}")
+    log(f"wrote {metrics['matches']} matches ({args.output_format}) and _metrics.json to {args.output}")
     return 0
 
 

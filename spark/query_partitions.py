@@ -60,7 +60,7 @@ def main(argv=None) -> int:
         out = work / f"k{k}-{strategy}"
         m = run_spark(args.dump, args.queries, taxonomy, args.algorithm, args.master, out,
                       args.partitions, ["--query-partitions", str(k), "--query-partitioning", strategy,
-                       "--measure-index-memory"])
+                                        "--measure-index-memory"])
         qp = m["query_partitions"]
         got = sorted_lines(sorted(out.glob("part-*")))
         row = {"runner": m["spark"]["master"], "k": k, "strategy": strategy if k > 1 else "(one group)",

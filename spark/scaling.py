@@ -10,7 +10,7 @@ figures from each run's metrics.json (the numbers in docs/spark.md).
 example:
   rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz -n 10000 -o /tmp/q10k.jsonl
   python spark/scaling.py --queries /tmp/q10k.jsonl --algorithms rtfs \\
-      --masters 'local[1]' 'local[2]' --work /tmp/rtf-scaling
+      --masters 'local[1,2]' 'local[2,2]' --work /tmp/rtf-scaling
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ def run_spark(dumps: list[str], queries: str, taxonomy: str | None, algorithm: s
               out: Path, partitions: int | None, extra: list[str]) -> dict:
     cmd = [sys.executable, str(SCRIPT), "--dump", *dumps, "--queries", queries,
            "--algorithm", algorithm, "--master", master, "--output", str(out), "--overwrite",
+           "--output-format", "jsonl",
            "--conf", "spark.ui.enabled=false", *extra]
     if taxonomy:
         cmd += ["--taxonomy", taxonomy]
@@ -61,7 +62,7 @@ def run_spark(dumps: list[str], queries: str, taxonomy: str | None, algorithm: s
     wall = time.perf_counter() - t
     if proc.returncode != 0:
         raise SystemExit(f"dbpedia_eval.py failed ({master}):\n{proc.stderr[-3000:]}")
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = json.loads((out / "_metrics.json").read_text())
     metrics["wall_s"] = round(wall, 3)  # with the JVM's start and stop
     return metrics
 
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
                    help="ontology (default: the sample's 2015-10 ontology; '' for none)")
     p.add_argument("--algorithms", nargs="+", default=["rtfs"],
                    choices=["naive", "rtfm", "rtfs", "ibroker"])
-    p.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
+    p.add_argument("--masters", nargs="+", default=["local[1,2]", "local[2,2]"])
     p.add_argument("--partitions", type=int, help="as dbpedia_eval.py --partitions")
     p.add_argument("--no-match", action="store_true", help="skip rtf match and the comparison")
     p.add_argument("--work", default="/tmp/rtf-scaling", help="folder for outputs and results.json")
@@ -125,21 +126,21 @@ def main(argv=None) -> int:
             shutil.rmtree(out / "_temporary", ignore_errors=True)
     (work / "results.json").write_text(json.dumps(results, indent=2) + "\n")
 
-    print("| algorithm | runner | publications | matches | read+parse s | group s | broadcast s "
-          "| filter s | write s | Spark total s | pubs/s (total) | pubs/s (filter stage) "
+    print("| algorithm | runner | publications | matches | read+parse s | broadcast s "
+          "| match s (group+filter) | write s | Spark total s | pubs/s (total) | pubs/s (match stage) "
           "| filter skew max/mean | equal |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         if r["runner"] == "rtf match":
             rate = r["publications"] / r["filter_s"] if r["filter_s"] else 0
             print(f"| {r['algorithm']} | rtf match (1 process) | {r['publications']} | {r['matches']} "
-                  f"| | | | {r['filter_s']:.2f} | | {r['wall_s']:.2f} (wall) | "
+                  f"| | | {r['filter_s']:.2f} | | {r['wall_s']:.2f} (wall) | "
                   f"{r['publications'] / r['wall_s']:.0f} | {rate:.0f} | | |")
             continue
         s, t = r["stages_s"], r["throughput"]
         print(f"| {r['algorithm']} | {r['runner']} | {r['publications']} | {r['matches']} "
-              f"| {s.get('read_parse_s', 0):.2f} | {s.get('group_s', 0):.2f} "
-              f"| {s.get('broadcast_s', 0):.2f} | {s.get('filter_s', 0):.2f} | {s.get('write_s', 0):.2f} "
+              f"| {s.get('read_parse_s', 0):.2f} "
+              f"| {s.get('broadcast_s', 0):.2f} | {s.get('match_s', 0):.2f} | {s.get('write_s', 0):.2f} "
               f"| {r['spark_s']:.2f} | {t['publications_per_s']:.0f} "
               f"| {t['filter_publications_per_s'] or 0:.0f} "
               f"| {t['partition_filter_s_max_over_mean'] or 0:.2f} | {r.get('equals_rtf_match', '')} |")

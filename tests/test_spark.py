@@ -73,21 +73,27 @@ def _load_script():
 # ------------------------------------------------------------------ fixtures
 
 
-@pytest.fixture(scope="module")
-def spark():
+def local_session(master: str, app: str, **conf):
+    """A quiet local SparkSession for a test module (two cores, two shuffle partitions)."""
     if NO_SPARK:
         pytest.skip(NO_SPARK)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2]").appName("rtf tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.driver.memory", "1g")
-               .getOrCreate())
+    builder = SparkSession.builder.master(master).appName(app)
+    settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                "spark.driver.memory": "1g", **conf}
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = local_session("local[2]", "rtf tests")
     yield session
     session.stop()
 
@@ -192,7 +198,15 @@ def spark_lines(output: Path) -> list[str]:
 
 
 def run_script(spark, *argv) -> int:
-    return _load_script().main([*map(str, argv), "--quiet"], spark=spark)
+    """The job on the module's session; JSON Lines unless the test asks for Parquet."""
+    argv = [*map(str, argv)]
+    if "--output-format" not in argv:
+        argv += ["--output-format", "jsonl"]
+    return _load_script().main([*argv, "--quiet"], spark=spark)
+
+
+def metrics_of(output: Path) -> dict:
+    return json.loads((output / "_metrics.json").read_text())
 
 
 # -------------------------------------------------------------------- Spark
@@ -216,17 +230,17 @@ def test_spark_output_equals_rtf_match(spark, inputs, reference, tmp_path, algor
     assert len(expected) > 50  # the workload does match something
     assert got == expected
 
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = metrics_of(out)
     assert metrics["publications"] == stats["publications"]
     assert metrics["matches"] == stats["matches"] == len(expected)
     assert metrics["bad_lines_skipped"] == n_bad == stats["skipped_lines"]
     assert metrics["bad_lines_by_file"] == {str(dumps / "with_bad_lines.nt"): n_bad}
-    assert set(metrics["stages_s"]) == {"read_parse_s", "group_s", "broadcast_s", "filter_s", "write_s"}
+    assert set(metrics["stages_s"]) == {"read_parse_s", "broadcast_s", "match_s", "write_s"}
     assert metrics["index"]["bytes"] > 1000 and metrics["queries"] == stats["queries"]
     parts = metrics["partitions"]
     assert [p["partition"] for p in parts] == [0, 1, 2]
     assert sum(p["publications"] for p in parts) == metrics["publications"]
-    # The engine is unpickled once per Python worker, not once per partition.
+    # The engine is built once per Python worker, not once per partition.
     assert 1 <= metrics["index"]["loads"] <= len({p["worker"] for p in parts})
     assert metrics["throughput"]["publications_per_s"] > 0
 
@@ -239,7 +253,7 @@ def test_pipelined_run_gives_the_same_lines(spark, inputs, reference, tmp_path):
                       "--algorithm", "rtfs", "--output", out, "--pipelined") == 0
     expected, stats = reference("rtfs")
     assert spark_lines(out) == expected
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = metrics_of(out)
     assert metrics["bad_lines_skipped"] == n_bad and not metrics["timed_stages"]
     assert metrics["publications"] == stats["publications"]
     assert set(metrics["stages_s"]) == {"broadcast_s", "pipeline_s"}
@@ -259,7 +273,7 @@ def test_existing_output_is_refused_then_overwritten(spark, inputs, tmp_path, ca
     shutil.rmtree(out)
     assert run_script(spark, *argv) == 0
     assert run_script(spark, *argv, "--overwrite") == 0
-    assert json.loads((out / "metrics.json").read_text())["publications"] == 1
+    assert metrics_of(out)["publications"] == 1
 
 
 @spark_test
@@ -272,12 +286,31 @@ def test_command_line_runs_in_local_mode_by_default(tmp_path):
                            "--conf", "spark.ui.enabled=false"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["spark"]["master"] == "local[*]" and metrics["publications"] == 98
+    metrics = metrics_of(out)
+    assert metrics["spark"]["master"] == "local[*,2]" and metrics["publications"] == 98
     assert "wrote" in proc.stderr
 
 
 # ------------------------------------------------------------ without Spark
+
+
+@spark_test
+def test_parquet_output_holds_the_matches_of_rtf_match(spark, inputs, reference, tmp_path):
+    """The default output: one row per match, bindings as array<map<string,string>>, read here
+    without Spark; the same matches as `rtf match`, the variables in its order."""
+    import pyarrow.dataset as ds
+
+    dumps, _, queries, taxonomy, n_bad = inputs
+    expected, stats = reference("rtfs")
+    out = tmp_path / "out"
+    assert run_script(spark, "--dump", dumps, "--queries", queries, "--taxonomy", taxonomy,
+                      "--algorithm", "rtfs", "--output-format", "parquet", "--output", out) == 0
+    rows = ds.dataset(out, format="parquet").to_table().to_pylist()
+    lines = sorted(json.dumps({"publication": r["publication"], "query": r["query"],
+                               "subscriber": r["subscriber"], "bindings": [dict(b) for b in r["bindings"]]},
+                              ensure_ascii=False) for r in rows)
+    assert lines == expected
+    assert metrics_of(out)["matches"] == len(expected)
 
 
 def test_help_teaches_with_an_example():
@@ -285,7 +318,7 @@ def test_help_teaches_with_an_example():
                           timeout=60)
     assert proc.returncode == 0
     for text in ("--dump", "--queries", "--taxonomy", "--algorithm", "--master", "--partitions",
-                 "--output", "example", "spark-submit", "metrics.json"):
+                 "--output", "--output-format", "parquet", "example", "spark-submit", "_metrics.json"):
         assert text in proc.stdout
 
 
@@ -305,7 +338,7 @@ def test_dump_files_picks_the_dumps_of_a_folder(tmp_path):
 
 
 def test_parse_lines_makes_subject_runs_and_counts_bad_lines():
-    from rtf.spark.replay import parse_lines
+    from rtf.spark.workers import parse_lines
 
     counters: dict = {}
     lines = GOOD_LINES + BAD_LINES + ['<http://ex.org/ok2> <http://ex.org/p> "x" .', GOOD_LINES[0]]
@@ -323,7 +356,7 @@ def test_parse_lines_makes_subject_runs_and_counts_bad_lines():
 
 def test_a_pickled_engine_matches_like_the_original(dbpedia_slice):
     from rtf.engine import Engine
-    from rtf.spark.replay import filter_records, unpickle_blob, pickle_blob
+    from rtf.spark.workers import filter_records, pickle_blob, unpickle_blob
     from rtf.bench.workload import generate_queries
 
     engine = Engine("rtfs")
@@ -372,7 +405,7 @@ def test_a_saved_index_gives_the_lines_of_rtf_match_index(spark, inputs, tmp_pat
     out = tmp_path / "out"
     assert run_script(spark, "--dump", dumps, "--index", index, "--partitions", 2, "--output", out) == 0
     assert len(expected) > 50 and spark_lines(out) == expected
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = metrics_of(out)
     assert metrics["algorithm"] == "rtfm" and metrics["bad_lines_skipped"] == n_bad
     assert metrics["index"]["bytes"] == index.stat().st_size  # the file's bytes, not a pickle
     assert 1 <= metrics["index"]["loads"] <= len({p["worker"] for p in metrics["partitions"]})
@@ -397,7 +430,7 @@ def _partitioned_run(spark, inputs, out, strategy, k, algorithm="rtfs", queries=
     assert run_script(spark, "--dump", dumps, "--queries", queries or all_queries, "--taxonomy", taxonomy,
                       "--algorithm", algorithm, "--partitions", 2, "--query-partitions", k,
                       "--query-partitioning", strategy, "--output", out) == 0
-    return json.loads((out / "metrics.json").read_text())
+    return metrics_of(out)
 
 
 @spark_test

@@ -84,7 +84,8 @@ from rtf.io.input_limits import (
     overlong_line,
     overlong_term,
 )
-from rtf.io.sources import (_LINE_FORMATS, CHUNK_BYTES, STDIN, Break, GuardedReader, detect_format, open_binary)
+from rtf.io.sources import (_LINE_FORMATS, _OPENERS, CHUNK_BYTES, STDIN, Break, GuardedReader, detect_format,
+                            open_binary)
 from rtf.io.memory import MemorySource, in_memory
 from rtf.io.publication import Publication, Triple
 from rtf.query.terms import display_iri
@@ -538,19 +539,31 @@ def _read_file(raw: IO[bytes], label: str, fmt: ox.RdfFormat, by_graph: bool,
     yield from _group(_rows(chain(batches, f.end(label)), on_bad, stats), by_graph, stats)
 
 
-def publications_from_bytes(data: bytes, format: str | ox.RdfFormat, group_by: str = "subject",
-                            source: str = "<bytes>") -> list[Publication]:
+def publications_from_bytes(data: bytes, format: str | ox.RdfFormat | None = None,
+                            group_by: str = "subject", source: str = "<bytes>",
+                            skip_invalid: bool = False, stats: ReadStats | None = None
+                            ) -> list[Publication]:
     """The publications of the RDF document `data` (an HTTP body, say), all at once.
 
     As `read_publications` reads a file, with the same grouping and format
-    names (``"nt"``, ``"ttl"``, ``"nq"``, ``"trig"``, ...), but strict: the
-    first malformed line or statement raises `PublicationError` naming
-    `source` and the line, and nothing is returned.
+    names (``"nt"``, ``"ttl"``, ``"nq"``, ``"trig"``, ...); without `format`
+    the syntax is told by the name `source` (``"drop-1.nq.gz"``), and so is
+    the compression: with a `source` (or `format`) ending in ``.gz`` or
+    ``.bz2``, `data` is decompressed.
+    Strict by default: the first malformed line or statement raises
+    `PublicationError` naming `source` and the line, and nothing is
+    returned; with ``skip_invalid=True`` bad lines are skipped and a broken
+    archive is read up to its break, as ``rtf match --skip-invalid`` reads
+    the same bytes from a file, counted in `stats`.
     """
     if group_by not in ("subject", "graph"):
         raise ValueError(f"group_by must be 'subject' or 'graph', not {group_by!r}")
-    fmt, _ = detect_format(source, format)
-    return list(_read_file(io.BytesIO(data), source, fmt, group_by == "graph", False, ReadStats()))
+    fmt, compression = detect_format(source, format)
+    raw: IO[bytes] = io.BytesIO(data)
+    if compression:
+        raw = _OPENERS[compression](raw)
+    return list(_read_file(raw, source, fmt, group_by == "graph", skip_invalid,
+                           stats if stats is not None else ReadStats()))
 
 
 def parse_ntriples_lines(lines: Iterable[str], source: str = "<lines>"

@@ -62,7 +62,8 @@ class HadoopFS:
 
 def is_previous_output(names: list[str]) -> bool:
     """A folder that only holds what this job writes (so --overwrite may delete it)."""
-    return all(n.startswith(("part-", "_SUCCESS", ".part-", "._SUCCESS")) or n == "metrics.json"
+    return all(n.startswith(("part-", "_SUCCESS", ".part-", "._SUCCESS"))
+               or n in ("metrics.json", "_metrics.json", "._metrics.json.crc")
                for n in names)
 
 

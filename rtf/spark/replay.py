@@ -1,102 +1,62 @@
 """Replaying RDF dumps through an engine on Spark.
 
 This is the library behind ``spark/dbpedia_eval.py`` (see ``docs/spark.md``).
-The job has five stages, each timed on its own:
+The job has three stages, each timed on its own:
 
-1. **read+parse.** One ``sc.textFile`` per dump file: Hadoop decompresses
-   ``.gz`` and ``.bz2`` (a ``.gz`` file is one partition, plain and ``.bz2``
-   files are split). Each partition's lines are parsed in the executors, in
-   batches of about `BATCH_CHARS` characters, by
-   `rtf.io.reader.parse_ntriples_lines` (one pyoxigraph call per batch). Bad
-   lines are skipped and counted in an accumulator, never a failed task.
-   Consecutive triples with the same subject leave the partition as one
-   record ``(subject, [(p, o), ...])`` (a sorted dump sends each resource's
-   triples as one record, not one per triple).
-2. **group.** ``combineByKey`` on the subject, over *all* files, into N
-   partitions by CRC-32 of the subject: a resource whose types, abstract and
-   properties come in different files (as DBpedia ships them) becomes one
-   publication.
-3. **broadcast.** The engine is built once on the driver from the queries,
-   pickled (`rtf.spark.workers.pickle_blob`) and broadcast as bytes. With a saved index
-   (``--index``) the driver broadcasts the index file's bytes as they are,
-   checked but not loaded.
-4. **filter.** ``mapPartitionsWithIndex``: each Python worker unpickles the
-   engine (or loads it from the index bytes, `rtf.engine.Engine.from_bytes`)
-   the first time it meets the broadcast and keeps it (`_ENGINES`), so
-   a worker that runs many partitions pays it once; every publication goes
-   through ``engine.match``.
-5. **write.** The matches, as the lines of ``rtf match`` (`rtf.io.output.match_line`),
-   go to JSON Lines part files with ``saveAsTextFile``; ``metrics.json`` beside
-   them holds the counts, stage times and throughputs.
+1. **read+parse.** Spark's ``text`` source reads each dump file (Hadoop
+   decompresses ``.gz``, one partition a file, and ``.bz2``, which splits);
+   the Python workers parse every partition's lines, about 1 MiB per
+   pyoxigraph call, into rows of triples (`rtf.spark.dump_triples`). Bad
+   lines are skipped and counted, never a failed task.
+2. **match.** `rtf.spark.dataframe.match_publications` groups the triples by
+   subject over *all* files (a resource whose types, abstract and
+   properties come in different files, as DBpedia ships them, becomes one
+   publication) and matches each publication in the Python workers
+   through ``mapInArrow``. The engine travels as saved-index bytes: the
+   file given with ``--index`` as it is, or the engine built on the driver
+   from ``--queries``, saved to bytes (`rtf.engine.Engine.to_bytes`); each
+   Python worker builds it once and keeps it (`rtf.spark.engines`).
+3. **write.** Parquet (publication, query, subscriber, bindings as
+   ``array<map<string,string>>``) or, with ``output_format="jsonl"``, the
+   lines of ``rtf match`` byte for byte; ``_metrics.json`` beside them holds
+   the counts, stage times and throughputs.
 
-Stages run one Spark job each over persisted RDDs so that each can be timed
-(``timed=True``); ``timed=False`` runs the whole pipeline as one job with no
-cache, for dumps too large to persist, and then only the executor-side times
-(parse, filter) and the total are known.
-
-The functions that run in the executors are plain functions of this module
-(`parse_lines`, `filter_records`), so they are tested without Spark; the
-Spark part (`run_replay`) imports pyspark lazily.
+With ``timed=False`` the three run as one Spark job without caching (for
+dumps too large to persist); then only the executor-side times (parse,
+match) and the total are known. With query groups (``query_partitions``)
+the match stage is `rtf.spark.query_groups` instead.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import platform
 import time
-import uuid
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
 from operator import itemgetter
 from pathlib import Path
 
 from rtf.bench.machine import machine_info
+from rtf.spark.dataframe import (
+    LINES_SCHEMA,
+    MATCH_SCHEMA,
+    ListParam,
+    collected,
+    index_bytes,
+    match_publications,
+    task_metrics,
+)
+from rtf.spark.dump_triples import read_triples
 from rtf.spark.dumps import ReplayError, dump_files
 from rtf.spark.hadoopfs import HadoopFS, prepare_output
-from rtf.spark.workers import (
-    _ROUTERS,
-    BATCH_CHARS,
-    MAX_EXAMPLES,
-    build_group_engines,
-    engine_for,
-    engine_memory,
-    filter_records,
-    index_for_broadcast,
-    parse_lines,
-    pickle_blob,
-    subject_partition,
-    unpickle_blob,
-    worker_rss_mb,
-)
+from rtf.spark.workers import BATCH_CHARS, MAX_EXAMPLES, build_group_engines, max_rss
 
-# ------------------------------------------------------------- accumulators
-
-
-class ListParam:
-    """Accumulator of lists: they concatenate (duck-typed AccumulatorParam)."""
-
-    def zero(self, value):
-        return []
-
-    def addInPlace(self, a, b):
-        a.extend(b)
-        return a
-
-
-def _extend(acc: list, more: list) -> list:
-    acc.extend(more)
-    return acc
-
-
-def _same(value: list) -> list:
-    return value
-
-
-# --------------------------------------------------------------------- Spark
+#: The output formats: Parquet rows, or the JSON Lines of ``rtf match``.
+OUTPUT_FORMATS = ("parquet", "jsonl")
+#: The figures of a run, beside the matches (a name every Parquet reader skips).
+METRICS = "_metrics.json"
 
 
 @dataclass
@@ -112,6 +72,7 @@ class ReplayConfig:
     partitions: int | None = None  # publications' partitions (default: 2 x default parallelism)
     timed: bool = True
     overwrite: bool = False
+    output_format: str = "parquet"  # OUTPUT_FORMATS
     batch_chars: int = BATCH_CHARS
     query_partitions: int | None = None  # K groups of queries (None: one engine for all)
     query_partitioning: str = "hash"  # rtf.spark.partition.STRATEGIES
@@ -123,12 +84,12 @@ def _round(x: float, n: int = 4) -> float:
 
 
 def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda s: None) -> dict:
-    """Run the job on `spark` (a SparkSession); write the matches and metrics.json; return the metrics."""
-    from pyspark import StorageLevel
-
+    """Run the job on `spark` (a SparkSession); write the matches and their metrics; return the metrics."""
     sc = spark.sparkContext
     fs = HadoopFS(sc)
     t_start = time.perf_counter()
+    if config.output_format not in OUTPUT_FORMATS:
+        raise ReplayError(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}")
     files = dump_files(config.dumps, list_dir=fs.list_dir, warn=log)
     prepare_output(fs, config.output, config.overwrite)
     if config.partitions is not None and config.partitions < 1:
@@ -148,13 +109,12 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
     if config.index is not None:
         index_blob, index_stats = index_for_broadcast(config)
         config = replace(config, algorithm=index_stats["algorithm"])
-        engine, n_queries = None, index_stats["queries"]
+        n_queries = index_stats["queries"]
     elif k is not None:
         if k < 1:
             raise ReplayError("--query-partitions must be at least 1")
         groups, matchers, taxonomy = build_group_engines(
             config.algorithm, config.queries, k, config.query_partitioning, config.taxonomy)
-        engine = None
         n_queries = sum(len(g.query_ids) for g in groups)
         index_stats = {"algorithm": config.algorithm, "queries": n_queries}
     else:
@@ -166,72 +126,94 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         n_queries = len(engine)
         index_stats = engine.stats()
     build_s = time.perf_counter() - t
+    serialize_s = 0.0
     if index_blob is not None:
         log(f"read the {config.algorithm} index {config.index}: {n_queries} queries, "
             f"{len(index_blob):,} bytes in {build_s:.2f} s")
     else:
         log(f"built the {config.algorithm} engine{'s' if k else ''}: {n_queries} queries in {build_s:.2f} s"
             + (f", {k} groups by {config.query_partitioning}" if k else ""))
+        if k is None:
+            t = time.perf_counter()
+            index_blob = engine.to_bytes()  # what the workers build from: never a pickle
+            serialize_s = time.perf_counter() - t
+            del engine
 
-    # One record per task, tagged with what it read or filtered: the driver keeps
+    # One record per task, tagged with what it read or matched: the driver keeps
     # one per split and per partition, so that a task Spark runs again (a
     # retry, a lost cached block) is not counted twice.
     split_stats = sc.accumulator([], ListParam())
-    partition_stats = sc.accumulator([], ListParam())
-    batch_chars = config.batch_chars
-    keep = StorageLevel.MEMORY_AND_DISK
     stages: dict[str, float] = {}
+    previous_conf = {key: spark.conf.get(key, None) for key in _SHUFFLE_CONF}
+    # Exactly `partitions` match tasks: adaptive execution would merge a small dump's
+    # shuffle partitions into one task on one core.
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
     t_spark = time.perf_counter()
+    try:
+        def materialize(frame, stage: str, done: str, previous=None) -> None:
+            """Timed runs: compute and persist `frame` (an RDD or DataFrame) as a job of its own."""
+            if not config.timed:
+                return
+            from pyspark import StorageLevel
 
-    # 1. read+parse, in the executors.
-    def parse_file(source: str):
-        def run(split, lines):
-            local: dict = {}
-            yield from parse_lines(lines, f"{source} split {split}", local, batch_chars)
-            local.update(source=source, split=split)
-            split_stats.add([local])
-        return run
+            t = time.perf_counter()
+            frame.persist(StorageLevel.MEMORY_AND_DISK).count()
+            stages[stage] = time.perf_counter() - t
+            if previous is not None:
+                previous.unpersist()
+            log(f"{done} in {stages[stage]:.2f} s")
 
-    parsed = sc.union([sc.textFile(f).mapPartitionsWithIndex(parse_file(f)) for f in files])
-    read_partitions = parsed.getNumPartitions()
-    def materialize(rdd, stage: str, done: str, previous=None) -> None:
-        """Timed runs: compute and persist `rdd` as a job of its own, timed as `stage`."""
-        if not config.timed:
-            return
+        # 1. read+parse, in the executors.
+        triples = read_triples(spark, files, split_stats, config.batch_chars)
+        read_partitions = triples.rdd.getNumPartitions()
+        materialize(triples, "read_parse_s", f"read and parsed {len(files)} file(s)")
+
+        # 2. match (group by subject, filter).
+        if k is not None:
+            from rtf.spark.query_groups import filter_groups, grouped_records
+
+            partition_stats = sc.accumulator([], ListParam())
+            grouped = grouped_records(triples)
+            materialize(grouped, "group_s", f"grouped into {partitions} partitions", previous=triples)
+            lines, blob_bytes, group_serialize_s, broadcast_call_s, unpersist, grouping = filter_groups(
+                sc, config, grouped, partitions, groups, matchers, taxonomy, partition_stats,
+                materialize, stages, log)
+            serialize_s += group_serialize_s
+            matches = (spark.createDataFrame(lines.map(lambda line: (line,)), LINES_SCHEMA)
+                       if config.output_format == "jsonl" else spark.read.json(lines, schema=MATCH_SCHEMA))
+            parts_of = lambda: sorted({p["partition"]: p for p in partition_stats.value}.values(),  # noqa: E731
+                                      key=itemgetter("partition"))
+        else:
+            task_acc = task_metrics(sc)
+            t = time.perf_counter()
+            matches = match_publications(triples, index_blob, lines=config.output_format == "jsonl",
+                                         metrics=task_acc)
+            broadcast_call_s = time.perf_counter() - t
+            stages["broadcast_s"] = serialize_s + broadcast_call_s
+            blob_bytes, unpersist, grouping = len(index_blob), lambda: None, None
+            materialize(matches, "match_s", f"grouped and matched in {partitions} partitions",
+                        previous=triples)
+            parts_of = lambda: [_partition_figures(t) for t in collected(task_acc)]  # noqa: E731
+
+        # 3. write the matches.
         t = time.perf_counter()
-        rdd.persist(keep).count()
-        stages[stage] = time.perf_counter() - t
-        if previous is not None:
-            previous.unpersist()
-        log(f"{done} in {stages[stage]:.2f} s")
+        writer = matches.write
+        (writer.text if config.output_format == "jsonl" else writer.parquet)(config.output)
+        stages["write_s" if config.timed else "pipeline_s"] = time.perf_counter() - t
+        if config.timed:
+            matches.unpersist()
+        spark_s = time.perf_counter() - t_spark
+        total_s = time.perf_counter() - t_start
+        unpersist()
+    finally:
+        for key, value in previous_conf.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
-    materialize(parsed, "read_parse_s", f"read and parsed {len(files)} file(s)")
-
-    # 2. group by subject across all files.
-    grouped = parsed.combineByKey(_same, _extend, _extend, numPartitions=partitions,
-                                  partitionFunc=subject_partition)
-    materialize(grouped, "group_s", f"grouped into {partitions} partitions", previous=parsed)
-
-    if k is not None:
-        matches, blob_bytes, serialize_s, broadcast_call_s, unpersist, grouping = _filter_groups(
-            sc, config, grouped, partitions, groups, matchers, taxonomy, partition_stats,
-            materialize, stages, log)
-    else:
-        matches, blob_bytes, serialize_s, broadcast_call_s, unpersist = _filter_all(
-            sc, engine, grouped, partition_stats, materialize, stages, log, index_blob, config.index)
-        grouping = None
-    # 5. write the matches.
-    t = time.perf_counter()
-    matches.saveAsTextFile(config.output)
-    stages["write_s" if config.timed else "pipeline_s"] = time.perf_counter() - t
-    if config.timed:
-        matches.unpersist()
-    spark_s = time.perf_counter() - t_spark
-    total_s = time.perf_counter() - t_start
-    unpersist()
-
-    parts = sorted({p["partition"]: p for p in partition_stats.value}.values(),
-                   key=itemgetter("partition"))
+    parts = parts_of()
     splits = sorted({(s["source"], s["split"]): s for s in split_stats.value}.items())
     count: dict = {}
     bad_by_file: dict[str, int] = {}
@@ -250,170 +232,39 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
                        publications=query_groups["publications"] if query_groups else None)
     if query_groups is not None:
         metrics["query_partitions"] = query_groups
-    fs.write_text(config.output.rstrip("/") + "/metrics.json", json.dumps(metrics, indent=2) + "\n")
+    fs.write_text(config.output.rstrip("/") + "/" + METRICS, json.dumps(metrics, indent=2) + "\n")
     return metrics
 
 
-def _filter_all(sc, engine, grouped, partition_stats, materialize, stages, log,
-                index_blob: bytes | None = None, index_name: str | None = None):
-    """Stages 3 and 4 with one engine: broadcast it; filter every partition against it.
+def index_for_broadcast(config: ReplayConfig) -> tuple[bytes, dict]:
+    """(the bytes of the saved index `config.index`, its stats), checked on the driver.
 
-    With `index_blob` (the bytes of the saved index `index_name`; `engine`
-    is None) those bytes are broadcast as they are and every worker loads
-    them with `rtf.engine.Engine.from_bytes`."""
-    # 3. broadcast the serialized engine, or the index file's bytes.
-    t = time.perf_counter()
-    if index_blob is None:
-        blob, load, how = pickle_blob(engine), unpickle_blob, "pickle"
-    else:
-        from rtf.engine import Engine
-
-        blob, how = index_blob, "index file"
-        load = partial(Engine.from_bytes, source=f"broadcast of {os.path.basename(index_name)}")
-    serialize_s = time.perf_counter() - t
-    t = time.perf_counter()
-    engine_bc = sc.broadcast(blob)
-    broadcast_call_s = time.perf_counter() - t
-    stages["broadcast_s"] = serialize_s + broadcast_call_s
-    token = uuid.uuid4().hex
-    log(f"broadcast the engine: {len(blob):,} bytes ({how} {serialize_s:.3f} s, "
-        f"broadcast {broadcast_call_s:.3f} s)")
-
-    # 4. filter, in the executors: one engine per Python worker.
-    def filter_partition(index, records):
-        engine, load_s = engine_for(token, lambda: engine_bc.value, load)
-        stats: dict = {}
-        t0 = time.perf_counter()
-        yield from filter_records(engine, records, stats)
-        stats.update(partition=index, load_s=load_s, task_s=time.perf_counter() - t0,
-                     worker=f"{platform.node()}:{os.getpid()}", rss_mb=worker_rss_mb())
-        partition_stats.add([stats])
-
-    matches = grouped.mapPartitionsWithIndex(filter_partition)
-    materialize(matches, "filter_s", "filtered", previous=grouped)
-    return matches, len(blob), serialize_s, broadcast_call_s, engine_bc.unpersist
+    The header, checksum and body are verified here (`index_bytes`), so a
+    bad file fails before any Spark work, and the options the index fixes
+    are refused as ``rtf match --index`` refuses them. The engine itself is
+    built only in the workers, from these bytes."""
+    if config.queries is not None:
+        raise ReplayError("--index and --queries exclude each other: the index holds the queries")
+    if config.query_partitions is not None:
+        raise ReplayError("--index cannot be used with --query-partitions yet: "
+                          "give the queries with --queries to split them into groups")
+    if config.taxonomy:
+        raise ReplayError("--taxonomy cannot be used with --index: the index holds its taxonomy "
+                          "(rebuild it with `rtf index build --taxonomy`)")
+    data = index_bytes(config.index)
+    algorithm = data.info["algorithm"]
+    if config.algorithm and config.algorithm != algorithm:
+        raise ReplayError(f"--algorithm {config.algorithm} but the index {config.index} is {algorithm}: "
+                          "leave --algorithm out, or rebuild the index")
+    return data.data, {**data.info, "index_file": str(config.index)}
 
 
-def _filter_groups(sc, config, grouped, partitions, groups, matchers, taxonomy, partition_stats,
-                   materialize, stages, log):
-    """Stages 3 and 4 with K query groups (`rtf.spark.partition`).
-
-    Each group's engine is pickled and broadcast on its own. Every
-    publication goes, keyed ``(group, subject)``, to each group its routing
-    keys can touch (`Router`); a shuffle puts group g's publications in
-    filter partitions ``g * partitions ... (g + 1) * partitions - 1``, so each
-    filter task unpickles only its group's engine. Returns what
-    `_filter_all` returns plus a function making the per-group metrics.
-    """
-    from rtf.spark.partition import Router
-
-    k = len(groups)
-    t = time.perf_counter()
-    blobs = [pickle_blob(m) if m is not None else None for m in matchers]
-    router_blob = pickle_blob(Router(groups, taxonomy))
-    serialize_s = time.perf_counter() - t
-    t = time.perf_counter()
-    group_bcs = [sc.broadcast(b) if b is not None else None for b in blobs]
-    router_bc = sc.broadcast(router_blob)
-    broadcast_call_s = time.perf_counter() - t
-    stages["broadcast_s"] = serialize_s + broadcast_call_s
-    tokens = [uuid.uuid4().hex for _ in groups]
-    router_token = uuid.uuid4().hex
-    blob_bytes = sum(len(b) for b in blobs if b is not None)
-    log(f"broadcast {k} group engines: {blob_bytes:,} bytes in all, largest "
-        f"{max((len(b) for b in blobs if b), default=0):,} (pickle {serialize_s:.3f} s)")
-    memory = [engine_memory(b) if config.measure_memory and b is not None else None for b in blobs]
-    route_stats = sc.accumulator([], ListParam())
-
-    # Route: one record per (group, publication) pair the routing keeps.
-    def route_partition(index, records):
-        router = _ROUTERS.get(router_token)
-        if router is None:
-            _ROUTERS.clear()
-            router = _ROUTERS[router_token] = unpickle_blob(router_bc.value)
-        publications = pairs = 0
-        t0 = time.perf_counter()
-        for subject, po in records:
-            publications += 1
-            targets = router.groups_for([(subject, p, o) for p, o in po])
-            pairs += len(targets)
-            for g in targets:
-                yield (g, subject), po
-        route_stats.add([{"partition": index, "publications": publications, "pairs": pairs,
-                          "route_s": time.perf_counter() - t0}])
-
-    def group_partition(key) -> int:
-        g, subject = key
-        return g * partitions + subject_partition(subject) % partitions
-
-    routed = grouped.mapPartitionsWithIndex(route_partition).partitionBy(
-        k * partitions, group_partition)
-    materialize(routed, "route_s", f"routed to {k} query groups", previous=grouped)
-
-    def filter_partition(index, records):
-        g = index // partitions
-        stats: dict = {"group": g}
-        t0 = time.perf_counter()
-        load_s = 0.0
-        records = iter(records)
-        first = next(records, None)
-        if first is not None:  # a task with nothing routed to it loads no engine
-            engine, load_s = engine_for(tokens[g], lambda: group_bcs[g].value)
-            pubs = ((s, po) for (_, s), po in itertools.chain([first], records))
-            yield from filter_records(engine, pubs, stats)
-        stats.update(partition=index, load_s=load_s, task_s=time.perf_counter() - t0,
-                     worker=f"{platform.node()}:{os.getpid()}", rss_mb=worker_rss_mb())
-        for key in ("publications", "triples", "matches", "filter_s"):
-            stats.setdefault(key, 0)
-        partition_stats.add([stats])
-
-    matches = routed.mapPartitionsWithIndex(filter_partition)
-    materialize(matches, "filter_s", "filtered", previous=routed)
-
-    def unpersist():
-        for bc in [router_bc, *group_bcs]:
-            if bc is not None:
-                bc.unpersist()
-
-    def grouping(parts: list[dict]) -> dict:
-        routes = {r["partition"]: r for r in route_stats.value}.values()
-        pairs = sum(r["pairs"] for r in routes)
-        routed_publications = sum(r["publications"] for r in routes)
-        per_group = []
-        for g, m, blob, mem in zip(groups, matchers, blobs, memory):
-            mine = [p for p in parts if p["partition"] // partitions == g.index]
-            filter_s = sum(p["filter_s"] for p in mine)
-            per_group.append({
-                "group": g.index, "queries": len(g.query_ids), "contained_queries": len(g.contained),
-                "anchors": len(g.anchors), "always": g.always,
-                "index_bytes": len(blob) if blob is not None else 0,
-                "index_memory_bytes": mem,
-                "publications_routed": sum(p["publications"] for p in mine),
-                "matches": sum(p["matches"] for p in mine),
-                "filter_s": _round(filter_s),
-                "engine_loads": sum(1 for p in mine if p["load_s"] > 0),
-                "worker_rss_mb_max": _max_rss(p for p in mine if p["publications"]),
-            })
-        sizes = [len(b) for b in blobs if b is not None]
-        return {
-            "k": k, "strategy": config.query_partitioning, "publications": routed_publications,
-            "router_bytes": len(router_blob),
-            "contained_queries": sum(len(g.contained) for g in groups),
-            "index_bytes_total": blob_bytes, "index_bytes_max": max(sizes, default=0),
-            "index_memory_bytes_max": max((x for x in memory if x is not None), default=None),
-            "pairs_considered": k * routed_publications, "pairs_routed": pairs,
-            "pairs_skipped": k * routed_publications - pairs,
-            "route_s": _round(sum(r["route_s"] for r in routes)),
-            "publications_per_group_max": max((g["publications_routed"] for g in per_group), default=0),
-            "groups": per_group,
-        }
-
-    return matches, blob_bytes, serialize_s, broadcast_call_s, unpersist, grouping
+_SHUFFLE_CONF = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.coalescePartitions.enabled")
 
 
-def _max_rss(parts) -> float | None:
-    values = [p["rss_mb"] for p in parts if p.get("rss_mb") is not None]
-    return round(max(values), 1) if values else None
+def _partition_figures(task: dict) -> dict:
+    """A match task's figures under the names the metrics use."""
+    return {**task, "filter_s": task["match_s"]}
 
 
 def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, index_stats,
@@ -424,7 +275,7 @@ def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, ind
     matches = sum(p["matches"] for p in parts)
     filter_cpu = sum(p["filter_s"] for p in parts)
     loads = [p["load_s"] for p in parts if p["load_s"] > 0]
-    filter_wall = stages.get("filter_s")
+    filter_wall = stages.get("match_s", stages.get("filter_s"))
     per_partition = []
     for p in parts:
         per_partition.append({
@@ -467,7 +318,7 @@ def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, ind
         },
         "stages_s": {k: _round(v) for k, v in stages.items()},
         # Peak resident memory of a Python worker seen after a filter task: engine and all.
-        "worker_rss_mb_max": _max_rss(parts),
+        "worker_rss_mb_max": max_rss(parts),
         "executor_s": {"parse": _round(count.get("parse_s", 0.0)), "filter": _round(filter_cpu)},
         "spark_s": _round(spark_s),
         "total_s": _round(total_s),

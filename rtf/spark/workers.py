@@ -1,8 +1,8 @@
-"""What runs in the Spark executors: one engine per Python worker, and the parse and filter of records.
+"""What the replay runs in the Spark executors: parsing dump lines, filtering records, worker figures.
 
 The functions here are plain functions (`parse_lines`, `filter_records`),
-so they are tested without Spark. A worker builds its engine once per
-broadcast (`engine_for`) and keeps it for every later partition.
+so they are tested without Spark. The engines themselves are kept by
+`rtf.spark.engines` (one per Python worker).
 """
 
 from __future__ import annotations
@@ -11,17 +11,12 @@ import os
 import pickle
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from itertools import groupby
 from operator import itemgetter
-from typing import TYPE_CHECKING
 
 from rtf.io.publication import Publication
 from rtf.query.terms import display_iri
-from rtf.spark.dumps import ReplayError, has_scheme, local_path
-
-if TYPE_CHECKING:
-    from rtf.spark.replay import ReplayConfig
 
 #: Characters of lines parsed in one pyoxigraph call (as `rtf.io.sources.CHUNK_BYTES`).
 BATCH_CHARS = 1 << 20
@@ -51,37 +46,6 @@ def build_group_engines(algorithm: str, queries: str, k: int, strategy: str,
     return groups, matchers, tax
 
 
-def index_for_broadcast(config: "ReplayConfig") -> tuple[bytes, dict]:
-    """(the bytes of the saved index `config.index`, its stats), checked on the driver.
-
-    The header, checksum and body are verified here (`rtf.io.store.summary`),
-    so a bad file fails before any Spark work, and the options the index
-    fixes are refused as ``rtf match --index`` refuses them. The engine
-    itself is built only in the workers, from these bytes. A local path only:
-    the driver reads it, Spark ships it.
-    """
-    from rtf.io.store import read_index_bytes, summary
-
-    if config.queries is not None:
-        raise ReplayError("--index and --queries exclude each other: the index holds the queries")
-    if config.query_partitions is not None:
-        raise ReplayError("--index cannot be used with --query-partitions yet: "
-                          "give the queries with --queries to split them into groups")
-    if config.taxonomy:
-        raise ReplayError("--taxonomy cannot be used with --index: the index holds its taxonomy "
-                          "(rebuild it with `rtf index build --taxonomy`)")
-    if has_scheme(config.index):
-        raise ReplayError(f"--index {config.index}: the index must be a file on the driver's file system")
-    data = read_index_bytes(local_path(config.index))
-    content = summary(data, config.index)
-    algorithm = content["algorithm"]
-    if config.algorithm and config.algorithm != algorithm:
-        raise ReplayError(f"--algorithm {config.algorithm} but the index {config.index} is {algorithm}: "
-                          "leave --algorithm out, or rebuild the index")
-    return data, {"algorithm": algorithm, "queries": content["queries"],
-                  "index_file": str(config.index)}
-
-
 def pickle_blob(engine) -> bytes:
     """The engine as bytes to broadcast (pickle, highest protocol).
 
@@ -95,10 +59,6 @@ def unpickle_blob(blob: bytes):
     return pickle.loads(blob)
 
 
-#: Engines unpickled in this Python worker, by broadcast token. A reused
-#: worker (``spark.python.worker.reuse``, the default) keeps its engine for
-#: every later partition of the job.
-_ENGINES: dict[str, object] = {}
 #: The query-group router of the running job (`rtf.spark.partition.Router`), by broadcast token.
 _ROUTERS: dict[str, object] = {}
 
@@ -128,30 +88,10 @@ def worker_rss_mb() -> float | None:
         return None
 
 
-def engine_for(token: str, blob_source: Callable[[], bytes],
-               load: Callable[[bytes], object] = unpickle_blob) -> tuple[object, float]:
-    """The engine of broadcast `token`, and the seconds spent loading it now (0 if cached).
-
-    `load` makes the engine from the broadcast bytes: `unpickle_blob` (a
-    pickle) or `rtf.engine.Engine.from_bytes` (an index file)."""
-    engine = _ENGINES.get(token)
-    if engine is not None:
-        return engine, 0.0
-    from rtf.engine import freeze_long_lived
-
-    t = time.perf_counter()
-    if _ENGINES:  # one engine at a time: let the previous one (frozen) go first
-        import gc
-
-        _ENGINES.clear()
-        gc.unfreeze()
-        gc.collect()
-    engine = load(blob_source())
-    _ENGINES[token] = engine
-    freeze_long_lived()  # as `rtf match` does once the queries are in
-    return engine, time.perf_counter() - t
-
-
+def max_rss(figures) -> float | None:
+    """The largest ``rss_mb`` among tasks' figures (MB, one decimal), None if none has one."""
+    values = [f["rss_mb"] for f in figures if f.get("rss_mb") is not None]
+    return round(max(values), 1) if values else None
 
 
 def subject_partition(subject: str) -> int:

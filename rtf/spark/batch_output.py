@@ -1,0 +1,141 @@
+"""Micro-batch output that every reader sees exactly once: a folder per batch, published by one rename.
+
+Spark's own file sink commits a micro-batch in a metadata log that only
+Spark reads; a file it wrote before a crash stays in the folder, and any
+other reader counts it. Here a batch's matches are written by Spark into a
+temporary folder under ``_rtf_tmp/``, its manifest is added, and the whole
+folder is renamed to ``batch_id=N`` -- one atomic step on a local or
+POSIX-shared file system. So the output folder only ever holds complete
+batches, each once::
+
+    OUTPUT/batch_id=0/part-00000-....snappy.parquet   the matches of batch 0
+    OUTPUT/batch_id=0/_rtf_batch.json                 its manifest (pin, files, counts, times)
+    OUTPUT/batch_id=1/...
+    OUTPUT/_rtf_tmp/                                  a batch being written (or left by a crash)
+
+Readers that skip names starting with ``_`` or ``.`` -- as pyarrow, Spark,
+pandas, Hive and Trino do -- read the folder as it is::
+
+    import pyarrow.dataset as ds
+    matches = ds.dataset(OUTPUT, format="parquet", partitioning="hive").to_table()
+
+(a reader that globs must use ``OUTPUT/batch_id=*/*.parquet``). A batch
+replayed after a crash finds its folder already there and writes nothing
+(`commit` is idempotent by batch id); a replayed batch that was not yet
+renamed writes the same matches again, because its inputs are pinned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from rtf.spark.dumps import ReplayError, has_scheme, local_path
+from rtf.spark.durable import fsync_folder
+
+PREFIX = "batch_id="
+TEMPORARY = "_rtf_tmp"
+MANIFEST = "_rtf_batch.json"
+
+
+class BatchOutput:
+    """The output folder of a stream: committed batches, each in its own folder."""
+
+    def __init__(self, folder: str | os.PathLike):
+        if has_scheme(str(folder)):
+            raise ReplayError(f"--output {folder}: the output must be a local (or mounted shared) "
+                              "folder, where a folder rename is atomic")
+        self.folder = Path(local_path(str(folder)))
+        self.temporary = self.folder / TEMPORARY
+
+    def prepare(self) -> None:
+        """Create the folder; clear what a killed run left in ``_rtf_tmp`` (never a committed batch)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if self.temporary.exists():
+            shutil.rmtree(self.temporary)
+        self.temporary.mkdir()
+
+    def path(self, batch_id: int) -> Path:
+        return self.folder / f"{PREFIX}{batch_id}"
+
+    def committed(self, batch_id: int) -> bool:
+        return self.path(batch_id).is_dir()
+
+    def batch_ids(self) -> list[int]:
+        """The committed batches, in order."""
+        ids = []
+        for name in os.listdir(self.folder) if self.folder.is_dir() else ():
+            if name.startswith(PREFIX) and name[len(PREFIX):].isdigit():
+                ids.append(int(name[len(PREFIX):]))
+        return sorted(ids)
+
+    def manifest(self, batch_id: int) -> dict | None:
+        try:
+            return json.loads((self.path(batch_id) / MANIFEST).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+
+    def manifests(self) -> list[dict]:
+        return [m for m in map(self.manifest, self.batch_ids()) if m is not None]
+
+    def commit(self, batch_id: int, write: Callable[[str], None],
+               manifest: Callable[[], dict]) -> bool:
+        """Write batch `batch_id` with ``write(folder)`` and publish it; False if it was already there.
+
+        `manifest` is called after the write and its dict is stored with the
+        matches (``committed_at`` is added). The rename is the commit: before
+        it, nothing of the batch is visible; after it, all of it is."""
+        if self.committed(batch_id):
+            return False
+        tmp = self.temporary / f"{PREFIX}{batch_id}.{uuid.uuid4().hex[:12]}"
+        try:
+            write(str(tmp))
+            record = dict(manifest())
+            record["committed_at"] = time.time()
+            (tmp / MANIFEST).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+            _sync_tree(tmp)
+            try:
+                os.rename(tmp, self.path(batch_id))
+            except OSError:
+                if self.committed(batch_id):  # another run of this batch came first
+                    return False
+                raise
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        fsync_folder(self.folder)
+        return True
+
+
+def _sync_tree(folder: Path) -> None:
+    """Flush every file of `folder` to disk (Spark's local writes are not), then the folder."""
+    for entry in os.scandir(folder):
+        if entry.is_file():
+            fd = os.open(entry.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    fsync_folder(folder)
+
+
+def read_matches(folder: str | os.PathLike, columns: list[str] | None = None):
+    """The committed matches of a stream's output as a pyarrow Table (no Spark needed).
+
+    Each match once, whatever crashes and restarts the stream went through;
+    ``batch_id`` says which micro-batch committed it."""
+    import pyarrow.dataset as ds
+
+    folder = Path(local_path(str(folder)))
+    if not any(name.startswith(PREFIX) for name in os.listdir(folder)):
+        import pyarrow as pa
+
+        from rtf.spark.arrow_matches import arrow_match_schema
+
+        return arrow_match_schema().append(pa.field("batch_id", pa.int32())).empty_table()
+    return ds.dataset(folder, format="parquet", partitioning="hive").to_table(columns=columns)

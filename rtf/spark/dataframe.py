@@ -1,0 +1,341 @@
+"""`match_publications`: the matches of a DataFrame of publications, as a DataFrame.
+
+Usable from any pipeline, batch or streaming::
+
+    from rtf.spark import match_publications
+
+    docs = spark.read.format("binaryFile").load("drops/*.nt.gz")      # path, content, ...
+    matches = match_publications(docs, index="queries.idx")
+    matches.write.parquet("matches")     # publication, query, subscriber, bindings
+
+The input is either
+
+- **documents**: a string or binary column of RDF text (`column`, default
+  ``content`` as the ``binaryFile`` source names it, else ``value`` as the
+  ``text`` source does), each row read as ``rtf match`` reads a file: a
+  publication per run of triples with one subject (``group_by="subject"``)
+  or one named graph (``"graph"``). The syntax and compression come from
+  `format` (``"nt"``, ``"nq"``, ``"nt.gz"``, ...) or else from the file name
+  in `path_column` (default ``path`` when there is one), else N-Triples.
+  Bad lines are skipped and counted, a broken archive is read up to its
+  break (``rtf match --skip-invalid``); or
+- **triples**: columns ``subject``, ``predicate``, ``object`` holding
+  N-Triples terms, one row per triple; each subject's triples are grouped
+  (a shuffle) into one publication whose id is the subject (as ``rtf match``
+  names it). Batch DataFrames only: group a stream inside ``foreachBatch``.
+
+The output has one row per (publication, matching query): ``publication``,
+``query``, ``subscriber`` (strings) and ``bindings``
+(``array<map<string,string>>``: the distinct projected solutions, each a
+map from variable to N-Triples term, in the order of ``rtf match``; ``[]``
+for ASK). With ``lines=True`` it is one ``value`` string column instead,
+each the exact line ``rtf match`` writes (`rtf.io.output.match_line`).
+
+The work runs in the Python workers through ``mapInArrow`` (Arrow batches
+in and out, no per-row pickling). `index` is a saved index (a path on the
+driver, or the bytes of `rtf.engine.Engine.to_bytes`, or an `Engine`, which
+is turned into those bytes -- never pickled): the driver broadcasts the
+bytes once per SparkContext, and each Python worker builds its engine from
+them the first time it needs it and keeps it for every later task, job and
+micro-batch (`rtf.spark.engines`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import platform
+import time
+from collections.abc import Iterator
+
+from rtf.spark.arrow_matches import MatchRows
+from rtf.spark.dumps import ReplayError
+from rtf.spark.engines import EnginePlan, engine_at
+from rtf.spark.workers import worker_rss_mb
+
+log = logging.getLogger("rtf.spark")
+
+#: The output of `match_publications` (Spark DDL).
+MATCH_SCHEMA = ("publication string, query string, subscriber string, "
+                "bindings array<map<string,string>>")
+#: The output with ``lines=True``: the lines of ``rtf match`` (write them with ``df.write.text``).
+LINES_SCHEMA = "value string"
+
+#: Matches per Arrow batch handed back to Spark (bounds a worker's memory).
+OUTPUT_ROWS = 8192
+
+#: Tests and the documented retry run only: when this environment variable
+#: names a file that exists as a Python worker starts matching a partition,
+#: the worker that deletes it kills itself (SIGKILL), as the OOM killer would.
+FAULT_FILE_ENV = "RTF_SPARK_FAULT_FILE"
+
+_BROADCASTS: dict[tuple[str, str], object] = {}  # (Spark application id, sha256) -> broadcast
+
+
+class IndexBytes:
+    """A saved index's bytes and what the driver knows of them: `sha256`, `source`, `info`."""
+
+    def __init__(self, data: bytes, source: str, info: dict | None = None):
+        self.data = data
+        self.source = source
+        self.sha256 = hashlib.sha256(data).hexdigest()
+        self.info = info or {}
+
+
+def index_bytes(index, check: bool = True) -> IndexBytes:
+    """The bytes of `index`: a path on the driver, index bytes, or an `Engine` (`to_bytes`).
+
+    A path's file is checked (header, checksum, body: `rtf.io.store`) so that a bad
+    file is an `IndexFileError` here rather than a failed task in every worker."""
+    from rtf.engine import Engine
+    from rtf.io import store
+
+    if isinstance(index, Engine):
+        return IndexBytes(index.to_bytes(), "<engine>", {"algorithm": index.algorithm,
+                                                         "queries": len(index)})
+    if isinstance(index, (bytes, bytearray, memoryview)):
+        data, source = bytes(index), "<index bytes>"
+    elif isinstance(index, (str, os.PathLike)):
+        from rtf.spark.dumps import has_scheme, local_path
+
+        if has_scheme(str(index)):
+            raise ReplayError(f"{index}: the index must be a file on the driver's file system")
+        data, source = store.read_index_bytes(local_path(str(index))), str(index)
+    else:
+        raise TypeError("index must be a saved index's path, its bytes (Engine.to_bytes()) "
+                        f"or an Engine, not {type(index).__name__}")
+    info = {}
+    if check:
+        content = store.summary(data, source)
+        info = {"algorithm": content["algorithm"], "queries": content["queries"]}
+    return IndexBytes(data, source, info)
+
+
+def broadcast_index(sc, index: IndexBytes):
+    """One broadcast of these index bytes per SparkContext (reused by every later call)."""
+    key = (sc.applicationId, index.sha256)
+    bc = _BROADCASTS.get(key)
+    if bc is None:
+        for old in [k for k in _BROADCASTS if k[0] != key[0]]:  # a stopped context's
+            del _BROADCASTS[old]
+        bc = _BROADCASTS[key] = sc.broadcast(index.data)
+    return bc
+
+
+def match_publications(df, index, *, column: str | None = None, path_column: str | None = None,
+                       format: str | None = None, group_by: str = "subject", lines: bool = False,
+                       metrics=None):
+    """The matches of the publications of `df` against the saved index `index` (module doc).
+
+    `metrics`: an accumulator from `task_metrics` that every task adds its
+    figures to (publications, matches, bad lines, engine load and match seconds).
+    """
+    shape = input_shape(df, column, path_column, format, group_by)
+    data = index_bytes(index)
+    plan = EnginePlan(data.sha256, broadcast_index(df.sparkSession.sparkContext, data),
+                      source=os.path.basename(data.source))
+    return map_matches(df, plan, shape, lines=lines, metrics=metrics)
+
+
+def input_shape(df, column: str | None = None, path_column: str | None = None,
+                format: str | None = None, group_by: str = "subject") -> dict:
+    """How `match_publications` reads `df` (documents or triples), checked against its schema."""
+    from pyspark.sql.types import BinaryType, StringType
+
+    if group_by not in ("subject", "graph"):
+        raise ValueError(f"group_by must be 'subject' or 'graph', not {group_by!r}")
+    types = {f.name: f.dataType for f in df.schema.fields}
+    if column is None and {"subject", "predicate", "object"} <= set(types):
+        for name in ("subject", "predicate", "object"):
+            if not isinstance(types[name], StringType):
+                raise ReplayError(f"column {name!r} must hold N-Triples terms as strings, "
+                                  f"not {types[name].simpleString()}")
+        if df.isStreaming:
+            raise ReplayError("a stream of triples cannot be grouped into publications as it "
+                              "comes: use documents, or match each micro-batch in foreachBatch")
+        return {"kind": "triples"}
+    if column is None:
+        column = next((c for c in ("content", "value") if c in types), None)
+        if column is None:
+            texts = [n for n, t in types.items() if isinstance(t, (StringType, BinaryType))]
+            if len(texts) != 1:
+                raise ReplayError("say which column holds the RDF text (column=...), or give "
+                                  f"subject, predicate, object columns; the DataFrame has {sorted(types)}")
+            column = texts[0]
+    if column not in types:
+        raise ReplayError(f"no column {column!r} in the DataFrame (it has {sorted(types)})")
+    if not isinstance(types[column], (StringType, BinaryType)):
+        raise ReplayError(f"column {column!r} must be string or binary RDF text, "
+                          f"not {types[column].simpleString()}")
+    if path_column is None and "path" in types and format is None:
+        path_column = "path"
+    if path_column is not None and path_column not in types:
+        raise ReplayError(f"no column {path_column!r} in the DataFrame (it has {sorted(types)})")
+    if format is not None:
+        from rtf.io.sources import detect_format
+
+        detect_format("<rows>", format)  # an unknown syntax fails here, not in every task
+    return {"kind": "documents", "column": column, "path_column": path_column,
+            "format": format, "group_by": group_by}
+
+
+def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=None):
+    """`df` through ``mapInArrow``: each worker matches against the engine of `plan`."""
+    if shape["kind"] == "triples":
+        from pyspark.sql import functions as F
+
+        df = df.groupBy("subject").agg(F.collect_list(F.struct("predicate", "object")).alias("po"))
+        columns = ["subject", "po"]
+    else:
+        columns = [shape["column"]] + ([shape["path_column"]] if shape["path_column"] else [])
+    run = _partition_matcher(plan, shape, lines, metrics, _worker_log_level())
+    return df.select(*columns).mapInArrow(run, LINES_SCHEMA if lines else MATCH_SCHEMA)
+
+
+def _worker_log_level() -> int:
+    return logging.getLogger("rtf.spark").getEffectiveLevel()
+
+
+class ListParam:
+    """Accumulator of lists: they concatenate (duck-typed AccumulatorParam)."""
+
+    def zero(self, value):
+        return []
+
+    def addInPlace(self, a, b):
+        a.extend(b)
+        return a
+
+
+def task_metrics(sc):
+    """An accumulator that collects one dict of figures per task (see `collected`)."""
+    return sc.accumulator([], ListParam())
+
+
+def collected(accumulator) -> list[dict]:
+    """The tasks' figures, one per partition (a task Spark ran again is counted once)."""
+    by_partition = {m["partition"]: m for m in accumulator.value}
+    return [by_partition[p] for p in sorted(by_partition)]
+
+
+# ----------------------------------------------------------------- workers
+
+
+def _partition_matcher(plan: EnginePlan, shape: dict, lines: bool, metrics, level: int):
+    """The function each task runs on its partition's Arrow batches."""
+
+    def run(batches):
+        _configure_worker_logging(level)
+        stats = _new_stats()
+        t0 = time.perf_counter()
+        out = MatchRows(lines)
+        engine = None
+        for batch in batches:
+            for pub in _publications(batch, shape, stats):
+                if engine is None:
+                    engine, info = engine_at(plan)
+                    stats.update(load_s=info["load_s"], ops_applied=info["ops_applied"],
+                                 ops_failed=len(info["ops_failed"]), op=info["op"])
+                t = time.perf_counter()
+                found = engine.match(pub)
+                stats["match_s"] += time.perf_counter() - t
+                stats["publications"] += 1
+                stats["triples"] += len(pub)
+                stats["matches"] += len(found)
+                out.add(pub.id, found)
+                if stats["publications"] == 1:
+                    _fault_point()
+                if len(out) >= OUTPUT_ROWS:
+                    yield out.flush()
+        if len(out):
+            yield out.flush()
+        if metrics is not None:
+            from pyspark import TaskContext
+
+            ctx = TaskContext.get()
+            stats.update(partition=ctx.partitionId() if ctx else 0,
+                         attempt=ctx.attemptNumber() if ctx else 0,
+                         task_s=time.perf_counter() - t0, worker=f"{platform.node()}:{os.getpid()}",
+                         rss_mb=worker_rss_mb())
+            metrics.add([stats])
+
+    return run
+
+
+def _new_stats() -> dict:
+    return {"publications": 0, "triples": 0, "matches": 0, "bad_lines": 0, "bad_examples": [],
+            "documents": 0, "match_s": 0.0, "load_s": 0.0, "ops_applied": 0, "ops_failed": 0,
+            "op": None}
+
+
+def _publications(batch, shape: dict, stats: dict) -> Iterator:
+    """The publications of one Arrow batch of the input."""
+    from rtf.io.publication import Publication
+    from rtf.query.terms import display_iri
+
+    if shape["kind"] == "triples":
+        po = batch.column(1)
+        pairs = po.flatten()
+        predicates, objects = pairs.field(0).to_pylist(), pairs.field(1).to_pylist()
+        offsets = po.offsets.to_pylist()
+        for i, subject in enumerate(batch.column(0).to_pylist()):
+            lo, hi = offsets[i], offsets[i + 1]
+            yield Publication(display_iri(subject),
+                              [(subject, p, o) for p, o in zip(predicates[lo:hi], objects[lo:hi])])
+        return
+    from rtf.errors import PublicationError
+    from rtf.io.reader import ReadStats, publications_from_bytes
+
+    texts = batch.column(0).to_pylist()
+    paths = batch.column(1).to_pylist() if shape["path_column"] else [None] * len(texts)
+    for i, (text, path) in enumerate(zip(texts, paths)):
+        if text is None:
+            continue
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        read = ReadStats()
+        source = _local_name(path) if path else "<row>"
+        stats["documents"] += 1
+        try:
+            pubs = publications_from_bytes(data, shape["format"] or (None if path else "nt"),
+                                           shape["group_by"], source, skip_invalid=True, stats=read)
+        except PublicationError as e:  # a name that says no RDF syntax: the document is skipped
+            pubs, first, bad = [], e, 1
+        else:
+            bad = read.skipped_lines + len(read.breaks)
+            first = (read.errors[0] if read.errors else read.breaks[0].error()) if bad else None
+        if bad:
+            stats["bad_lines"] += bad
+            log.warning("%s: skipped %d bad line(s); first: %s", source, bad, first)
+            if len(stats["bad_examples"]) < 3:
+                stats["bad_examples"].append(str(first))
+        yield from pubs
+
+
+def _local_name(path: str) -> str:
+    return path[len("file:"):] if path.startswith("file:") else path
+
+
+def _configure_worker_logging(level: int) -> None:
+    logger = logging.getLogger("rtf.spark")
+    logger.setLevel(level)
+    if not logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(
+            f"%(asctime)s %(levelname)s rtf worker {os.getpid()}: %(message)s", "%y/%m/%d %H:%M:%S"))
+        logger.addHandler(handler)
+
+
+def _fault_point() -> None:
+    path = os.environ.get(FAULT_FILE_ENV)
+    if path:
+        try:
+            os.unlink(path)  # one worker wins
+        except OSError:
+            return
+        import signal
+
+        log.warning("%s: killing this Python worker (pid %d) with SIGKILL", FAULT_FILE_ENV, os.getpid())
+        os.kill(os.getpid(), signal.SIGKILL)
+
+

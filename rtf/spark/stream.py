@@ -1,0 +1,424 @@
+"""Continuous queries on Spark Structured Streaming: files in, matches out exactly once.
+
+The library behind ``spark/stream.py`` (docs/spark.md). A file source
+watches ``--input`` (``binaryFile``: one row per new file, its bytes
+unparsed); every micro-batch goes to `StreamJob.on_batch` (``foreachBatch``),
+which
+
+1. skips the batch if its output folder is already committed (a replay
+   after a restart: `rtf.spark.batch_output` commits by batch id);
+2. pins it to the number of operations in the queries log, recorded
+   before anything runs (`rtf.spark.stream_state`), so that a replay
+   matches against the same queries;
+3. matches its files in the Python workers (`rtf.spark.dataframe.map_matches`),
+   each worker bringing its long-lived engine to the pin
+   (`rtf.spark.engines`), and writes the matches as Parquet into a
+   temporary folder;
+4. publishes that folder as ``batch_id=N`` by one rename, with a manifest
+   of the batch's pin, files, counts, times and latencies;
+5. now and then, compacts: a worker saves its engine at the pin as a new
+   base index, so that a worker starting later (or a restart) applies few
+   operations.
+
+Only after the handler returns does Spark record the batch as done; a
+driver killed anywhere in between replays the batch, and steps 1-4 make
+that replay invisible to readers. At start a warm-up job builds the engine
+in every Python worker while the source lists its folder, and while the
+stream is idle a small job every `KEEP_WARM_S` seconds keeps the workers
+(and their engines) alive -- Spark stops Python workers that have been idle
+for a minute -- and brings them to the newest operation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtf.spark.batch_output import BatchOutput
+from rtf.spark.dataframe import IndexBytes, collected, index_bytes, map_matches, task_metrics
+from rtf.spark.dumps import ReplayError, local_path
+from rtf.spark.engines import EnginePlan, engine_at
+from rtf.spark.oplog import QueriesLog
+from rtf.spark.stream_state import StreamState
+
+log = logging.getLogger("rtf.spark")
+
+#: The files the source takes: N-Triples and N-Quads, plain or compressed.
+DEFAULT_GLOB = "*.{nt,nq,nt.gz,nq.gz,nt.bz2,nq.bz2}"
+#: The columns of Spark's ``binaryFile`` source.
+BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
+#: Seconds of quiet after which the workers are touched (Spark stops idle ones after 60 s).
+KEEP_WARM_S = 30.0
+#: What Spark's query status says once it has looked for new files and found none.
+_WAITING = ("Waiting for data to arrive", "Waiting for next trigger")
+#: Environment variable naming a point where the driver kills itself, for the crash tests:
+#: ``POINT:BATCH`` with POINT one of `CRASH_POINTS`.
+CRASH_ENV = "RTF_STREAM_CRASH_AT"
+CRASH_POINTS = ("pinned", "written", "committed", "returned")
+
+
+@dataclass
+class StreamConfig:
+    """What `StreamJob` needs; mirrors the options of ``spark/stream.py``."""
+
+    input: str
+    output: str
+    checkpoint: str
+    index: str | None = None
+    queries_log: str | None = None
+    algorithm: str | None = None  # without an index: the empty engine's
+    taxonomy: str | None = None  # without an index
+    trigger_seconds: float = 1.0
+    max_files_per_trigger: int | None = None
+    stop_when_idle: float | None = None
+    glob: str = DEFAULT_GLOB
+    group_by: str = "subject"
+    compact_every: int = 1000
+    warm_up: bool = True
+    keep_warm: bool = True
+    metrics: str | None = None  # a JSON Lines file, one line per committed batch
+
+
+class StreamJob:
+    """One run of the stream on a SparkSession (`run`), resumable from its checkpoint."""
+
+    def __init__(self, spark, config: StreamConfig):
+        self.spark = spark
+        self.sc = spark.sparkContext
+        self.config = config
+        self.output, self.state, self.log_ops = check_config(config)
+        self.shape = {"kind": "documents", "column": "content", "path_column": "path",
+                      "format": None, "group_by": config.group_by}
+        self._bases: dict[int, object] = {}  # base operation -> broadcast of its bytes
+        self.lineage = ""
+        self.started = time.time()
+        self.last_batch_end = self.started
+        self.last_python = self.started
+        self.active = False
+        self.batches = 0
+        self._warm: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ setup
+
+    def prepare(self) -> None:
+        """Take the checkpoint's lock, check or record the stream's identity, set up the bases."""
+        self.state.open()
+        self.output.prepare()
+        start = self._starting_index()
+        identity = self.state.identity({
+            "index_sha256": start.sha256 if start else None,
+            "queries_log": self.log_ops.id if self.log_ops else None,
+            "output": str(self.output.folder.resolve()),
+        })
+        if start is not None and not self.state.base_ops():
+            self.state.add_base(0, start.data)
+        if not self.state.base_ops():
+            raise ReplayError(f"the checkpoint {self.config.checkpoint} has no starting index: "
+                              "give --index IDX (or --queries-log with --algorithm)")
+        self.lineage = f"{identity['index_sha256']}+{identity['queries_log'] or '-'}"
+        log.info("stream %s: output %s, checkpoint %s, %d committed batch(es), queries log at "
+                 "operation %d", self.lineage[:12], self.output.folder, self.state.checkpoint,
+                 len(self.output.batch_ids()), self._log_size())
+
+    def _starting_index(self) -> IndexBytes | None:
+        """The index the stream starts from: --index, or an empty engine for the log alone;
+        None on a restart that names neither (the checkpoint has it)."""
+        if self.config.index is not None:
+            data = index_bytes(self.config.index)
+            if self.config.algorithm and data.info.get("algorithm") != self.config.algorithm:
+                raise ReplayError(f"--algorithm {self.config.algorithm} but the index "
+                                  f"{self.config.index} is {data.info.get('algorithm')}")
+            if self.config.taxonomy:
+                raise ReplayError("--taxonomy cannot be used with --index: the index holds its taxonomy")
+            return data
+        if self.state.base_ops():
+            base = self.state.base_path(0)
+            return index_bytes(base, check=False) if base.exists() else None
+        if self.log_ops is None:
+            raise ReplayError("give the queries: --index IDX, --queries-log DIR, or both")
+        from rtf.engine import Engine
+
+        return index_bytes(Engine(self.config.algorithm or "rtfs", taxonomy=self.config.taxonomy))
+
+    def _log_size(self) -> int:
+        return self.log_ops.size() if self.log_ops is not None else 0
+
+    def _base(self, op: int):
+        bc = self._bases.get(op)
+        if bc is None:
+            bc = self._bases[op] = self.sc.broadcast(self.state.base_path(op).read_bytes())
+        return bc
+
+    def plan(self, pin: int) -> EnginePlan:
+        """The engine of operation `pin`: the newest base at or below it, and the operations after."""
+        base_op = self.state.newest_base(pin)
+        ops = tuple(self.log_ops.read(after=base_op, upto=pin)) if self.log_ops and pin > base_op else ()
+        return EnginePlan(self.lineage, self._base(base_op), base_op, ops, pin,
+                          source=f"{self.state.base_path(base_op).name} (stream base)")
+
+    def source(self):
+        reader = (self.spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
+                  .option("pathGlobFilter", self.config.glob))
+        if self.config.max_files_per_trigger:
+            reader = reader.option("maxFilesPerTrigger", self.config.max_files_per_trigger)
+        return reader.load(self.config.input)
+
+    # ---------------------------------------------------------------- batches
+
+    def on_batch(self, batch_df, batch_id: int) -> None:
+        """foreachBatch: match and commit micro-batch `batch_id` exactly once (module doc)."""
+        self.active = True
+        try:
+            self._batch(batch_df, batch_id)
+        finally:
+            self.active = False
+            self.last_batch_end = self.last_python = time.time()
+
+    def _batch(self, batch_df, batch_id: int) -> None:
+        t0 = time.time()
+        if self.output.committed(batch_id):
+            log.info("batch %d: already committed by an earlier run; nothing to do", batch_id)
+            return
+        if self._warm is not None and self._warm.is_alive():
+            self._warm.join()  # its tasks are building the engines this batch needs: no third build
+        pin = self.state.pin(batch_id, self._log_size)
+        _crash_point("pinned", batch_id)
+        from pyspark.sql import functions as F
+
+        files = [(r.path, r.mtime, r.length) for r in batch_df.select(
+            "path", F.col("modificationTime").cast("double").alias("mtime"), "length").collect()]
+        plan = self.plan(pin)
+        acc = task_metrics(self.sc)
+        matches = map_matches(batch_df, plan, self.shape, metrics=acc)
+        timing: dict = {}
+
+        def write(folder: str) -> None:
+            t = time.time()
+            matches.write.parquet(folder)
+            timing["match_write_s"] = time.time() - t
+            _crash_point("written", batch_id)
+
+        def manifest() -> dict:
+            return batch_manifest(batch_id, pin, plan, files, collected(acc), t0, timing)
+
+        committed = self.output.commit(batch_id, write, manifest)
+        _crash_point("committed", batch_id)
+        record = self.output.manifest(batch_id) or {}
+        if committed:
+            self.batches += 1
+            log.info("batch %d: %d file(s), %d publication(s), %d match(es), pinned at operation %d; "
+                     "committed in %.2f s; drop-to-commit latency p50 %.2f s, max %.2f s",
+                     batch_id, len(files), record.get("publications", 0), record.get("matches", 0),
+                     pin, record.get("batch_s", 0.0), record.get("latency_s", {}).get("p50") or 0.0,
+                     record.get("latency_s", {}).get("max") or 0.0)
+            if record.get("bad_lines"):
+                log.warning("batch %d: skipped %d bad line(s); first: %s", batch_id,
+                            record["bad_lines"], (record.get("bad_examples") or ["?"])[0])
+            if record.get("tasks_retried"):
+                log.warning("batch %d: %d task(s) ran again after a failed attempt (a Python worker "
+                            "died?); the batch's answers are those of the successful attempts",
+                            batch_id, record["tasks_retried"])
+            if record.get("ops_failed"):
+                log.warning("batch %d: %d operation(s) of the queries log could not be applied "
+                            "(see the workers' log)", batch_id, record["ops_failed"])
+            if self.config.metrics:
+                with open(self.config.metrics, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(record) + "\n")
+        self.state.prune_pins(batch_id - 100)
+        self._maybe_compact(pin)
+        _crash_point("returned", batch_id)
+
+    # ------------------------------------------------------------- compaction
+
+    def _maybe_compact(self, pin: int) -> None:
+        base_op = self.state.newest_base(pin)
+        if self.log_ops is None or pin - base_op < self.config.compact_every:
+            return
+        t = time.time()
+        plan = self.plan(pin)
+        data = self.spark.range(1, numPartitions=1).mapInArrow(
+            _compactor(plan), "index binary").collect()[0]["index"]
+        self.state.add_base(pin, bytes(data))
+        old = self._bases.pop(base_op, None)
+        if old is not None and base_op != 0:
+            old.unpersist()
+        self.state.prune_bases(pin)
+        log.info("compacted the queries log: the index at operation %d (%d operations since the "
+                 "last base) saved in %.2f s, %d bytes", pin, pin - base_op, time.time() - t, len(data))
+
+    # ------------------------------------------------------- warm and running
+
+    def warm_workers(self) -> dict:
+        """Run one task per core that brings its Python worker's engine to the log's newest
+        operation (building it if the worker has none); return what the tasks reported."""
+        plan = self.plan(self._log_size())
+        n = self.sc.defaultParallelism
+        t = time.time()
+        rows = self.spark.range(n, numPartitions=n).mapInArrow(
+            _warmer(plan), "worker string, load_s double, op long").collect()
+        self.last_python = time.time()
+        loads = [r.load_s for r in rows if r.load_s > 0]
+        report = {"tasks": n, "workers": len({r.worker for r in rows}), "loads": len(loads),
+                  "load_s_max": max(loads, default=0.0), "wall_s": time.time() - t}
+        if loads:
+            log.info("warm-up: %d Python worker(s) built the engine (at operation %d) in at most "
+                     "%.2f s", len(loads), plan.pin, report["load_s_max"])
+        return report
+
+    def _warm_in_background(self) -> None:
+        def run():
+            try:
+                self.warm_workers()
+            except Exception as e:  # the stream itself reports real failures
+                log.debug("warm-up did not finish: %s", e)
+        self._warm = threading.Thread(target=run, name="rtf-warm-up", daemon=True)
+        self._warm.start()
+
+    def run(self, await_seconds: float = 0.5) -> dict:
+        """Start the stream; return when it stops (idle for ``stop_when_idle`` seconds, or
+        interrupted: KeyboardInterrupt is re-raised after a clean stop)."""
+        self.prepare()
+        try:
+            if self.config.warm_up:
+                self._warm_in_background()  # while the source lists its folder
+            query = (self.source().writeStream.foreachBatch(self.on_batch)
+                     .option("checkpointLocation", str(self.state.checkpoint))
+                     .trigger(processingTime=f"{self.config.trigger_seconds} seconds")
+                     .queryName("rtf-stream").start())
+            try:
+                self._watch(query, await_seconds)
+            except BaseException:
+                query.stop()
+                raise
+            if query.exception() is not None:
+                raise query.exception()
+        finally:
+            self.state.close()
+        return {"batches": self.batches, "committed": self.output.batch_ids()}
+
+    def _watch(self, query, await_seconds: float) -> None:
+        idle_limit = self.config.stop_when_idle
+        waiting_since = None  # when the source was last seen waiting for data, no batch since
+        message = None
+        while not query.awaitTermination(await_seconds):
+            now = time.time()
+            status = query.status
+            if status.get("message") != message:
+                message = status.get("message")
+                log.debug("stream status: %s", message)
+            warming = self._warm is not None and self._warm.is_alive()
+            if self.active or warming or status.get("isTriggerActive") or status.get("isDataAvailable") \
+                    or message not in _WAITING:
+                waiting_since = None  # starting up, warming up, or a batch: not idle
+                continue
+            if waiting_since is None or waiting_since < self.last_batch_end:
+                waiting_since = max(now, self.last_batch_end)
+            if idle_limit is not None and now - waiting_since >= idle_limit:
+                log.info("no new file for %.0f s: stopping", now - waiting_since)
+                query.stop()
+                return
+            if self.config.keep_warm and now - self.last_python >= KEEP_WARM_S:
+                self.warm_workers()
+
+
+def check_config(config: StreamConfig) -> tuple[BatchOutput, StreamState, QueriesLog | None]:
+    """The stream's output, state and queries log, after the checks that need no Spark
+    (`ReplayError` or `rtf.errors.RtfError` in one line, before a JVM starts)."""
+    if not Path(local_path(config.input)).is_dir():
+        raise ReplayError(f"--input {config.input}: no such folder")
+    output, state = BatchOutput(config.output), StreamState(config.checkpoint)
+    if config.index is not None and not Path(local_path(config.index)).is_file():
+        raise ReplayError(f"--index {config.index}: no such file")
+    if config.index is None and config.queries_log is None and not state.base_path(0).exists():
+        raise ReplayError("give the queries: --index IDX, --queries-log DIR, or both")
+    log_ops = QueriesLog(config.queries_log, create=True) if config.queries_log else None
+    return output, state, log_ops
+
+
+def batch_manifest(batch_id: int, pin: int, plan: EnginePlan, files: list, tasks: list[dict],
+                   t0: float, timing: dict) -> dict:
+    """What a committed batch's ``_rtf_batch.json`` says: its inputs, counts, times and latencies."""
+    now = time.time()
+    latencies = sorted(now - mtime for _, mtime, _ in files if mtime is not None)
+    loads = [t["load_s"] for t in tasks if t.get("load_s")]
+    bad_examples = [e for t in tasks for e in t.get("bad_examples", ())][:3]
+    return {
+        "batch": batch_id,
+        "op": pin,
+        "base_op": plan.base_op,
+        "files": [{"path": p, "mtime": m, "bytes": n} for p, m, n in files],
+        "publications": sum(t["publications"] for t in tasks),
+        "triples": sum(t["triples"] for t in tasks),
+        "matches": sum(t["matches"] for t in tasks),
+        "bad_lines": sum(t["bad_lines"] for t in tasks),
+        "bad_examples": bad_examples,
+        "ops_failed": max((t["ops_failed"] for t in tasks), default=0),
+        "tasks": len(tasks),
+        "tasks_retried": sum(1 for t in tasks if t.get("attempt")),
+        "engine_loads": len(loads),
+        "engine_load_s_max": round(max(loads, default=0.0), 3),
+        "match_s": round(sum(t["match_s"] for t in tasks), 3),
+        "match_write_s": round(timing.get("match_write_s", 0.0), 3),
+        "batch_s": round(now - t0, 3),
+        "latency_s": _quantiles(latencies),
+    }
+
+
+def _quantiles(values: list[float]) -> dict:
+    if not values:
+        return {"min": None, "p50": None, "p99": None, "max": None}
+    return {"min": round(values[0], 3), "p50": round(statistics.median(values), 3),
+            "p99": round(quantile(values, 0.99), 3), "max": round(values[-1], 3)}
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The `q` quantile of sorted `values` (nearest rank)."""
+    return values[min(len(values) - 1, max(0, int(q * len(values) + 0.999999) - 1))]
+
+
+# ------------------------------------------------------------------ workers
+
+
+def _warmer(plan: EnginePlan):
+    def run(batches):
+        import platform
+
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        engine, info = engine_at(plan)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([f"{platform.node()}:{os.getpid()}"]), pa.array([info["load_s"]]),
+             pa.array([info["op"]], pa.int64())], ["worker", "load_s", "op"])
+    return run
+
+
+def _compactor(plan: EnginePlan):
+    def run(batches):
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        engine, _ = engine_at(plan)
+        yield pa.RecordBatch.from_arrays([pa.array([engine.to_bytes()], pa.binary())], ["index"])
+    return run
+
+
+def _crash_point(point: str, batch_id: int) -> None:
+    """Kill this driver and its JVM (SIGKILL to the process group) at `point` of a batch,
+    when `CRASH_ENV` asks for it: the crash tests' way to stop at an exact moment."""
+    want = os.environ.get(CRASH_ENV)
+    if want and want == f"{point}:{batch_id}":
+        import signal
+
+        log.warning("%s=%s: killing the driver now", CRASH_ENV, want)
+        logging.shutdown()
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+

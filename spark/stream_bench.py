@@ -1,0 +1,268 @@
+#!/usr/bin/env python
+"""Measure spark/stream.py: throughput, drop-to-commit latency, and exactly-once under faults.
+
+Cuts the DBpedia sample into files of publications, starts the stream in a
+process of its own, drops the files into its input folder one at a time
+(whole, by a rename) every --interval seconds, and reads what it committed:
+the manifests (`_rtf_batch.json`) give each file's latency from its drop to
+the commit of its batch, and the matches are read back with pyarrow alone.
+Optionally it SIGKILLs the driver (and its JVM) mid-stream and restarts it,
+registers a query mid-stream through the queries log, or kills one Python
+worker (--fault) so that Spark retries its task. With --check every
+committed batch is compared with an engine loaded from the same index (the
+log's operations applied up to the batch's pin): lost and duplicated
+matches are counted. Prints one JSON object (the figures in docs/spark.md).
+
+example:
+  rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz -n 1000 --selective -o /tmp/q1k.jsonl
+  rtf index build --queries /tmp/q1k.jsonl --output /tmp/q1k.idx
+  python spark/stream_bench.py --index /tmp/q1k.idx --master 'local[2,2]' --files 40 \\
+      --interval 1 --kill-after 15 --register-after 10 --check --work /tmp/rtf-stream-bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+STREAM = HERE / "stream.py"
+MID_QUERY = ("SELECT ?s WHERE { ?s a/<http://www.w3.org/2000/01/rdf-schema#subClassOf>* "
+             "<http://dbpedia.org/ontology/Agent> }")
+
+
+def stage_files(folder: Path, files: int, per_file: int) -> list[Path]:
+    """`files` N-Triples .gz files of `per_file` publications each, from the DBpedia sample."""
+    from rtf.io import datasets
+    from rtf.io.reader import read_publications
+
+    folder.mkdir(parents=True, exist_ok=True)
+    pubs = read_publications(datasets.dbpedia_files(), skip_invalid=True)
+    out = []
+    for i in range(files):
+        path = folder / f"drop-{i:04d}.nt.gz"
+        with gzip.open(path, "wt", encoding="utf-8") as f:
+            for _ in range(per_file):
+                pub = next(pubs, None)
+                if pub is None:
+                    break
+                f.writelines(f"{s} {p} {o} .\n" for s, p, o in pub.triples)
+        out.append(path)
+    return out
+
+
+class Stream:
+    """spark/stream.py in a process group of its own, its stderr in a log file."""
+
+    def __init__(self, argv: list[str], log: Path, env: dict | None = None):
+        self.argv, self.log, self.env = argv, log, env
+        self.proc = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL,
+                                     stderr=open(self.log, "a", encoding="utf-8"),
+                                     start_new_session=True, env={**os.environ, **(self.env or {})})
+
+    def kill(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def wait_for(self, text: str, timeout: float = 600) -> None:
+        deadline = time.time() + timeout
+        while text not in self.log.read_text(encoding="utf-8", errors="replace"):
+            if self.proc.poll() is not None:
+                raise SystemExit(f"stream.py exited ({self.proc.returncode}):\n"
+                                 + self.log.read_text()[-3000:])
+            if time.time() > deadline:
+                raise SystemExit(f"stream.py did not log {text!r} in {timeout} s")
+            time.sleep(0.2)
+
+
+def quantile(values: list[float], q: float) -> float | None:
+    from rtf.spark.stream import quantile as nearest_rank
+
+    return round(nearest_rank(sorted(values), q), 3) if values else None
+
+
+def check(output: Path, index: str, qlog, manifests: list[dict]) -> dict:
+    """Lost and duplicated matches: every batch against an engine at the batch's pin."""
+    from rtf.engine import Engine
+    from rtf.io.output import match_line
+    from rtf.io.reader import read_publications
+    from rtf.spark.batch_output import read_matches
+    from rtf.spark.oplog import apply_operation
+
+    ops = qlog.read() if qlog else []
+    engines: dict[int, object] = {}
+    expected: Counter = Counter()
+    for m in manifests:
+        pin = m["op"]
+        if pin not in engines:
+            engine = Engine.load(index)
+            for n, op in ops:
+                if n <= pin:
+                    apply_operation(engine, op)
+            engines[pin] = engine
+        for f in m["files"]:
+            for pub in read_publications(f["path"].removeprefix("file:"), skip_invalid=True):
+                expected.update(match_line(pub.id, x) for x in engines[pin].match(pub))
+    got = Counter(json.dumps({"publication": r["publication"], "query": r["query"],
+                              "subscriber": r["subscriber"],
+                              "bindings": [dict(b) for b in r["bindings"]]}, ensure_ascii=False)
+                  for r in read_matches(output).to_pylist())
+    return {"expected": sum(expected.values()), "read_by_pyarrow": sum(got.values()),
+            "lost": sum((expected - got).values()), "duplicated": sum((got - expected).values()),
+            "equal": got == expected}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--index", required=True, help="the saved index the stream starts from")
+    p.add_argument("--master", default="local[2,2]")
+    p.add_argument("--files", type=int, default=30)
+    p.add_argument("--publications-per-file", type=int, default=100)
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between drops (0: all at once)")
+    p.add_argument("--trigger-seconds", type=float, default=0.5)
+    p.add_argument("--max-files-per-trigger", type=int)
+    p.add_argument("--kill-after", type=float, metavar="S",
+                   help="SIGKILL the driver (and its JVM) S seconds after the first drop, at the next "
+                        "moment a batch is being written (a folder in _rtf_tmp), then restart it")
+    p.add_argument("--register-after", type=int, metavar="N",
+                   help="register a query through the queries log after N drops")
+    p.add_argument("--fault", action="store_true", help="one Python worker kills itself (a task retry)")
+    p.add_argument("--pause-after", type=int, metavar="N", help="after N drops, pause --pause seconds")
+    p.add_argument("--pause", type=float, default=0.0, metavar="S")
+    p.add_argument("--stop-when-idle", type=float, default=8.0, metavar="S")
+    p.add_argument("--no-warm-up", action="store_true")
+    p.add_argument("--no-keep-warm", action="store_true")
+    p.add_argument("--check", action="store_true", help="count lost and duplicated matches")
+    p.add_argument("--conf", action="append", default=[])
+    p.add_argument("--work", default="/tmp/rtf-stream-bench")
+    args = p.parse_args(argv)
+
+    from rtf.bench.machine import machine_info
+    from rtf.spark.batch_output import BatchOutput
+    from rtf.spark.oplog import QueriesLog
+
+    work = Path(args.work)
+    for name in ("in", "out", "ckpt", "qlog", "stream.log", "fault"):
+        target = work / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    staged = stage_files(work / "staging", args.files, args.publications_per_file)
+    (work / "in").mkdir()
+    qlog = QueriesLog(work / "qlog", create=True)
+    argv = [sys.executable, str(STREAM), "--input", str(work / "in"), "--output", str(work / "out"),
+            "--checkpoint", str(work / "ckpt"), "--index", args.index, "--queries-log", str(qlog.path),
+            "--master", args.master, "--trigger-seconds", str(args.trigger_seconds),
+            "--stop-when-idle", str(args.stop_when_idle), "--conf", "spark.ui.enabled=false"]
+    if args.max_files_per_trigger:
+        argv += ["--max-files-per-trigger", str(args.max_files_per_trigger)]
+    argv += ["--no-warm-up"] if args.no_warm_up else []
+    argv += ["--no-keep-warm"] if args.no_keep_warm else []
+    for c in args.conf:
+        argv += ["--conf", c]
+    env = {}
+    if args.fault:
+        (work / "fault").touch()
+        env["RTF_SPARK_FAULT_FILE"] = str(work / "fault")
+    stream = Stream(argv, work / "stream.log", env)
+    load = os.getloadavg()
+    t_start = time.time()
+    stream.start()
+    stream.wait_for("queries log at operation")  # the session is up, the checkpoint opened
+    if not args.no_warm_up:
+        stream.wait_for("warm-up")
+    ready_s = time.time() - t_start
+    drops: dict[str, float] = {}
+    registered = {}
+
+    def drop_all():
+        for i, path in enumerate(staged):
+            if args.pause_after is not None and i == args.pause_after:
+                time.sleep(args.pause)
+            if args.register_after is not None and i == args.register_after:
+                registered["op"] = qlog.register(MID_QUERY, "mid-stream", "bench")
+                registered["time"] = time.time()
+            shutil.copy(path, work / "in" / f".{path.name}")
+            os.rename(work / "in" / f".{path.name}", work / "in" / path.name)
+            drops[path.name] = time.time()
+            if args.interval:
+                time.sleep(args.interval)
+
+    dropper = threading.Thread(target=drop_all)
+    dropper.start()
+    restarts = 0
+    killed_in = None
+    if args.kill_after is not None:
+        time.sleep(args.kill_after)
+        deadline = time.time() + 120
+        while not os.listdir(work / "out" / "_rtf_tmp") and time.time() < deadline:
+            time.sleep(0.01)  # mid-batch: Spark is writing its matches
+        writing = os.listdir(work / "out" / "_rtf_tmp")
+        stream.kill()
+        killed_in = writing[0].split(".")[0] if writing else None
+        restarts += 1
+        stream.start()
+    dropper.join()
+    code = stream.proc.wait()
+    if code != 0:
+        raise SystemExit(f"stream.py exited {code}:\n" + (work / "stream.log").read_text()[-3000:])
+
+    manifests = BatchOutput(work / "out").manifests()
+    latencies = [m["committed_at"] - f["mtime"] for m in manifests for f in m["files"]]
+    first_drop = min(drops.values())
+    last_commit = max(m["committed_at"] for m in manifests)
+    pubs = sum(m["publications"] for m in manifests)
+    result = {
+        "index": args.index, "master": args.master, "files": len(staged),
+        "publications_per_file": args.publications_per_file, "interval_s": args.interval,
+        "batches": len(manifests), "publications": pubs, "matches": sum(m["matches"] for m in manifests),
+        "ready_s": round(ready_s, 2),
+        "throughput_publications_per_s": round(pubs / (last_commit - first_drop), 1),
+        "latency_s": {"p50": quantile(latencies, 0.5), "p99": quantile(latencies, 0.99),
+                      "max": quantile(latencies, 1.0)},
+        "first_batch_s": manifests[0]["batch_s"] if manifests else None,
+        "batch_s": {"p50": quantile([m["batch_s"] for m in manifests], 0.5),
+                    "max": quantile([m["batch_s"] for m in manifests], 1.0)},
+        "engine_loads_in_batches": sum(m["engine_loads"] for m in manifests),
+        "engine_loads_by_batch": [m["engine_loads"] for m in manifests],
+        "tasks_retried": sum(m.get("tasks_retried", 0) for m in manifests),
+        "restarts": restarts, "killed_while_writing": killed_in, "load_average_at_start": [round(x, 2) for x in load],
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        "machine": machine_info(),
+    }
+    if registered:
+        pinned = [m["batch"] for m in manifests if m["op"] >= registered["op"]]
+        result["registered"] = {"op": registered["op"], "first_batch_pinned_after": min(pinned, default=None),
+                                "batches_pinned_after": len(pinned)}
+    if args.fault:
+        result["fault_fired"] = not (work / "fault").exists()
+    if args.check:
+        result["check"] = check(work / "out", args.index, qlog, manifests)
+        if registered:
+            from rtf.spark.batch_output import read_matches
+
+            rows = read_matches(work / "out", ["query", "batch_id"]).to_pylist()
+            batches = {r["batch_id"] for r in rows if r["query"] == "mid-stream"}
+            result["registered"]["matches"] = sum(1 for r in rows if r["query"] == "mid-stream")
+            result["registered"]["only_in_batches_pinned_after"] = batches <= set(pinned)
+    print(json.dumps(result, indent=1))
+    return 0 if not args.check or result["check"]["equal"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
