@@ -45,7 +45,10 @@ from rtf.query.terms import IRI, Literal
 Algorithm = TypingLiteral["naive", "rtfm", "rtfs", "ibroker"]
 ALGORITHMS: tuple[Algorithm, ...] = ("naive", "rtfm", "rtfs", "ibroker")
 
-#: The algorithm of `Engine()` and `rtf match` when none is named: the fastest.
+#: The algorithm of `Engine()` and `rtf match` when none is named. Chosen by
+#: measurement (docs/benchmarks.md, "Default engine"): rtfs and rtfm filter at
+#: the same speed within run-to-run noise at 2K-100K queries, rtfs registers
+#: as fast or faster, so the default stays rtfs.
 DEFAULT_ALGORITHM: Algorithm = "rtfs"
 
 #: Default cap on the distinct solutions one query reports for one publication.
