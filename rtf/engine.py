@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -46,7 +47,10 @@ from rtf.query.text import analysed
 Algorithm = TypingLiteral["naive", "rtfm", "rtfs", "ibroker"]
 ALGORITHMS: tuple[Algorithm, ...] = ("naive", "rtfm", "rtfs", "ibroker")
 
-#: The algorithm of `Engine()` and `rtf match` when none is named: the fastest.
+#: The algorithm of `Engine()` and `rtf match` when none is named. Chosen by
+#: measurement (docs/benchmarks.md, "Default engine"): rtfs and rtfm filter at
+#: the same speed within run-to-run noise at 2K-100K queries, rtfs registers
+#: as fast or faster, so the default stays rtfs.
 DEFAULT_ALGORITHM: Algorithm = "rtfs"
 
 #: Default cap on the distinct solutions one query reports for one publication.
@@ -139,8 +143,8 @@ class Engine:
     raise TypeError for anything else, so that an id means the same thing
     everywhere.
 
-    Threads: an engine may be shared. `match`, `register`, `register_parsed`,
-    `unregister` and `save` take the engine's lock (a re-entrant mutex), so
+    Threads: an engine may be shared. `match`, `register`, `register_many`,
+    `register_parsed`, `unregister` and `save` take the engine's lock (a re-entrant mutex), so
     they run one at a time: a match sees the query set as it was when it
     started, complete, and a register or unregister waits for the matches
     in progress (and they for it). Matching is CPU-bound Python, so under
@@ -210,6 +214,8 @@ class Engine:
         if query_id in self._queries:
             raise ValueError(f"a query with id {query_id!r} is already registered")
         parsed = self._index_query(query, query_id)
+        if type(subscriber) is str:  # one copy of each subscriber's name: queries repeat a few
+            subscriber = sys.intern(subscriber)
         self._queries[query_id] = RegisteredQuery(query_id, parsed, subscriber, parsed.is_ask, kept)
         self._asks += parsed.is_ask
         return query_id
@@ -338,26 +344,60 @@ class Engine:
         self._lock = threading.RLock()
 
     @_synchronized
-    def register_parsed(self, records: Iterable[tuple]) -> list[str]:
-        """Register many parsed queries, ``(query, query_id, subscriber[, metadata])``
-        each: all or none.
+    def register_many(self, records: Iterable[tuple],
+                      on_error: Callable[[int, tuple, Exception], None] | None = None) -> list[str]:
+        """Register many queries at once; return their ids in order.
 
-        What `Engine.load` uses (no parsing). On any error the queries
-        registered by this call are unregistered again and the error is raised
-        as `register` raises it.
+        Each record is a tuple ``(query, query_id, subscriber, metadata)``,
+        as `register` takes them (text or parsed `Query`; the last three may
+        be left out or None). The records are read as they come (an iterator
+        of any length is fine).
+
+        All or none: on the first record `register` refuses, the queries this
+        call registered are unregistered again and the error is raised as
+        `register` raises it. With `on_error`, a refused record is handed to
+        ``on_error(position, record, error)`` instead and left out (a
+        `QueryError`, ValueError or TypeError: what `register` raises for
+        one query); if `on_error` raises, everything is undone as above.
+
+        Faster than `register` in a loop: the cyclic garbage collector is
+        paused for the batch (registration makes no garbage cycles, and the
+        collections its allocations trigger rescan the growing index: about
+        a third of the time of 100,000 queries).
         """
         done: list[str] = []
+        was_enabled = gc.isenabled()
+        gc.disable()
         try:
-            with bulk_memos():  # many queries at once: shapes and layouts computed once each
-                for query, query_id, subscriber, *metadata in records:
-                    if not isinstance(query, Query):
-                        raise TypeError(f"expected an rtf.query.model.Query, not {type(query).__name__}")
-                    done.append(self.register(query, query_id, subscriber, *metadata))
+            for position, record in enumerate(records):
+                try:
+                    done.append(self.register(*record))
+                except (QueryError, ValueError, TypeError) as e:
+                    if on_error is None:
+                        raise
+                    on_error(position, record, e)
         except BaseException:
             for query_id in reversed(done):
                 self.unregister(query_id)
             raise
+        finally:
+            if was_enabled:
+                gc.enable()
         return done
+
+    def register_parsed(self, records: Iterable[tuple]) -> list[str]:
+        """Register many parsed queries, ``(query, query_id, subscriber[, metadata])``
+        each: all or none (`register_many`, refusing a query that is not parsed).
+
+        What `Engine.load` uses (no parsing).
+        """
+        def parsed(records: Iterable[tuple]) -> Iterator[tuple]:
+            for record in records:
+                if not isinstance(record[0], Query):
+                    raise TypeError(f"expected an rtf.query.model.Query, not {type(record[0]).__name__}")
+                yield record
+        with bulk_memos():  # many queries at once: shapes and layouts computed once each
+            return self.register_many(parsed(records))
 
     @_synchronized
     def save(self, path: str | PathLike) -> int:

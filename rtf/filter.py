@@ -25,7 +25,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from rtf.query.model import Query
-from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape, shrunk
+from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape
 from rtf.matching.shared_predicates import EvaluationMemo
 from rtf.matching.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
 from rtf.query.terms import is_literal, lexical_form
@@ -145,7 +145,6 @@ class IndexedQueries(QueryIndex):
         self.index = index
         self.name = name
         self.table = QueryTable(share_shapes=share_shapes)
-        self.queries: dict[str, Query] = {}
         #: Residual predicate evaluations made, and those saved by sharing one answer (seed 002).
         self.filter_evaluations = 0
         self.filter_evaluations_shared = 0
@@ -167,15 +166,12 @@ class IndexedQueries(QueryIndex):
                 self.index.remove(shape)
             self.table.remove(query_id)
             raise
-        self.queries[query_id] = query
 
     def remove(self, query_id: str) -> None:
         for rb in self.table.queries[query_id]:
             self.index.remove_branch(rb)
         for shape in self.table.remove(query_id):
             self.index.remove(shape)
-        del self.queries[query_id]
-        self.queries = shrunk(self.queries)
 
     def satisfied(self, triples: list[Triple], virtual: list[Triple]) -> Hits:
         """Shape -> the triples that satisfy it, full text included."""
@@ -258,7 +254,7 @@ class IndexedQueries(QueryIndex):
         return groups, out, truncated
 
     def stats(self) -> dict:
-        s = {"queries": len(self.queries), "tuples": self.table.tuple_count,
+        s = {"queries": len(self.table), "tuples": self.table.tuple_count,
              "shapes": len(self.table.shapes), "value_tests": len(self.table.values),
              "filter_evaluations": self.filter_evaluations,
              "filter_evaluations_shared": self.filter_evaluations_shared}

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
-import zlib
 from dataclasses import replace
 
 import pytest
@@ -17,6 +15,7 @@ from rtf.errors import IndexFileError
 from rtf.parser import parse_query
 from rtf.io.taxonomy import Taxonomy
 from rtf.bench.workload import Mix, generate_queries
+from tests.index_bodies import body, with_body
 
 PUB_TRIPLES = [("<http://ex/a>", "<http://ex/p>", '"Games in Rio de Janeiro"'),
                ("<http://ex/a>", "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>", "<http://ex/Athlete>")]
@@ -100,18 +99,6 @@ def _saved(tmp_path) -> bytes:
     return (tmp_path / "q.idx").read_bytes()
 
 
-def _with_body(content: dict, version: int = store.FORMAT_VERSION) -> bytes:
-    """A well-formed file (valid checksum) around an arbitrary body."""
-    raw = json.dumps(content).encode()
-    packed = zlib.compress(raw)
-    return store.HEADER.pack(store.MAGIC, version, store.FLAG_ZLIB, len(packed), len(raw),
-                             hashlib.sha256(packed).digest()) + packed
-
-
-def _body(data: bytes) -> dict:
-    return json.loads(zlib.decompress(data[store.HEADER.size:]))
-
-
 @pytest.mark.parametrize("damage, message", [
     (lambda d: d[: len(d) // 2], "truncated"),
     (lambda d: d[:20], "truncated"),
@@ -120,15 +107,16 @@ def _body(data: bytes) -> dict:
     (lambda d: d + b"\0", "trailing"),
     (lambda d: d[:-5] + bytes([d[-5] ^ 1]) + d[-4:], "checksum"),
     (lambda d: b'{"queries": []}' + b" " * 60, "not an rtf index"),
-    (lambda d: d[:8] + (1).to_bytes(4, "little") + d[12:], "version 1, but this rtf reads version 2"),
-    (lambda d: d[:8] + (3).to_bytes(4, "little") + d[12:], "version 3"),
-    (lambda d: _with_body({**_body(d), "classes": ["IRI", "os.system"]}), "class"),
-    (lambda d: _with_body({**_body(d), "values": [[0, [5]]] + _body(d)["values"]}), "malformed"),
-    (lambda d: _with_body({**_body(d), "values": [[0, [-1]]] + _body(d)["values"]}), "malformed"),
-    (lambda d: _with_body({**_body(d), "algorithm": "pickle"}), "algorithm"),
-    (lambda d: _with_body({**_body(d), "queries": [["q1", None, 0]]}), "does not refer to a query"),
-    (lambda d: _with_body({**_body(d), "taxonomy": {"<a>": ["<b>"], "<b>": ["<a>"]}}), "cycle"),
-    (lambda d: _with_body([1, 2]), "not an object"),
+    (lambda d: d[:8] + (1).to_bytes(4, "little") + d[12:], "version 1, but this rtf reads version 3"),
+    (lambda d: d[:8] + (2).to_bytes(4, "little") + d[12:], "version 2, but this rtf reads version 3"),
+    (lambda d: d[:8] + (4).to_bytes(4, "little") + d[12:], "version 4"),
+    (lambda d: with_body({**body(d), "classes": ["IRI", "os.system"]}), "class"),
+    (lambda d: with_body({**body(d), "values": [[0, [5]]] + body(d)["values"]}), "malformed"),
+    (lambda d: with_body({**body(d), "values": [[0, [-1]]] + body(d)["values"]}), "malformed"),
+    (lambda d: with_body({**body(d), "algorithm": "pickle"}), "algorithm"),
+    (lambda d: with_body({**body(d), "queries": [["q1", None, 0]]}), "does not refer to a query"),
+    (lambda d: with_body({**body(d), "taxonomy": {"<a>": ["<b>"], "<b>": ["<a>"]}}), "cycle"),
+    (lambda d: with_body([1, 2]), "not an object"),
 ])
 def test_a_bad_file_is_refused_with_one_clear_error(damage, message, tmp_path):
     bad = tmp_path / "bad.idx"
@@ -172,10 +160,11 @@ def test_the_whitelist_covers_every_model_value():
     query = parse_query(text)
     table = store._ValueTable()
     ref = table.ref(query)
-    decoded = store.decode_values(json.loads(json.dumps(table.class_names())),
-                                  json.loads(json.dumps(table.entries)))
-    assert decoded[ref] == query and decoded[ref].text == text
-    used = set(table.class_names())
+    entries = table.take()
+    decoded = store._ValueBuilder(json.loads(json.dumps(store.CLASS_NAMES)))
+    decoded.add(json.loads(json.dumps(entries)))
+    assert decoded.values[ref] == query and decoded.values[ref].text == text
+    used = {store.CLASS_NAMES[entry[0]] for entry in entries}
     assert {"FTNear", "FTNot", "FTOr", "Regex", "LangMatches", "Lang", "Not", "BlankNode",
             "Wildcard", "TypePath", "Literal"} <= used
 

@@ -11,8 +11,6 @@ same loaded queries.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import zlib
 
 import pytest
@@ -22,6 +20,7 @@ from hypothesis import strategies as st
 from rtf import Engine, Publication
 from rtf.errors import IndexFileError
 from rtf.io import store
+from tests.index_bodies import body, raw_body, with_body, with_raw, wrap
 
 EX = "PREFIX ex: <http://ex/> "
 QUERIES = [
@@ -54,24 +53,6 @@ def saved(algorithm: str = "rtfs") -> bytes:
         engine.register(q, f"q{i}", subscriber="alice" if i % 2 else None,
                         metadata={"n": i} if i == 1 else None)
     return engine.to_bytes()
-
-
-def body(data: bytes) -> dict:
-    return json.loads(zlib.decompress(data[store.HEADER.size:]))
-
-
-def wrap(packed: bytes, raw_length: int, version: int = store.FORMAT_VERSION) -> bytes:
-    """A file around a stored body, with a correct checksum."""
-    return store.HEADER.pack(store.MAGIC, version, store.FLAG_ZLIB, len(packed), raw_length,
-                             hashlib.sha256(packed).digest()) + packed
-
-
-def with_raw(raw: bytes) -> bytes:
-    return wrap(zlib.compress(raw), len(raw))
-
-
-def with_body(content) -> bytes:
-    return with_raw(json.dumps(content).encode())
 
 
 def answers(engine: Engine) -> list:
@@ -151,7 +132,7 @@ def test_bit_flips_in_the_stored_body_with_a_recomputed_checksum(flips):
     loads_consistently_or_is_refused(wrap(bytes(packed), raw_length))
 
 
-RAW = json.dumps(body(BASE)).encode()
+RAW = raw_body(body(BASE))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -270,13 +251,42 @@ from tests import worlds  # noqa: E402
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts=st.lists(worlds.queries(), min_size=1, max_size=5))
 def test_every_query_the_parser_makes_survives_the_checks(texts):
-    from rtf import QueryError
     engine = Engine("rtfs", taxonomy=worlds.taxonomy())
-    for i, text in enumerate(texts):
-        try:
-            engine.register(text, f"q{i}")
-        except QueryError:
-            continue
+    engine.register_many([(text, f"q{i}") for i, text in enumerate(texts)], lambda *_: None)  # refused: left out
     loaded = Engine.from_bytes(engine.to_bytes(), "f.idx")
     assert [(rq.id, rq.query, rq.query.branches) for rq in loaded.queries()] == [
         (rq.id, rq.query, rq.query.branches) for rq in engine.queries()]
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return zlib.decompress(data[store.HEADER.size:]).split(b"\n")[:-1]
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda ls: ls[:1] + [b'{"values": [], "queries": []}'] + ls[1:], "not {\"values\""),
+    (lambda ls: ls[:1] + [b'{"pickle": []}'] + ls[1:], "not {\"values\""),
+    (lambda ls: ls[:1] + [b"[]"] + ls[1:], "not {\"values\""),
+    (lambda ls: ls[:1] + [b""] + ls[1:], "cannot be decoded"),
+    (lambda ls: [ls[0]] + [ls[-1]] + ls[1:-1], "does not refer to a query"),  # queries before values
+    (lambda ls: ls[1:], "first line is not an object|algorithm"),
+])
+def test_lines_out_of_place_are_refused(damage, message):
+    raw = b"".join(line + b"\n" for line in damage(_lines(BASE)))
+    with pytest.raises(IndexFileError, match=message):
+        Engine.from_bytes(with_raw(raw), "f.idx")
+
+
+def test_a_body_cut_inside_its_last_line_is_refused():
+    raw = b"".join(line + b"\n" for line in _lines(BASE))
+    with pytest.raises(IndexFileError, match="whole line"):
+        Engine.from_bytes(with_raw(raw[:-1]), "f.idx")
+
+
+def test_a_file_of_many_lines_loads_as_the_engine_that_wrote_it(monkeypatch):
+    monkeypatch.setattr(store, "LINE_ENTRIES", 2)  # a value line and a query line every two
+    data = saved()
+    assert len(_lines(data)) >= 8  # the head, value lines, three query lines
+    loaded = Engine.from_bytes(data)
+    assert [(rq.id, rq.query, rq.subscriber, rq.metadata) for rq in loaded.queries()] == [
+        (rq.id, rq.query, rq.subscriber, rq.metadata) for rq in Engine.from_bytes(BASE).queries()]
+    loads_consistently_or_is_refused(data)

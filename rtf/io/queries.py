@@ -160,22 +160,25 @@ def register_all(engine, records, source: str, problems: list[str] | None = None
 
     With a `problems` list, a bad query or a duplicate id is reported there
     (file, line, id and reason) and skipped; the others are registered.
+    The records go to the engine as one batch (`Engine.register_many`).
     """
-    for rec in progress(records, "registering", unit="q"):
-        try:
-            engine.register(rec["query"], rec["id"], rec["subscriber"], rec.get("metadata"))
-        except QueryError as e:
+    records = list(records)
+
+    def refused(position: int, _record: tuple, e: Exception) -> None:
+        rec = records[position]
+        if isinstance(e, QueryError):
             if rec.get("whole_file") and e.line is not None:  # a .rq file: the query's position is the file's
                 error = QueryFileError(f"{source}:{e.line}:{e.column}: query {rec['id']!r}: {e.message}")
             else:
                 error = QueryFileError(f"{source}:{rec['line']}: query {rec['id']!r}: {e}")
-        except (ValueError, TypeError) as e:  # a duplicate id, a subscriber that is not a string
+        else:  # a duplicate id, a subscriber that is not a string
             error = QueryFileError(f"{source}:{rec['line']}: {e}")
-        else:
-            continue
         if problems is None:
             raise error from None
         problems.append(str(error))
+
+    engine.register_many(((rec["query"], rec["id"], rec["subscriber"], rec.get("metadata"))
+                          for rec in progress(records, "registering", unit="q")), refused)
 
 
 def report_skipped_queries(problems: list[str]) -> None:

@@ -3,11 +3,12 @@
 The layout is documented in docs/index-format.md. In short: a fixed
 64-byte header (magic ``RTFINDEX``, format version, flags, body length as
 stored and once decompressed, SHA-256 of the body), then a zlib-compressed
-UTF-8 JSON body holding the algorithm, the solution cap, the taxonomy's
-edges and every registered query -- its id, subscriber, and its parsed
-`rtf.query.model.Query` as a table of type-tagged values.
+body of UTF-8 JSON lines: a head line (the algorithm, the solution cap,
+the taxonomy's edges, the model classes), then lines of model values and
+lines of queries -- each query its id, subscriber, metadata and parsed
+`rtf.query.model.Query` as a reference into the table of values.
 
-Why a model table: parsing is ~70% of registration (Lark), so a load that
+Why a model table: parsing is most of registration (Lark), so a load that
 re-parsed could never be much faster than registering again. Each distinct
 model value (an IRI, a word, a pattern, a query) is stored once, children
 before parents, as ``[class, field, ...]``, where a field is a JSON scalar
@@ -21,6 +22,11 @@ does for a parsed query. Nothing in the file is ever executed: no pickle,
 no eval, only JSON and the whitelisted constructors. Decompression is
 capped by the header's length, itself capped (`MAX_BODY_BYTES`,
 `MAX_RATIO`): a zlib bomb is an `IndexFileError`, never a MemoryError.
+
+Both ways stream: the writer encodes and compresses a few thousand values
+at a time (a million queries no longer make one JSON text of the whole
+table, which took gigabytes), and the reader decompresses and decodes one
+line at a time, so neither holds the whole body uncompressed.
 
 This module knows the file, not the engine: `encode_index` writes a
 `SavedIndex` (algorithm, solution cap, taxonomy, parsed queries) and
@@ -45,6 +51,7 @@ import re
 import struct
 import sys
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,7 +66,7 @@ from rtf.query.terms import shared
 #: File signature, first 8 bytes of every index file.
 MAGIC = b"RTFINDEX"
 #: Version of the layout; a file of any other version is refused.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: magic and version: the start of every version's header.
 PREAMBLE = struct.Struct("<8sI")
 #: magic, version (uint32), flags (uint32), body length as stored (uint64), body length
@@ -73,6 +80,10 @@ MAX_BODY_BYTES = 4 << 30
 #: compresses 6-8x; zlib can reach 1,000x, which is what a bomb uses).
 MAX_RATIO = 64
 BODY_SLACK = 16 << 20
+#: Values (or queries) the writer puts on one line of the body.
+LINE_ENTRIES = 4096
+#: Bytes the reader inflates at a time.
+_INFLATE_STEP = 1 << 20
 
 
 @dataclass
@@ -97,15 +108,14 @@ class SavedIndex:
 #: handled by adding its checks there. ``tuple`` stands for a tuple of values.
 MODEL_CLASSES: dict[str, type] = {cls.__name__: cls for cls in FIELD_CHECKS}
 MODEL_CLASSES["tuple"] = tuple
+#: The head line's "classes": every class of the whitelist, in a fixed order.
+CLASS_NAMES: list[str] = list(MODEL_CLASSES)
 
 #: Leaf values the parser shares between queries (`rtf.query.terms.shared`); loading
 #: shares them too, so that queries registered later reuse them. Composite
 #: values (patterns, conjuncts, branches) are already stored once each in
 #: the file; sharing them again would hash them recursively for nothing.
 _SHARED_CLASSES = frozenset((terms.IRI, terms.Variable, model.FTWord))
-#: Classes with a field left out of equality (Query.text): deduplicated by identity.
-_BY_IDENTITY = frozenset(cls for cls in MODEL_CLASSES.values() if dataclasses.is_dataclass(cls)
-                         and any(not f.compare for f in dataclasses.fields(cls)))
 #: The fields stored of each class: all its dataclass fields, but a query's branches,
 #: which loading decomposes again from its patterns and filters.
 _FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls) if (cls, f.name) != (model.Query, "branches"))
@@ -117,75 +127,140 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 class _ValueTable:
-    """Model values numbered once each, children first (the body's "values")."""
+    """Model values numbered once each, children first (the body's value lines).
+
+    A value object seen before is found by identity (queries share most of
+    theirs); a new object by its entry -- its class and its fields, children
+    as their numbers -- so equal values that are different objects are
+    stored once too, without hashing whole trees. `entries` are the values
+    numbered since the last `take`.
+    """
 
     def __init__(self):
-        self.classes: dict[type, int] = {}
+        self.codes = {MODEL_CLASSES[name]: k for k, name in enumerate(CLASS_NAMES)}
+        self.count = 0
         self.entries: list[list] = []
-        self._seen: dict = {}  # value (or id, see _BY_IDENTITY) -> its number
+        self._by_id: dict[int, tuple[int, object]] = {}  # id -> (number, the value, kept alive)
+        self._by_entry: dict[tuple, int] = {}
 
     def ref(self, value) -> int:
-        cls = type(value)
-        key = (cls, id(value)) if cls in _BY_IDENTITY else (cls, value)
-        found = self._seen.get(key)
+        found = self._by_id.get(id(value))
         if found is not None:
-            return found
+            return found[0]
+        cls = type(value)
         if cls is tuple:
             fields = value
         elif cls in _FIELDS:
             fields = [getattr(value, name) for name in _FIELDS[cls]]
         else:
             raise TypeError(f"cannot save a value of type {cls.__name__} in an index")
-        entry = [self.classes.setdefault(cls, len(self.classes))]
+        entry: list = [self.codes[cls]]
+        key: list = [entry[0]]
         for f in fields:
-            entry.append(f if type(f) in _SCALARS else [self.ref(f)])
-        n = self._seen[key] = len(self.entries)
-        self.entries.append(entry)
-        if cls in _BY_IDENTITY:
-            self._seen[("keep", id(value))] = value  # keep the id valid while encoding
+            if type(f) in _SCALARS:
+                entry.append(f)
+                key.append((type(f), f))  # True and 1 are equal keys, not equal fields
+            else:
+                n = self.ref(f)
+                entry.append([n])
+                key.append(n)
+        frozen = tuple(key)
+        n = self._by_entry.get(frozen)
+        if n is None:
+            n = self._by_entry[frozen] = self.count
+            self.count += 1
+            self.entries.append(entry)
+        self._by_id[id(value)] = (n, value)
         return n
 
-    def class_names(self) -> list[str]:
-        return [cls.__name__ for cls in self.classes]
+    def take(self) -> list[list]:
+        entries, self.entries = self.entries, []
+        return entries
+
+
+class _Body:
+    """The body as it is written: lines of JSON, compressed and hashed as they come."""
+
+    def __init__(self):
+        self._zip = zlib.compressobj(6)
+        self._sha = hashlib.sha256()
+        self.parts: list[bytes] = []
+        self.raw_length = 0
+
+    def line(self, obj) -> None:
+        raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        self.raw_length += len(raw)
+        self._keep(self._zip.compress(raw))
+
+    def _keep(self, packed: bytes) -> None:
+        if packed:
+            self._sha.update(packed)
+            self.parts.append(packed)
+
+    def file(self) -> bytes:
+        self._keep(self._zip.flush())
+        packed = b"".join(self.parts)
+        self.parts = []
+        return HEADER.pack(MAGIC, FORMAT_VERSION, FLAG_ZLIB, len(packed), self.raw_length,
+                           self._sha.digest()) + packed
 
 
 def encode_index(saved: SavedIndex) -> bytes:
-    """The whole file for `saved`: header and compressed body."""
+    """The whole file for `saved`: header and compressed body.
+
+    Values and queries are written a line of `LINE_ENTRIES` at a time, a
+    query line after the value lines its queries refer to. The cyclic
+    garbage collector is paused meanwhile, as for loading (`decode_index`):
+    the table's entries are many and acyclic.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _encode(saved)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _encode(saved: SavedIndex) -> bytes:
+    body = _Body()
+    head = {"algorithm": saved.algorithm, "max_solutions": saved.max_solutions,
+            "next_id": saved.next_id,
+            "taxonomy": {c: list(ps) for c, ps in saved.taxonomy.parent_table().items()},
+            "classes": CLASS_NAMES}
+    if saved.text_analysis is not None:  # absent: the spec's default words
+        head["text_analysis"] = saved.text_analysis
+    body.line(head)
     table = _ValueTable()
-    queries = [[qid, subscriber, table.ref(query)] + ([dict(metadata)] if metadata else [])
-               for query, qid, subscriber, metadata in saved.queries]
-    body = {
-        "algorithm": saved.algorithm,
-        "max_solutions": saved.max_solutions,
-        "next_id": saved.next_id,
-        "taxonomy": {c: list(ps) for c, ps in saved.taxonomy.parent_table().items()},
-        "classes": table.class_names(),
-        "values": table.entries,
-        "queries": queries,
-    }
-    if saved.text_analysis is not None:  # absent: the spec's default words (files before it too)
-        body["text_analysis"] = saved.text_analysis
-    raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    packed = zlib.compress(raw, 6)
-    return HEADER.pack(MAGIC, FORMAT_VERSION, FLAG_ZLIB, len(packed), len(raw),
-                       hashlib.sha256(packed).digest()) + packed
+    queries: list[list] = []
+    for query, qid, subscriber, metadata in saved.queries:
+        queries.append([qid, subscriber, table.ref(query)] + ([dict(metadata)] if metadata else []))
+        if len(table.entries) >= LINE_ENTRIES:
+            body.line({"values": table.take()})
+        if len(queries) >= LINE_ENTRIES:
+            if table.entries:
+                body.line({"values": table.take()})
+            body.line({"queries": queries})
+            queries = []
+    if table.entries:
+        body.line({"values": table.take()})
+    if queries:
+        body.line({"queries": queries})
+    return body.file()
 
 
 # ------------------------------------------------------------------ decoding
 
 
-def read_body(path: str | os.PathLike) -> dict:
-    """The verified, decoded JSON body of index file `path` (`IndexFileError` if it is not one)."""
-    return decode_body(read_index_bytes(path), str(path))
+def body_lines(data: bytes, source: str = "<bytes>") -> Iterator[bytes]:
+    """The lines of the body of the index file bytes `data`, after every check of the header.
 
-
-def decode_body(data: bytes, source: str = "<bytes>") -> dict:
-    """The JSON body of the index file bytes `data`, after every check of the header.
-
-    Decompression is capped: at the length the header gives, which may be at
-    most `MAX_BODY_BYTES` and `MAX_RATIO` times the stored body (a zlib bomb
-    is refused before it takes the memory); a body that decompresses to
-    another length is refused.
+    Decompression is capped and streamed: the body may decompress to the
+    length the header gives and no more, which may be at most
+    `MAX_BODY_BYTES` and `MAX_RATIO` times the stored body (a zlib bomb is
+    refused before it takes the memory); a body that decompresses to
+    another length, or has bytes after its end, is refused. One line is
+    held at a time.
     """
     if len(data) < PREAMBLE.size or not data.startswith(MAGIC):
         raise IndexFileError(f"{source}: not an rtf index file (no {MAGIC.decode()} header)")
@@ -196,7 +271,7 @@ def decode_body(data: bytes, source: str = "<bytes>") -> dict:
     if len(data) < HEADER.size:
         raise IndexFileError(f"{source}: the index is truncated (its header is cut short)")
     _, _, flags, length, raw_length, digest = HEADER.unpack_from(data)
-    body = data[HEADER.size:]
+    body = memoryview(data)[HEADER.size:]
     if len(body) != length:
         raise IndexFileError(f"{source}: the index is truncated or has trailing bytes "
                              f"({len(body)} body bytes, the header says {length})")
@@ -207,125 +282,177 @@ def decode_body(data: bytes, source: str = "<bytes>") -> dict:
     if raw_length > min(MAX_BODY_BYTES, MAX_RATIO * length + BODY_SLACK):
         raise IndexFileError(f"{source}: the index body claims {raw_length} bytes once "
                              f"decompressed, more than this rtf accepts from {length} stored bytes")
+    wrong_length = IndexFileError(f"{source}: the index body does not decompress to the "
+                                  f"{raw_length} bytes its header gives")
+    inflate = zlib.decompressobj()
+    total, pos, rest = 0, 0, b""
     try:
-        inflate = zlib.decompressobj()
-        raw = inflate.decompress(body, raw_length)
-        if len(raw) != raw_length or not inflate.eof or inflate.unused_data or inflate.unconsumed_tail:
-            raise IndexFileError(f"{source}: the index body does not decompress to the "
-                                 f"{raw_length} bytes its header gives")
-        text = raw.decode("utf-8")
-        del raw
-        if "\\u" in text and _ESCAPED_SURROGATE.search(text):  # this writer escapes controls only
-            raise IndexFileError(f"{source}: the index holds a lone surrogate, which is not a character")
-        content = json.loads(text)
-    except (zlib.error, UnicodeDecodeError, ValueError, RecursionError) as e:
+        while not inflate.eof:
+            if inflate.unconsumed_tail:
+                chunk = inflate.decompress(inflate.unconsumed_tail, _INFLATE_STEP)
+            elif pos < len(body):
+                chunk = inflate.decompress(body[pos:pos + _INFLATE_STEP], _INFLATE_STEP)
+                pos += _INFLATE_STEP
+            else:
+                break
+            total += len(chunk)
+            if total > raw_length:
+                raise wrong_length
+            if b"\n" in chunk:
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                yield from lines
+            elif chunk:
+                rest += chunk
+    except zlib.error as e:
         raise IndexFileError(f"{source}: the index body cannot be decoded: {e}") from None
     except MemoryError:
         raise IndexFileError(f"{source}: the index body is too large for this machine's memory") from None
-    if not isinstance(content, dict):
-        raise IndexFileError(f"{source}: the index body is not an object")
-    return content
+    if total != raw_length or not inflate.eof or inflate.unused_data or pos < len(body):
+        raise wrong_length
+    if rest:
+        raise IndexFileError(f"{source}: the index body does not end with a whole line")
 
 
 #: A JSON escape of a UTF-16 surrogate (not preceded by an escaping backslash): JSON
 #: can spell lone surrogates, which no UTF-8 text, RDF term or query holds. This
 #: writer never escapes characters beyond the control ones.
-_ESCAPED_SURROGATE = re.compile(r"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F]")
+_ESCAPED_SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F]")
 
 
-def decode_values(class_names: list, entries: list) -> list:
-    """Rebuild the model values of the table `entries` (see the module doc).
-
-    Only classes of `MODEL_CLASSES` are built, and a reference must point
-    to an earlier value; anything else raises `IndexFileError`. Each entry
-    is dropped from `entries` once built (set to None), so that the JSON
-    lists are freed while the values are made: a lower peak, and less
-    memory kept by the allocator afterwards.
-    """
-    try:
-        classes = [MODEL_CLASSES[name] for name in class_names]
-    except (KeyError, TypeError):
-        raise IndexFileError(f"the index uses a class this rtf does not know: "
-                             f"{sorted(set(map(str, class_names)) - set(MODEL_CLASSES))}") from None
-    share = [cls in _SHARED_CLASSES for cls in classes]
-    memo: dict = {}  # branches by (patterns, filters, group), see query_with_branches
-    values: list = []
-    append = values.append
-    for n, entry in enumerate(entries):
+def json_lines(data: bytes, source: str = "<bytes>") -> Iterator:
+    """The body's lines (`body_lines`), each decoded from JSON."""
+    for line in body_lines(data, source):
         try:
-            if entry.__class__ is not list or not entry:
-                raise ValueError("not a list")
-            c = entry[0]
-            if type(c) is not int or c < 0:
-                raise ValueError("no class")
-            cls = classes[c]
-            args = []
-            for f in entry[1:]:
-                if f.__class__ is list:
-                    r = f[0] if len(f) == 1 else None
-                    if type(r) is not int or not 0 <= r < n:
-                        raise ValueError("a reference that is not to an earlier value")
-                    args.append(values[r])
-                elif f.__class__ in _SCALARS:
-                    args.append(f)
+            if b"\\u" in line and _ESCAPED_SURROGATE.search(line):  # this writer escapes controls only
+                raise IndexFileError(f"{source}: the index holds a lone surrogate, which is not a character")
+            yield json.loads(line)
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            if isinstance(e, IndexFileError):
+                raise
+            raise IndexFileError(f"{source}: the index body cannot be decoded: {e}") from None
+        except MemoryError:
+            raise IndexFileError(f"{source}: the index body is too large for this machine's memory") from None
+
+
+class _ValueBuilder:
+    """Model values rebuilt from value entries, numbered in order across the lines."""
+
+    def __init__(self, class_names: list):
+        try:
+            self.classes = [MODEL_CLASSES[name] for name in class_names]
+        except (KeyError, TypeError):
+            raise IndexFileError(f"the index uses a class this rtf does not know: "
+                                 f"{sorted(set(map(str, class_names)) - set(MODEL_CLASSES))}") from None
+        self.share = [cls in _SHARED_CLASSES for cls in self.classes]
+        self.memo: dict = {}  # branches by (patterns, filters, group), see query_with_branches
+        self.values: list = []
+
+    def add(self, entries: list) -> None:
+        """Build each entry (see the module doc): only classes of `MODEL_CLASSES`, and a
+        reference must point to an earlier value; anything else raises `IndexFileError`."""
+        classes, share, values, memo = self.classes, self.share, self.values, self.memo
+        append = values.append
+        n = len(values)
+        for entry in entries:
+            try:
+                if entry.__class__ is not list or not entry:
+                    raise ValueError("not a list")
+                c = entry[0]
+                if type(c) is not int or c < 0:
+                    raise ValueError("no class")
+                cls = classes[c]
+                args = []
+                for f in entry[1:]:
+                    if f.__class__ is list:
+                        r = f[0] if len(f) == 1 else None
+                        if type(r) is not int or not 0 <= r < n:
+                            raise ValueError("a reference that is not to an earlier value")
+                        args.append(values[r])
+                    elif f.__class__ in _SCALARS:
+                        args.append(f)
+                    else:
+                        raise ValueError("a field that is neither a value nor a reference")
+                if cls is tuple:
+                    value = tuple(args)
                 else:
-                    raise ValueError("a field that is neither a value nor a reference")
-            if cls is tuple:
-                value = tuple(args)
-            else:
-                check_fields(cls, args)
-                value = query_with_branches(args, memo) if cls is model.Query else cls(*args)
-                check_value(value)
-            entries[n] = None
-        except (IndexError, TypeError, KeyError, ValueError, RtfError, RecursionError) as e:
-            raise IndexFileError(f"the index's model value {n} is malformed: {e}") from None
-        append(shared(value) if share[c] else value)
-    return values
+                    check_fields(cls, args)
+                    value = query_with_branches(args, memo) if cls is model.Query else cls(*args)
+                    check_value(value)
+            except (IndexError, TypeError, KeyError, ValueError, RtfError, RecursionError) as e:
+                raise IndexFileError(f"the index's model value {n} is malformed: {e}") from None
+            append(shared(value) if share[c] else value)
+            n += 1
 
 
-def decode_content(content: dict, source: str = "<bytes>") -> SavedIndex:
-    """The `SavedIndex` of a decoded body; `IndexFileError` on any problem."""
+def _head(head, source: str) -> tuple[str, int, int, Taxonomy, list, dict | None]:
     def bad(what: str) -> IndexFileError:
         return IndexFileError(f"{source}: {what}")
 
-    algorithm = content.get("algorithm")
+    if type(head) is not dict:
+        raise bad("the index's first line is not an object")
+    algorithm = head.get("algorithm")
     if not isinstance(algorithm, str):
         raise bad(f"unknown algorithm {algorithm!r}")
-    max_solutions = content.get("max_solutions")
+    max_solutions = head.get("max_solutions")
     if type(max_solutions) is not int or not 1 <= max_solutions <= sys.maxsize:
         raise bad("max_solutions is not a positive integer (at most 2**63 - 1)")
-    next_id = content.get("next_id")
+    next_id = head.get("next_id")
     if type(next_id) is not int or not 1 <= next_id <= sys.maxsize:
         raise bad("next_id is not a positive integer (at most 2**63 - 1)")
+    edges = head.get("taxonomy")
+    if type(edges) is not dict or not all(
+            type(ps) is list and all(type(p) is str for p in ps) for ps in edges.values()):
+        raise bad("the taxonomy is not an object of class -> list of classes")
+    classes = head.get("classes")
+    if type(classes) is not list:
+        raise bad("classes is not a list")
+    text_analysis = head.get("text_analysis")
+    if text_analysis is not None:
+        try:
+            TextAnalysis.from_dict(text_analysis)  # checked as Engine will take it
+        except (TextAnalysisError, TypeError) as e:
+            raise bad(f"text_analysis: {e}") from None
+    return algorithm, max_solutions, next_id, Taxonomy(edges), classes, text_analysis
+
+
+def _query_record(entry, values: list, bad) -> tuple:
+    if type(entry) is not list or len(entry) not in (3, 4):
+        raise bad(f"a query entry is not [id, subscriber, query(, metadata)]: {str(entry)[:60]}")
+    qid, subscriber, ref, *extra = entry  # [id, subscriber, query, metadata if any]
+    if type(qid) is not str or not qid:
+        raise bad(f"a query id is not a non-empty string: {qid!r}")
+    if subscriber is not None and type(subscriber) is not str:
+        raise bad(f"query {qid!r}: the subscriber is not a string or null")
+    query = values[ref] if type(ref) is int and 0 <= ref < len(values) else None
+    if not isinstance(query, model.Query):
+        raise bad(f"query {qid!r} does not refer to a query")
+    metadata = extra[0] if extra else None
+    if metadata is not None and type(metadata) is not dict:
+        raise bad(f"query {qid!r}: metadata is not a JSON object")
+    return (query, qid, subscriber, metadata)
+
+
+def decode_lines(lines: Iterator, source: str = "<bytes>") -> SavedIndex:
+    """The `SavedIndex` of a body's decoded lines (`json_lines`); `IndexFileError` on any problem."""
+    def bad(what: str) -> IndexFileError:
+        return IndexFileError(f"{source}: {what}")
+
     try:
-        edges = content["taxonomy"]
-        if type(edges) is not dict or not all(
-                type(ps) is list and all(type(p) is str for p in ps) for ps in edges.values()):
-            raise bad("the taxonomy is not an object of class -> list of classes")
-        taxonomy = Taxonomy(edges)
-        if type(content["classes"]) is not list or type(content["values"]) is not list:
-            raise bad("classes and values are not lists")
-        values = decode_values(content["classes"], content["values"])
-        content["values"] = None  # emptied by decode_values
+        head = next(lines, None)
+        algorithm, max_solutions, next_id, taxonomy, classes, text_analysis = _head(head, source)
+        values = _ValueBuilder(classes)
         records = []
-        queries = content["queries"]
-        if type(queries) is not list:
-            raise bad("queries is not a list")
-        for entry in queries:
-            if type(entry) is not list or len(entry) not in (3, 4):
-                raise bad(f"a query entry is not [id, subscriber, query(, metadata)]: {str(entry)[:60]}")
-            qid, subscriber, ref, *extra = entry  # [id, subscriber, query, metadata if any]
-            if type(qid) is not str or not qid:
-                raise bad(f"a query id is not a non-empty string: {qid!r}")
-            if subscriber is not None and type(subscriber) is not str:
-                raise bad(f"query {qid!r}: the subscriber is not a string or null")
-            query = values[ref] if type(ref) is int and ref >= 0 else None
-            if not isinstance(query, model.Query):
-                raise bad(f"query {qid!r} does not refer to a query")
-            metadata = extra[0] if extra else None
-            if metadata is not None and type(metadata) is not dict:
-                raise bad(f"query {qid!r}: metadata is not a JSON object")
-            records.append((query, qid, subscriber, metadata))
+        for line in lines:
+            if type(line) is not dict or len(line) != 1:
+                raise bad("a line of the index is not {\"values\": [...]} or {\"queries\": [...]}")
+            (kind, entries), = line.items()
+            if type(entries) is not list or kind not in ("values", "queries"):
+                raise bad("a line of the index is not {\"values\": [...]} or {\"queries\": [...]}")
+            if kind == "values":
+                values.add(entries)
+            else:
+                records += [_query_record(entry, values.values, bad) for entry in entries]
     except IndexFileError as e:
         if str(e).startswith(source):
             raise
@@ -333,12 +460,6 @@ def decode_content(content: dict, source: str = "<bytes>") -> SavedIndex:
     except (RtfError, KeyError, TypeError, ValueError, IndexError, AttributeError,
             RecursionError) as e:
         raise bad(f"the index content is malformed: {type(e).__name__}: {e}") from None
-    text_analysis = content.get("text_analysis")
-    if text_analysis is not None:
-        try:
-            TextAnalysis.from_dict(text_analysis)  # checked as Engine will take it
-        except (TextAnalysisError, TypeError) as e:
-            raise bad(f"text_analysis: {e}") from None
     return SavedIndex(algorithm, max_solutions, taxonomy, records, next_id, text_analysis)
 
 
@@ -353,10 +474,31 @@ def decode_index(data: bytes, source: str = "<bytes>") -> SavedIndex:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return decode_content(decode_body(data, source), source)
+        return decode_lines(json_lines(data, source), source)
     finally:
         if was_enabled:
             gc.enable()
+
+
+def summary(data: bytes, source: str = "<bytes>") -> dict:
+    """What an index holds, without building it: the head's fields and the numbers of
+    model values and queries (every check of the header and the body's JSON; the
+    values themselves are not checked)."""
+    lines = json_lines(data, source)
+    head = next(lines, None)
+    _head(head, source)
+    counts = {"values": 0, "queries": 0}
+    for line in lines:
+        if type(line) is not dict or len(line) != 1 or not set(line) <= set(counts):
+            raise IndexFileError(f"{source}: a line of the index is not values or queries")
+        (kind, entries), = line.items()
+        counts[kind] += len(entries) if type(entries) is list else 0
+    taxonomy = head["taxonomy"]
+    return {"format_version": FORMAT_VERSION, "algorithm": head["algorithm"],
+            "max_solutions": head["max_solutions"], "queries": counts["queries"],
+            "model_values": counts["values"], "taxonomy_classes": len(taxonomy),
+            "taxonomy_edges": sum(len(ps) for ps in taxonomy.values()),
+            "text_analysis": head.get("text_analysis")}
 
 
 def write_index(saved: SavedIndex, path: str | os.PathLike) -> int:
@@ -376,13 +518,5 @@ def read_index_bytes(path: str | os.PathLike) -> bytes:
 
 def file_info(path: str | os.PathLike) -> dict:
     """What `rtf index info` shows without building the index: header and body counts."""
-    content = read_body(path)
-    size = os.path.getsize(path)
-    taxonomy = content.get("taxonomy") or {}
-    return {"path": str(path), "format_version": FORMAT_VERSION, "bytes": size,
-            "algorithm": content.get("algorithm"), "max_solutions": content.get("max_solutions"),
-            "queries": len(content.get("queries") or ()),
-            "model_values": len(content.get("values") or ()),
-            "taxonomy_classes": len(taxonomy),
-            "taxonomy_edges": sum(len(ps) for ps in taxonomy.values()),
-            "text_analysis": content.get("text_analysis")}
+    info = summary(read_index_bytes(path), str(path))
+    return {"path": str(path), "bytes": os.path.getsize(path), **info}

@@ -42,9 +42,12 @@ WILDCARD_CONTENT = "*"
 _NO_SLOTS = np.zeros(0, dtype=np.int32)
 
 
+_VAR_CONTENTS = tuple(f"?{k}" for k in range(4))  # one string each, for every shape
+
+
 def var_content(k: int) -> str:
     """Node content of the k-th variable of a tuple (1-based): ``?1``, ``?2``..."""
-    return f"?{k}"
+    return _VAR_CONTENTS[k] if k < 4 else f"?{k}"
 
 
 def is_var_content(content: str) -> bool:
@@ -182,7 +185,7 @@ class TupleShape:
         for i, c in enumerate(self.structure):
             if is_var_content(c):
                 firsts.setdefault(c, i)
-        self.row_positions = tuple(firsts[c] for c in sorted(firsts, key=lambda c: int(c[1:])))
+        self.row_positions = _shared(tuple(firsts[c] for c in sorted(firsts, key=lambda c: int(c[1:]))))
 
     def __getstate__(self):
         # `check` is a closure, which cannot be pickled (Spark ships engines): made again.

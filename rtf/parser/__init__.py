@@ -26,6 +26,7 @@ from rtf.parser.build import BUILTIN_PREFIXES, QueryBuilder
 from rtf.parser.cache import ParseCache
 from rtf.parser.diagnose import diagnose
 from rtf.parser.grammar import grammar_text, lark_parser
+from rtf.parser.templates import TemplateCache
 from rtf.parser.limits import (
     MAX_NESTING_DEPTH,
     MAX_QUERY_BYTES,
@@ -71,13 +72,30 @@ def parse_query(text: str) -> Query:
 def _parse(text: str) -> Query:
     if len(text) <= MAX_QUERY_TOKENS:
         # A token is at least one character: the text cannot pass the token limit.
-        # The tree is built without positions (faster); a query that fails is
-        # parsed again with them, so its error is reported exactly as before.
+        # The tree is built without positions (faster), from a template when the
+        # text has the shape of one parsed before (`rtf.parser.templates`); a query
+        # that fails is parsed again with positions, so its error is reported
+        # exactly as before.
         try:
-            return _build(text, lark_parser(positions=False).parse(text))
+            return _templates().build(text, lambda tree, reused: _build(text, tree, reused),
+                                      _parse_without_positions)
         except Exception:  # any error (a positioned one reads the tree's positions)
             pass
     return _parse_with_positions(text)
+
+
+def _parse_without_positions(text: str) -> Query:
+    return _build(text, lark_parser(positions=False).parse(text))
+
+
+_TEMPLATES: list[TemplateCache] = []
+
+
+def _templates() -> TemplateCache:
+    """The parse trees kept by token types (`rtf.parser.templates`), made on first use."""
+    if not _TEMPLATES:
+        _TEMPLATES.append(TemplateCache(lark_parser(positions=False)))
+    return _TEMPLATES[0]
 
 
 def _parse_with_positions(text: str) -> Query:
@@ -97,8 +115,9 @@ def _parse_with_positions(text: str) -> Query:
     return _build(text, tree)
 
 
-def _build(text: str, tree) -> Query:
-    check_nesting(tree)
+def _build(text: str, tree, reused: bool = False) -> Query:
+    if not reused:  # a reused template's shape passed it when it was first built
+        check_nesting(tree)
     check_blank_node_scopes(tree, text)
     try:
         return QueryBuilder(text).build(tree)
@@ -106,5 +125,11 @@ def _build(text: str, tree) -> Query:
         raise QueryTooComplexError("the query is nested too deeply", 1, 1) from None
 
 
-# The benchmarks clear the cache by this name, as when `_parse` was an lru_cache.
-_parse.cache_clear = PARSE_CACHE.clear
+def _clear_caches() -> None:
+    PARSE_CACHE.clear()
+    if _TEMPLATES:
+        _TEMPLATES[0].clear()
+
+
+# The benchmarks clear the caches by this name, as when `_parse` was an lru_cache.
+_parse.cache_clear = _clear_caches

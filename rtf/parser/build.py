@@ -147,11 +147,11 @@ class QueryBuilder:
         if projection_node is not None:
             first = projection_node.children[0]
             if isinstance(first, Token) and first.type == "STAR":
-                projection = tuple(self.pattern_vars)
+                projection = shared(tuple(self.pattern_vars))
             else:
                 names = [self.variable(v).name for v in projection_node.children]
-                projection = tuple(dict.fromkeys(names))
-        patterns = tuple(self.all_patterns)
+                projection = shared(tuple(dict.fromkeys(names)))  # ("s",): one tuple for all
+        patterns = shared(tuple(self.all_patterns))
         filters = tuple(self.all_filters)
         basic = where_pattern.is_basic
         try:

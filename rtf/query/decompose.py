@@ -57,6 +57,7 @@ from rtf.query.terms import variable as shared_variable
 MAX_BRANCHES = 64
 
 _ATOMS = (Compare, FtContains, Regex, Contains, LangMatches, EffectiveBoolean, In)
+_ATOM_TYPES = frozenset(_ATOMS)
 
 
 def _too_many(n: int) -> QueryTooComplexError:
@@ -114,7 +115,9 @@ def dnf(expr: Expr, negated: bool = False) -> list[tuple[Expr, ...]]:
 
 def decompose(patterns: tuple[TriplePattern, ...], filters: tuple[Expr, ...]) -> tuple[Branch, ...]:
     """Branches of tuple conjuncts and residual literals for a query's group."""
-    conjunctions = dnf(And(tuple(filters))) if filters else [()]
+    if all(type(f) in _ATOM_TYPES for f in filters):  # a conjunction of atoms: its own DNF
+        return (_branch(patterns, _unique(filters) if len(filters) > 1 else filters),)
+    conjunctions = dnf(And(tuple(filters)))
     return tuple(_unique(_branch(patterns, _unique(literals)) for literals in conjunctions))
 
 
@@ -213,4 +216,9 @@ def _branch(patterns, literals) -> Branch:
         ft = _ft_and(fulltext[i]) if i in fulltext else None
         # Shared: thousands of queries ask for the same ``?s a dbo:Person``.
         tuples.append(shared(TupleConjunct(p.subject, p.predicate, p.object, ft)))
-    return shared(Branch(tuple(tuples), tuple(residual)))
+    branch = Branch(tuple(tuples), tuple(residual))
+    if residual or fulltext:
+        # Its own query's: a branch with words or filters is rarely another
+        # query's, and hashing it all again cost a third of decomposing.
+        return branch
+    return shared(branch)

@@ -350,20 +350,17 @@ def required_words(expr: FTExpr) -> tuple[frozenset[str], frozenset[str]]:
     """
     ws: set[str] = set()
     ps: set[str] = set()
-
-    def visit(e):
+    stack = [expr]  # a loop, not a recursive closure (a reference cycle per call)
+    while stack:
+        e = stack.pop()
         if isinstance(e, FTTerm):
             for w in e.words:
                 (ps if w.prefix else ws).add(w.text)
         elif isinstance(e, FTAnd):
-            for o in e.operands:
-                visit(o)
+            stack.extend(e.operands)
         elif isinstance(e, FTNear):
-            visit(e.left)
-            visit(e.right)
+            stack += (e.left, e.right)
         # FTNot requires nothing; FTOr would require one of several: nothing certain.
-
-    visit(expr)
     return frozenset(ws), frozenset(ps)
 
 
@@ -417,37 +414,41 @@ def word_alternatives(expr: FTExpr, cap: int = MAX_WORD_ALTERNATIVES,
     >>> [sorted(w) for w, _ in word_alternatives(FTAnd((t("rio"), FTOr((t("games"), t("olymp*"))))))]
     [['games', 'rio'], ['rio']]
     """
-    def visit(e) -> list[Alternative] | None:
-        if isinstance(e, FTTerm):
-            return [term_keys(e)]
-        if isinstance(e, FTOr):
-            out: list[Alternative] = []
-            for o in e.operands:
-                sub = visit(o)
-                if sub is None:
-                    return None
-                out.extend(sub)
-                if len(out) > cap:
-                    return None
-            return out
-        if isinstance(e, (FTAnd, FTNear)):
-            parts = e.operands if isinstance(e, FTAnd) else (e.left, e.right)
-            out = [(frozenset(), frozenset())]
-            for o in parts:
-                sub = visit(o)
-                if sub is None or len(out) * len(sub) > cap:
-                    return None
-                out = [(w1 | w2, p1 | p2) for w1, p1 in out for w2, p2 in sub]
-            return out
-        return [(frozenset(), frozenset())]  # FTNot: nothing is certain
-
-    found = visit(expr)
+    found = _alternatives(expr, cap, term_keys)
     if found is None:
         return None
     unique = tuple(dict.fromkeys(found))
     if any(not ws and not ps for ws, ps in unique):
         return None
     return unique
+
+
+def _alternatives(e: FTExpr, cap: int, term_keys) -> list[Alternative] | None:
+    """`word_alternatives` before duplicates are dropped. A module function, not a
+    closure: a recursive closure is a reference cycle, garbage for the cyclic
+    collector at every call (registration pauses that collector)."""
+    if isinstance(e, FTTerm):
+        return [term_keys(e)]
+    if isinstance(e, FTOr):
+        out: list[Alternative] = []
+        for o in e.operands:
+            sub = _alternatives(o, cap, term_keys)
+            if sub is None:
+                return None
+            out.extend(sub)
+            if len(out) > cap:
+                return None
+        return out
+    if isinstance(e, (FTAnd, FTNear)):
+        parts = e.operands if isinstance(e, FTAnd) else (e.left, e.right)
+        out = [(frozenset(), frozenset())]
+        for o in parts:
+            sub = _alternatives(o, cap, term_keys)
+            if sub is None or len(out) * len(sub) > cap:
+                return None
+            out = [(w1 | w2, p1 | p2) for w1, p1 in out for w2, p2 in sub]
+        return out
+    return [(frozenset(), frozenset())]  # FTNot: nothing is certain
 
 
 def is_plain_disjunction(expr: FTExpr) -> bool:

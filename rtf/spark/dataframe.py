@@ -107,8 +107,8 @@ def index_bytes(index, check: bool = True) -> IndexBytes:
                         f"or an Engine, not {type(index).__name__}")
     info = {}
     if check:
-        content = store.decode_body(data, source)
-        info = {"algorithm": content.get("algorithm"), "queries": len(content.get("queries") or ())}
+        content = store.summary(data, source)
+        info = {"algorithm": content["algorithm"], "queries": content["queries"]}
     return IndexBytes(data, source, info)
 
 
