@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtf.engine import Engine
+from rtf.engine import Engine, freeze_long_lived
 from rtf.errors import IndexFileError, QueryError, RtfError
 from rtf.io.files import write_atomically
 from rtf.io.taxonomy import Taxonomy
@@ -46,6 +46,10 @@ from rtf.query.model import Query
 from rtf.server.querystore import QueryStore, StoredQuery
 
 log = logging.getLogger("rtf.server")
+
+#: Registrations after which the index is frozen again at least (see `Registry._grown`).
+FREEZE_EVERY = 1000
+
 
 class NotOwnerError(RtfError):
     """A subscriber's request on a query of another subscriber."""
@@ -98,6 +102,7 @@ class Registry:
                           "table": self.store.table_id}
         self._snapshot_lock = threading.Lock()
         self.changes_since_snapshot = 0
+        self._unfrozen = 0  # queries registered since the index was last frozen (`_grown`)
         #: The seq of the newest row the engine holds (changed under the engine's lock).
         self._through = 0
         #: What start-up did: "snapshot" or "rebuilt", rows replayed, rows that failed.
@@ -314,6 +319,7 @@ class Registry:
         finally:
             pending.rollback()  # a no-op once committed
         self.changes_since_snapshot += len(done)
+        self._grown(len(done))
         return records
 
     def _put_each(self, pending, todo: list[Record], owner, atomic: bool, done: list) -> int | None:
@@ -354,6 +360,18 @@ class Registry:
 
     def _changed(self) -> None:
         self.changes_since_snapshot += 1
+        self._grown(1)
+
+    def _grown(self, n: int) -> None:
+        """Queries registered over HTTP are as long-lived as those of the start: once they
+        are many (a quarter of the index, at least `FREEZE_EVERY`), they are moved out of
+        the cyclic collector's sight too, as at start, instead of being rescanned by every
+        full collection while publications stream (a rescan of the whole index: tens of
+        milliseconds added to a publication's delivery)."""
+        self._unfrozen += n
+        if self._unfrozen >= max(FREEZE_EVERY, len(self.engine) // 4):
+            self._unfrozen = 0
+            freeze_long_lived()
 
     # ------------------------------------------------------------ snapshot
 
