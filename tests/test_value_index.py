@@ -182,3 +182,30 @@ def test_nan_minus_zero_and_mixed_types_by_hand():
     assert sorted(index.satisfied(typed("1.1", "float")).tolist()) == [2, 5]
     assert sorted(index.satisfied(typed("1.1", "double")).tolist()) == [2, 4, 5]
     assert sorted(index.satisfied('"1.1"').tolist()) == []  # a string: not comparable with numbers
+
+
+TESTS = st.one_of(st.builds(lambda op, c: ValueTest(op, (c,)), OPS, CONSTANTS),
+                  st.lists(CONSTANTS, min_size=1, max_size=4).map(lambda cs: ValueTest("in", tuple(cs))))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 7), st.one_of(st.none(), TESTS)), min_size=1, max_size=30),
+       st.lists(VALUES, min_size=1, max_size=6))
+def test_changes_after_the_first_answer_equal_a_fresh_index(ops, values):
+    """Tests added, replaced and removed once the index has answered (kept up to date in place,
+    not rebuilt) answer as an index built from the remaining tests at once."""
+    live, kept = ValueIndex(), {}
+    live.satisfied(values[0])  # built now: every change below is made in place
+    for test_id, test in ops:
+        if test is None:
+            if test_id in kept:
+                live.remove(test_id)
+                del kept[test_id]
+        else:
+            live.add(test_id, test)
+            kept[test_id] = test
+        fresh = ValueIndex()
+        for i, t in kept.items():
+            fresh.add(i, t)
+        for x in values:
+            assert sorted(live.satisfied(x).tolist()) == sorted(fresh.satisfied(x).tolist()), (x, kept)

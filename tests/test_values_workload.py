@@ -60,3 +60,26 @@ def test_a_pickled_engine_answers_as_before(algorithm):
     copy = pickle.loads(pickle.dumps(pickle.loads(pickle.dumps(engine))))
     assert [sorted(map(tuple, copy.match(p))) for p in pubs] == before
     assert sum(map(len, before)) > 50
+
+
+@pytest.mark.parametrize("algorithm", ["rtfs", "rtfm", "ibroker"])
+def test_queries_registered_and_removed_between_publications(algorithm):
+    """The value indexes change in place once built: registrations and removals between
+    publications answer as the reference does at every step."""
+    records, pubs = values_queries(400, seed=3), values_publications(80, seed=3)
+    engine, naive = Engine(algorithm), Engine("naive")
+    for r in records[:200]:
+        engine.register(r["query"], r["id"])
+        naive.register(r["query"], r["id"])
+    found = 0
+    for n, pub in enumerate(pubs):
+        if n < 40:  # one more query each time
+            for e in (engine, naive):
+                e.register(records[200 + n]["query"], records[200 + n]["id"])
+        else:  # one fewer
+            for e in (engine, naive):
+                e.unregister(records[n]["id"])
+        got = sorted(map(tuple, engine.match(pub)))
+        assert got == sorted(map(tuple, naive.match(pub))), n
+        found += len(got)
+    assert found > 100
