@@ -120,6 +120,8 @@ class ValueGroup:
     operands: dict[tuple, tuple[object, ValueIndex]] = field(default_factory=dict)
     #: canonical predicate (its variable renamed ``_0``) -> (compiled, its atoms)
     opaque: dict[object, tuple[object, set]] = field(default_factory=dict)
+    #: predicate -> its atoms as an array, made on first use after a change (`atoms_of`)
+    arrays: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
 
     def index_of(self, operand: tuple) -> ValueIndex:
         found = self.operands.get(operand)
@@ -133,6 +135,7 @@ class ValueGroup:
             if found is None:
                 found = self.opaque[test] = (compile_filter(test), set())
             found[1].add(atom)
+            self.arrays.pop(test, None)
         else:
             self.index_of(operand).add(atom, test)
 
@@ -146,12 +149,20 @@ class ValueGroup:
         for form, (_, atoms) in list(self.opaque.items()):
             if atom in atoms:
                 atoms.discard(atom)
+                self.arrays.pop(form, None)
                 if not atoms:
                     del self.opaque[form]
                 return
 
     def __bool__(self) -> bool:
         return bool(self.operands or self.opaque)
+
+    def atoms_of(self, form, atoms: set) -> np.ndarray:
+        """The atoms of opaque predicate `form`, as an array kept until they change."""
+        found = self.arrays.get(form)
+        if found is None:
+            found = self.arrays[form] = np.fromiter(atoms, dtype=np.int64, count=len(atoms))
+        return found
 
     def __getstate__(self) -> dict:
         # The operand functions and compiled predicates are closures (not picklable; Spark
@@ -164,6 +175,7 @@ class ValueGroup:
         self.shape, self.position = state["shape"], state["position"]
         self.operands = {operand: (_compute(operand), index) for operand, index in state["operands"].items()}
         self.opaque = {form: (compile_filter(form), atoms) for form, atoms in state["opaque"].items()}
+        self.arrays = {}
 
 
 @dataclass(frozen=True)
@@ -351,7 +363,7 @@ class ValueTests:
                         else:
                             memo.shared += len(ids)
                         if result is True:
-                            atoms.append(np.fromiter(ids, dtype=np.int64, count=len(ids)))
+                            atoms.append(group.atoms_of(form, ids))
                             owners.append(np.full(len(ids), n, dtype=np.int64))
                 if not atoms:
                     continue
