@@ -48,6 +48,16 @@ from dataclasses import dataclass, field
 
 from rtf.query.memo import bounded_by_chars
 
+#: A word of the spec (section 3): a maximal run of characters for which ``str.isalnum()``
+#: holds. Python's ``\w`` is exactly ``isalnum()`` plus ``_``, so ``[^\W_]+`` finds the runs in C.
+WORD = re.compile(r"[^\W_]+")
+
+
+def words(text: str) -> list[str]:
+    """The words of `text`, casefolded, in order (the spec's default words)."""
+    return [w.casefold() for w in WORD.findall(text)]
+
+
 #: Characters written without spaces between words: CJK ideographs (with
 #: extensions and compatibility forms), kana, and Hangul.
 _CJK = re.compile(
@@ -97,21 +107,21 @@ class TextAnalysis:
         if isinstance(stop, list):
             object.__setattr__(self, "stop_words", stop := tuple(stop))
         if stop is None:
-            words: frozenset = frozenset()
+            dropped: frozenset = frozenset()
         elif isinstance(stop, str):
             if stop not in stop_word_languages():
                 raise TextAnalysisError(f"no stop-word list for {stop!r}; "
                                         f"one of: {', '.join(stop_word_languages())}")
             from stop_words import get_stop_words
-            words = frozenset(self._folded(_default_words(" ".join(get_stop_words(stop)))))
+            dropped = frozenset(self._folded(words(" ".join(get_stop_words(stop)))))
         elif isinstance(stop, tuple) and all(isinstance(w, str) for w in stop):
             for w in stop:
-                if _default_words(w) != [w.casefold()]:
+                if words(w) != [w.casefold()]:
                     raise TextAnalysisError(f"a stop word is one word of letters and digits, not {w!r}")
-            words = frozenset(self._folded([w.casefold() for w in stop]))
+            dropped = frozenset(self._folded([w.casefold() for w in stop]))
         else:
             raise TextAnalysisError("stop_words is a language name or a list of words")
-        object.__setattr__(self, "_stop", words)
+        object.__setattr__(self, "_stop", dropped)
 
     # ------------------------------------------------------------------ options
 
@@ -165,11 +175,7 @@ class TextAnalysis:
         return _fold(word) if self.fold_accents else word
 
     def _folded(self, words: list[str]) -> list[str]:
-        return [_fold(w) for w in words] if self.fold_accents else list(words)
-
-
-def _default_words(text: str) -> list[str]:
-    return [w.casefold() for w in re.findall(r"[^\W_]+", text)]
+        return [_fold(w) for w in words] if self.fold_accents else words
 
 
 #: Characters of words the folding and stemming caches may hold (`rtf.query.memo`).

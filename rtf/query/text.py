@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from rtf.query.analysis import TextAnalysis
+from rtf.query.analysis import WORD as _WORD
+from rtf.query.analysis import TextAnalysis, words
 from rtf.query.memo import bounded_by_chars
 from rtf.query.model import (
     FTAnd,
@@ -32,14 +33,8 @@ from rtf.query.model import (
     ft_word,
 )
 
-_WORD = re.compile(r"[^\W_]+")
 # A run of word characters optionally followed by '*', or a lone '*'.
 _QUERY_TOKEN = re.compile(r"[^\W_]+\*?|\*")
-
-
-def words(text: str) -> list[str]:
-    """The words of `text`, casefolded, in order (the spec's default words)."""
-    return [w.casefold() for w in _WORD.findall(text)]
 
 
 #: The text analysis of the engine at work (`Engine(text_analysis=...)` sets it for the
@@ -65,7 +60,7 @@ def current_analysis() -> TextAnalysis | None:
 def terms(text: str) -> list[str]:
     """The terms of `text` under the analysis in effect: its words, analysed."""
     analysis = _ANALYSIS.get()
-    ws = [w.casefold() for w in _WORD.findall(text)]
+    ws = words(text)
     return ws if analysis is None else analysis.terms(ws)
 
 
