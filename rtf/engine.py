@@ -179,6 +179,9 @@ class Engine:
         self._next_id = 1
         self._truncated = 0
         self._asks = 0  # registered ASK queries (a writer looks for them only when there are)
+        #: True while `register_parsed` registers queries parsed under this engine's text
+        #: analysis (a saved index's): they are not parsed again.
+        self._parsed_here = False
         self._lock = threading.RLock()
 
     @_synchronized
@@ -223,7 +226,7 @@ class Engine:
     def _index_query(self, query: str | Query, query_id: str) -> Query:
         """Parse, check and index a query; only `QueryError` escapes for its problems."""
         try:
-            if isinstance(query, Query) and self.text_analysis is not None:
+            if isinstance(query, Query) and self.text_analysis is not None and not self._parsed_here:
                 # Parsed elsewhere, its words are the default ones: parsed again, analysed.
                 if not query.text:
                     raise QueryError("a parsed Query without its text cannot be registered in an engine "
@@ -341,6 +344,7 @@ class Engine:
         if "_asks" not in state:  # pickled by an older rtf
             self._asks = sum(rq.is_ask for rq in self._queries.values())
         self.__dict__.setdefault("text_analysis", None)  # pickled by an older rtf
+        self.__dict__.setdefault("_parsed_here", False)
         self._lock = threading.RLock()
 
     @_synchronized
@@ -389,15 +393,20 @@ class Engine:
         """Register many parsed queries, ``(query, query_id, subscriber[, metadata])``
         each: all or none (`register_many`, refusing a query that is not parsed).
 
-        What `Engine.load` uses (no parsing).
+        What `Engine.load` uses (no parsing). With text analysis, the queries' words are
+        taken as analysed by this engine's options already, as a saved index stores them.
         """
         def parsed(records: Iterable[tuple]) -> Iterator[tuple]:
             for record in records:
                 if not isinstance(record[0], Query):
                     raise TypeError(f"expected an rtf.query.model.Query, not {type(record[0]).__name__}")
                 yield record
-        with bulk_memos():  # many queries at once: shapes and layouts computed once each
-            return self.register_many(parsed(records))
+        with self._lock, bulk_memos():  # many queries at once: shapes and layouts computed once each
+            self._parsed_here = True
+            try:
+                return self.register_many(parsed(records))
+            finally:
+                self._parsed_here = False
 
     @_synchronized
     def save(self, path: str | PathLike) -> int:

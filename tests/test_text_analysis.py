@@ -108,6 +108,20 @@ def test_saved_pickled_and_explained_with_the_options(tmp_path):
     assert hits[0]["words"] == ["Café"]  # the span of the word the term comes from
 
 
+def test_an_analysed_index_loads_without_parsing(tmp_path, monkeypatch):
+    """Its words are stored analysed: loading registers the stored queries as they are."""
+    engine = Engine(text_analysis=ALL)
+    matched(engine, "x", {"a": ft_query('"tower" ftand "東京"'), "b": ft_query('"cafes"')})
+    data = engine.to_bytes()
+    import rtf.engine
+
+    def no_parsing(text):
+        raise AssertionError(f"parsed again: {text}")
+    monkeypatch.setattr(rtf.engine, "parse_query", no_parsing)
+    loaded = Engine.from_bytes(data)
+    assert matched(loaded, "The Café, near 東京タワー towers", {}) == {"a", "b"}
+
+
 def test_a_file_with_bad_options_is_refused(tmp_path):
     saved = Engine(text_analysis=ALL)._saved()
     saved.text_analysis = {"stem": "klingon"}
