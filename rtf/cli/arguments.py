@@ -87,15 +87,6 @@ def refuse_outputs_among_inputs(args) -> None:
                             f"to overwrite an input; write the output to another file")
 
 
-TEXT_ANALYSIS_HELP = """\
-text analysis (off by default: words are the spec's casefolded runs of letters
-and digits; an option applies to queries and publications alike, is saved in
-an index and shown by `rtf index info`; docs/language.md, "Text analysis"):
-  --fold-accents --stem english     "cafe" matches "Café", "fjord" "Fjords"
-  --stop-words english              drop a language's stop words (or --stop-words-file F)
-  --cjk-bigrams                     "東京" matches "東京タワー\""""
-
-
 def add_text_analysis_options(p: argparse.ArgumentParser) -> None:
     """The text analysis options (`rtf.query.analysis.TextAnalysis`) of a command that registers queries."""
     g = p.add_argument_group("text analysis", "off by default; for queries and publications alike "

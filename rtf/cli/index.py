@@ -35,9 +35,9 @@ examples:
   rtf match --index q.idx --publications ../shared/data/dbpedia/nordlys_dbpedia-2015-10_sample.nt.gz
 
 The index holds the queries (text and parsed form), the algorithm, the
-solution cap and the taxonomy; `rtf match --index` answers exactly as
-`rtf match --queries` with the same queries, algorithm and taxonomy, without
-parsing a query. A truncated, corrupt or other-version file is refused
+solution cap, the taxonomy and the text analysis options; `rtf match --index`
+answers exactly as `rtf match --queries` with the same queries, algorithm,
+taxonomy and options, without parsing a query. A truncated, corrupt or other-version file is refused
 (exit 1) and left as it is. Updates (build, add, remove) run one at a time:
 one started while another changes a file in the same folder waits for it.
 """
