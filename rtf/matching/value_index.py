@@ -47,6 +47,7 @@ says, three-valued logic included (an error is not true):
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -129,6 +130,29 @@ class _Table:
         self.valueless: dict[str, list[int]] = {}  # key -> ids (RDFterm-equal only)
         self.valueless_nonliteral: list[int] = []  # ids whose constant is an IRI or blank node
 
+    def post_valueless(self, key: str, test_id: int) -> None:
+        self.valueless.setdefault(key, []).append(test_id)
+        if key[0] != '"':
+            self.valueless_nonliteral.append(test_id)
+
+    def unpost_valueless(self, key: str, test_id: int) -> None:
+        ids = self.valueless[key]
+        ids.remove(test_id)
+        if not ids:
+            del self.valueless[key]
+        if key[0] != '"':
+            self.valueless_nonliteral.remove(test_id)
+
+
+def _postings(test: ValueTest) -> Iterator[tuple[str, int | None, object]]:
+    """What the tables hold for `test`: (operator, value space, value) per distinct constant
+    (``IN (1, 1)``: one posting; ``in`` is ``=`` against each), the space None and the
+    value the key itself for a constant without a value."""
+    op = "=" if test.op == "in" else test.op
+    for key in dict.fromkeys(test.constants):
+        typed = typed_value(key)
+        yield (op, None, key) if typed is None else (op, typed[0], typed[1])
+
 
 def _ids(ids: list[int]) -> np.ndarray:
     return np.fromiter(ids, dtype=np.int64, count=len(ids))
@@ -173,26 +197,13 @@ class ValueIndex:
         """Add or remove one test's postings in built tables: a sorted insertion or deletion
         per constant (a registration among 100K value queries cost a rebuild of its operand's
         index on the next publication, ~40 ms; now microseconds)."""
-        op = "=" if test.op == "in" else test.op
-        table = tables.get(op)
-        if table is None:
-            table = tables[op] = _Table()
-        for key in dict.fromkeys(test.constants):  # as `_build` posts them
-            typed = typed_value(key)
-            if typed is None:
-                ids = table.valueless.setdefault(key, [])
-                if add:
-                    ids.append(test_id)
-                    if key[0] != '"':
-                        table.valueless_nonliteral.append(test_id)
-                    continue
-                ids.remove(test_id)
-                if not ids:
-                    del table.valueless[key]
-                if key[0] != '"':
-                    table.valueless_nonliteral.remove(test_id)
+        for op, kind, value in _postings(test):
+            table = tables.get(op)
+            if table is None:
+                table = tables[op] = _Table()
+            if kind is None:
+                (table.post_valueless if add else table.unpost_valueless)(value, test_id)
                 continue
-            kind, value = typed
             sorted_ = table.by_kind.get(kind)
             if add and sorted_ is None:
                 table.by_kind[kind] = _Sorted(kind, [(value, test_id)])
@@ -206,23 +217,15 @@ class ValueIndex:
     def _build(self) -> dict[str, _Table]:
         entries: dict[str, dict[int | None, list]] = {}
         for test_id, test in self._tests.items():
-            op = "=" if test.op == "in" else test.op
-            by_kind = entries.setdefault(op, {})
-            for key in dict.fromkeys(test.constants):  # IN (1, 1): one posting
-                typed = typed_value(key)
-                if typed is None:
-                    by_kind.setdefault(None, []).append((key, test_id))
-                else:
-                    by_kind.setdefault(typed[0], []).append((typed[1], test_id))
+            for op, kind, value in _postings(test):
+                entries.setdefault(op, {}).setdefault(kind, []).append((value, test_id))
         tables: dict[str, _Table] = {}
         for op, by_kind in entries.items():
             table = tables[op] = _Table()
             for kind, items in by_kind.items():
                 if kind is None:
                     for key, test_id in items:
-                        table.valueless.setdefault(key, []).append(test_id)
-                        if key[0] != '"':
-                            table.valueless_nonliteral.append(test_id)
+                        table.post_valueless(key, test_id)
                 else:
                     table.by_kind[kind] = _Sorted(kind, items)
         return tables
