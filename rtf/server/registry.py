@@ -47,7 +47,7 @@ from rtf.server.querystore import QueryStore, StoredQuery
 
 log = logging.getLogger("rtf.server")
 
-#: Registrations after which the index is frozen again at least (see `Registry._grown`).
+#: Registrations after which the index is frozen again at least (see `Registry._after_changes`).
 FREEZE_EVERY = 1000
 
 
@@ -102,7 +102,7 @@ class Registry:
                           "table": self.store.table_id}
         self._snapshot_lock = threading.Lock()
         self.changes_since_snapshot = 0
-        self._unfrozen = 0  # queries registered since the index was last frozen (`_grown`)
+        self._unfrozen = 0  # queries changed since the index was last frozen (`_after_changes`)
         #: The seq of the newest row the engine holds (changed under the engine's lock).
         self._through = 0
         #: What start-up did: "snapshot" or "rebuilt", rows replayed, rows that failed.
@@ -319,7 +319,7 @@ class Registry:
         finally:
             pending.rollback()  # a no-op once committed
         self.changes_since_snapshot += len(done)
-        self._grown(len(done))
+        self._after_changes(len(done))
         return records
 
     def _put_each(self, pending, todo: list[Record], owner, atomic: bool, done: list) -> int | None:
@@ -360,11 +360,12 @@ class Registry:
 
     def _changed(self) -> None:
         self.changes_since_snapshot += 1
-        self._grown(1)
+        self._after_changes(1)
 
-    def _grown(self, n: int) -> None:
-        """Queries registered over HTTP are as long-lived as those of the start: once they
-        are many (a quarter of the index, at least `FREEZE_EVERY`), they are moved out of
+    def _after_changes(self, n: int) -> None:
+        """After `n` queries were registered, replaced or removed over HTTP. Registered ones
+        are as long-lived as those of the start: once the changes are many (a quarter of the
+        index, at least `FREEZE_EVERY`), what is alive is moved out of
         the cyclic collector's sight too, as at start, instead of being rescanned by every
         full collection while publications stream (a rescan of the whole index: tens of
         milliseconds added to a publication's delivery)."""
