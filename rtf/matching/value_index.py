@@ -241,7 +241,10 @@ class ValueIndex:
         typed = typed_value(key) if key[0] == '"' else None
         is_literal = key[0] == '"'
         parts: list[np.ndarray] = []
+        equal: list[np.ndarray] = []  # the "=" tests' ids: an IN may be there more than once
         for op, table in tables.items():
+            if op == "=" and self._repeats:
+                parts, equal = equal, parts  # collected apart, deduplicated below
             for kind, sorted_ in table.by_kind.items():
                 if typed is not None and (typed[0] == kind or (typed[0] in _NUMERIC and kind in _NUMERIC)):
                     parts.append(self._comparable(op, sorted_, typed))
@@ -261,12 +264,17 @@ class ValueIndex:
                                            if i not in same]))
                     else:  # a literal against IRIs and blank nodes only (two literals: an error)
                         parts.append(_ids(table.valueless_nonliteral))
+            if op == "=" and self._repeats:
+                parts, equal = equal, parts
+        # An IN reports its test once per equal constant (1 and 1.0 both equal 1); a test has
+        # one operator and every other operator one constant, so only the "=" ids can repeat.
+        equal = [p for p in equal if len(p)]
+        if equal:
+            parts.append(np.unique(np.concatenate(equal)) if len(equal) > 1 else np.unique(equal[0]))
         parts = [p for p in parts if len(p)]
         if not parts:
             return _EMPTY
-        found = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        # An IN reports its test once per equal constant (1 and 1.0 both equal 1).
-        return np.unique(found) if self._repeats else found
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     @staticmethod
     def _comparable(op: str, sorted_: _Sorted, typed: tuple[int, object]) -> np.ndarray:
