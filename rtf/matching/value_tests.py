@@ -210,7 +210,9 @@ class ValueTests:
         self.branch_conj: dict[int, tuple[tuple[ValueGroup, int, tuple[int, ...]], ...]] = {}
         self._free_atoms, self._free_conj = array("l"), array("l")
         self._next_atom = self._next_conj = 0
-        self._mask = np.zeros(0, dtype=bool)  # scratch: conjunctions seen in one publication
+        #: scratch: a position in one publication's marks per conjunction (never cleared:
+        #: only the positions written for a publication are read back)
+        self._seen = np.zeros(0, dtype=np.int32)
 
     def __len__(self) -> int:
         """The number of registered conjunctions."""
@@ -383,16 +385,19 @@ class ValueTests:
                 found.append(whole[counts == conj_size[whole]])
         if not found:
             return []
-        # Each conjunction once (a conjunction may hold for several terms or groups): a mark
-        # per conjunction, read back in one pass -- linear, where sorting was the profile's top.
-        mask = self._mask
-        if len(mask) < len(self.conj_slot):
-            mask = self._mask = np.zeros(len(self.conj_slot), dtype=bool)
-        for conjs in found:
-            mask[conjs] = True
-        conjs = np.flatnonzero(mask)
-        mask[conjs] = False
-        return [self.conj_slot[conjs]] if len(conjs) else []
+        # Each conjunction once (a conjunction may hold for several terms or groups), in time
+        # linear in the marks, not in the conjunctions stored (sorting them was the profile's
+        # top, then reading back a mark per stored conjunction): every position writes its
+        # number at its conjunction, and the one position whose number stayed there is kept.
+        conjs = np.concatenate(found) if len(found) > 1 else found[0]
+        if not len(conjs):
+            return []
+        seen = self._seen
+        if len(seen) < len(self.conj_slot):
+            seen = self._seen = np.zeros(len(self.conj_slot), dtype=np.int32)
+        at = np.arange(len(conjs), dtype=np.int32)
+        seen[conjs] = at
+        return [self.conj_slot[conjs[seen[conjs] == at]]]
 
 
 def _grown(a: np.ndarray, empty: int) -> np.ndarray:
