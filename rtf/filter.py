@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from operator import attrgetter
 
 import numpy as np
 
@@ -32,6 +33,8 @@ from rtf.query.terms import is_literal, lexical_form
 from rtf.query.text import text_index
 
 Triple = tuple[str, str, str]
+#: The query id of a record in `QueryIndex.solution_groups`' groups.
+record_id = attrgetter("id")
 Solutions = dict[str, set | frozenset]
 Hits = dict[TupleShape, list[Triple]]
 
@@ -43,8 +46,12 @@ class QueryIndex(ABC):
     name: str = ""
 
     @abstractmethod
-    def add(self, query_id: str, query: Query) -> None:
-        """Index a query; on any exception the index must be left unchanged."""
+    def add(self, query_id: str, query: Query, record=None) -> None:
+        """Index a query; on any exception the index must be left unchanged.
+
+        `record` is what the caller keeps for the query (an engine's
+        registration record; it has the query's ``id``): an index that
+        answers queries in groups (`solution_groups`) may hand it back."""
 
     @abstractmethod
     def remove(self, query_id: str) -> None:
@@ -64,12 +71,15 @@ class QueryIndex(ABC):
         """
 
     def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None
-                        ) -> tuple[list[tuple[list[str], frozenset]], Solutions, set[str]]:
-        """`solutions` as (groups, rest, truncated): each group a list of query ids
-        that share one set of solutions (no id in two groups or in `rest`), `rest`
-        the other queries' solutions. An index that answers many queries alike
-        (star queries about the publication's subject) hands them over without
-        a dict entry each; this default puts everything in `rest`."""
+                        ) -> tuple[list[tuple[list, frozenset]], Solutions, set[str]]:
+        """`solutions` as (groups, rest, truncated): each group a list of query
+        records (the `record` each was added with, or a
+        `rtf.matching.query_table.QueryKey`: each has the query's ``id``) that
+        share one set of solutions (no query in two groups or in `rest`), `rest`
+        the other queries' solutions by id. An index that answers many queries
+        alike (star queries about the publication's subject) hands them over
+        without a dict entry each, and the caller gets their records without
+        looking each up; this default puts everything in `rest`."""
         found, truncated = self.solutions(triples, virtual, limit)
         return [], found, truncated
 
@@ -149,8 +159,8 @@ class IndexedQueries(QueryIndex):
         self.filter_evaluations = 0
         self.filter_evaluations_shared = 0
 
-    def add(self, query_id: str, query: Query) -> None:
-        new_shapes, branches = self.table.add(query_id, query)
+    def add(self, query_id: str, query: Query, record=None) -> None:
+        new_shapes, branches = self.table.add(query_id, query, record)
         done, linked = [], []
         try:
             for shape in new_shapes:
@@ -201,12 +211,12 @@ class IndexedQueries(QueryIndex):
     def solutions(self, triples: list[Triple], virtual: list[Triple],
                   limit: int | None = None) -> tuple[Solutions, set[str]]:
         groups, out, truncated = self.solution_groups(triples, virtual, limit)
-        for qids, found in groups:
-            out.update(dict.fromkeys(qids, found))
+        for records, found in groups:
+            out.update(dict.fromkeys(map(record_id, records), found))
         return out, truncated
 
     def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None
-                        ) -> tuple[list[tuple[list[str], frozenset]], Solutions, set[str]]:
+                        ) -> tuple[list[tuple[list, frozenset]], Solutions, set[str]]:
         if limit is None:
             limit = sys.maxsize
         hits = self.satisfied(triples, virtual)
@@ -229,7 +239,7 @@ class IndexedQueries(QueryIndex):
                 for code in np.unique(known_codes).tolist():
                     var = table.answer_vars[code]
                     found = solver.subject_solutions(var) if var else UNIT
-                    groups.append((table.slot_query[known_slots[known_codes == code]].tolist(), found))
+                    groups.append((table.slot_record[known_slots[known_codes == code]].tolist(), found))
                 slots = slots[~known]
         out: Solutions = {}
         branches = table.branches

@@ -269,7 +269,7 @@ class NaiveQueries(QueryIndex):
         self.plans: dict[str, QueryPlan | None] = {}
         self.evaluation_errors = 0
 
-    def add(self, query_id: str, query: Query) -> None:
+    def add(self, query_id: str, query: Query, record=None) -> None:
         # A WHERE with UNION or OPTIONAL is evaluated by the algebra (no plan).
         plan = plan_query(query) if query.group is None else None
         self.queries[query_id] = query

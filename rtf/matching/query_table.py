@@ -396,6 +396,12 @@ def star_plan(rb: RegisteredBranch, tested: frozenset = frozenset()) -> StarPlan
     return _PLANS.setdefault(plan, plan)
 
 
+class QueryKey(NamedTuple):
+    """A query's record in the table when its owner gave none: only its id."""
+
+    id: str
+
+
 @dataclass
 class QueryTable:
     """Query id -> branches, branch slots, and the shapes they share.
@@ -412,8 +418,10 @@ class QueryTable:
     branches: list[RegisteredBranch | None] = field(default_factory=list)
     #: slot -> number of distinct shapes the branch needs (-1: free slot)
     need: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int64))
-    #: slot -> its query's id (None for a free slot), for answering slots in bulk
-    slot_query: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
+    #: slot -> its query's record (None for a free slot), for answering slots in bulk:
+    #: the `record` given to `add` (an engine's registration record), else a `QueryKey`;
+    #: either way it has the query's ``id``
+    slot_record: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
     #: slot -> index in `answer_vars` of a branch whose answer on a one-subject
     #: publication is known without looking (a query's only branch, a star on the
     #: subject: {var: subject}, or the unit solution for ""); -1 for the others
@@ -427,8 +435,11 @@ class QueryTable:
     _next_shape: int = 0
     _next_private: int = 0
 
-    def add(self, query_id: str, query: Query) -> tuple[list[TupleShape], list[RegisteredBranch]]:
+    def add(self, query_id: str, query: Query, record=None) -> tuple[list[TupleShape], list[RegisteredBranch]]:
         """Register a query; return the shapes that are new (to be indexed) and its branches.
+
+        `record` (anything with the query's ``id``; default a `QueryKey`) is what
+        the slots answered in bulk hand back (`slot_record`).
 
         Nothing is changed until every tuple is known to be valid, so a query
         that fails leaves the table as it was.
@@ -437,6 +448,8 @@ class QueryTable:
             raise ValueError(f"a query with id {query_id!r} is already registered")
         from rtf.matching.optional import optional_part
         optional = optional_part(query)
+        if record is None:
+            record = QueryKey(query_id)
         planned = []
         for b in query.branches:
             per_tuple = [shape_of_shared(t) for t in b.tuples]
@@ -471,7 +484,7 @@ class QueryTable:
             self.need[rb.slot] = len(distinct) + len(tests.conjunctions)
             plans.append(tests)
             self.branches[rb.slot] = rb
-            self.slot_query[rb.slot] = query_id
+            self.slot_record[rb.slot] = record
             self.tuple_count += len(shapes)
             # A star answer would skip the OPTIONAL groups: such a branch is joined.
             rb.star = star_plan(rb) if optional is None else None
@@ -500,7 +513,7 @@ class QueryTable:
         self.branches.append(None)
         if slot >= len(self.need):
             n = len(self.need)
-            for name, empty in (("need", -1), ("slot_query", None), ("slot_answer", -1)):
+            for name, empty in (("need", -1), ("slot_record", None), ("slot_answer", -1)):
                 old = getattr(self, name)
                 grown = np.full(2 * n, empty, dtype=old.dtype)
                 grown[:n] = old
@@ -520,7 +533,7 @@ class QueryTable:
             self.tuple_count -= len(rb.shapes)
             self.need[rb.slot] = -1
             self.branches[rb.slot] = None
-            self.slot_query[rb.slot] = None
+            self.slot_record[rb.slot] = None
             self.slot_answer[rb.slot] = -1
             self._free.append(rb.slot)
         self.shapes = shrunk(self.shapes)
