@@ -83,3 +83,41 @@ def test_queries_registered_and_removed_between_publications(algorithm):
         assert got == sorted(map(tuple, naive.match(pub))), n
         found += len(got)
     assert found > 100
+
+
+@pytest.mark.parametrize("algorithm", ["rtfs", "rtfm", "ibroker"])
+def test_freed_slots_reused_by_queries_with_and_without_value_tests(algorithm):
+    """A branch with value tests is counted by its tests and its shapes verified; one
+    without is counted by its shapes. Removing value queries and registering structure-only
+    queries (and value queries again) in their freed slots answers as the reference does."""
+    records, pubs = values_queries(300, seed=5), values_publications(60, seed=5)
+    structure = [{"id": f"s{k}", "query": r["query"].split(" FILTER(")[0] + " }"}
+                 for k, r in enumerate(records[:150])]
+    engine, naive = Engine(algorithm), Engine("naive")
+    for e in (engine, naive):
+        for r in records[:150]:
+            e.register(r["query"], r["id"])
+    for n, pub in enumerate(pubs):
+        if n % 3 == 0:  # three value queries out, a structure-only and a value query in
+            for e in (engine, naive):
+                for r in records[n: n + 3]:
+                    e.unregister(r["id"])
+                e.register(structure[n]["query"], structure[n]["id"])
+                e.register(records[150 + n]["query"], records[150 + n]["id"])
+        got = sorted(map(tuple, engine.match(pub)))
+        assert got == sorted(map(tuple, naive.match(pub))), n
+
+
+@pytest.mark.parametrize("algorithm", ["rtfs", "rtfm", "ibroker"])
+def test_removing_every_value_query_leaves_an_empty_index(algorithm):
+    """Shapes held only through the structures of value queries go with their last query."""
+    engine = Engine(algorithm)
+    records = values_queries(200, seed=2)
+    for r in records:
+        engine.register(r["query"], r["id"])
+    assert engine.stats()["shapes"] > 0
+    for r in records:
+        engine.unregister(r["id"])
+    stats = engine.stats()
+    assert (stats["queries"], stats["shapes"], stats["tuples"], stats["value_tests"]) == (0, 0, 0, 0)
+    assert not engine._index.table.structures

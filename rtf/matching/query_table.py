@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
+from rtf.matching.structures import SlotList, Structures
 from rtf.matching.value_tests import ValueTests, exact_star
 from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
 
@@ -110,52 +111,13 @@ def shape_of_shared(t: TupleConjunct):
     return shape
 
 
-class SlotList:
-    """The branch slots that use a shape: a growable int32 numpy array.
-
-    Four bytes a slot and no Python int objects (a shape such as
-    ``?x a dbo:Person`` is used by tens of thousands of branches); `array`
-    is a view that the query table concatenates without a Python loop.
-    Removal swaps the last slot into the hole (order does not matter).
-    """
-
-    __slots__ = ("_data", "_n")
-
-    def __init__(self):
-        self._data = np.empty(2, dtype=np.int32)
-        self._n = 0
-
-    def add(self, slot: int) -> None:
-        if self._n == len(self._data):
-            grown = np.empty(2 * self._n, dtype=np.int32)
-            grown[: self._n] = self._data
-            self._data = grown
-        self._data[self._n] = slot
-        self._n += 1
-
-    def discard(self, slot: int) -> None:
-        where = np.flatnonzero(self._data[: self._n] == slot)
-        if len(where):
-            self._n -= 1
-            self._data[where[0]] = self._data[self._n]
-            if 8 <= len(self._data) > 4 * self._n:  # give memory back after many removals
-                self._data = self._data[: 2 * self._n].copy()
-
-    @property
-    def array(self) -> np.ndarray:
-        return self._data[: self._n]
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __iter__(self):
-        return iter(self.array.tolist())
-
-
 class TupleShape:
     """One distinct (S, P, O, F) with variables renamed by position.
 
-    `slots` are the branches that use the shape (a `SlotList`).
+    `slots` are the branches that count the shape (a `SlotList`); a branch
+    with value tests is counted by them instead, and its shapes through its
+    structure (`structures`: the ids of the structures holding the shape, a
+    `SlotList`, None when none; see `rtf.matching.structures`).
     `alternatives` are the word keys of its full-text constraint: sorted
     (words, prefixes) tuples, one per ``ftor`` alternative, of which a
     literal must hold all of at least one (empty when nothing is certain:
@@ -165,7 +127,7 @@ class TupleShape:
     """
 
     __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "alternatives",
-                 "needs_check", "check", "slots", "is_type_path", "row_positions")
+                 "needs_check", "check", "slots", "structures", "is_type_path", "row_positions")
 
     def __init__(self, id: int, key):
         self.id = id
@@ -179,6 +141,7 @@ class TupleShape:
         #: the whole full-text constraint as a function of a TextIndex, when it needs checking
         self.check = compile_ft(self.fulltext) if self.needs_check else None
         self.slots = SlotList()
+        self.structures: SlotList | None = None
         self.is_type_path = self.predicate == TypePath().key
         # Where a triple's binding row comes from: the first position of ?1, ?2, ...
         firsts = {}
@@ -416,7 +379,8 @@ class QueryTable:
     shapes: dict[tuple, TupleShape] = field(default_factory=dict)
     #: slot -> branch (None for a free slot)
     branches: list[RegisteredBranch | None] = field(default_factory=list)
-    #: slot -> number of distinct shapes the branch needs (-1: free slot)
+    #: slot -> number of marks the branch needs: its distinct shapes, or for a branch with
+    #: value tests its conjunctions (its shapes are its structure's); -1: free slot
     need: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int64))
     #: slot -> its query's record (None for a free slot), for answering slots in bulk:
     #: the `record` given to `add` (an engine's registration record), else a `QueryKey`;
@@ -431,6 +395,8 @@ class QueryTable:
     #: freed slots, reused first (an array: no int object per free slot stays alive)
     #: The branches' FILTER comparisons on one variable, indexed (`rtf.matching.value_tests`)
     values: ValueTests = field(default_factory=ValueTests)
+    #: The distinct shape sets of the branches with value tests (`rtf.matching.structures`)
+    structures: Structures = field(default_factory=Structures)
     _free: array = field(default_factory=lambda: array("l"))
     _next_shape: int = 0
     _next_private: int = 0
@@ -477,11 +443,15 @@ class QueryTable:
                 shapes.append(shape)
             rb.shapes = tuple(shapes)
             distinct = set(shapes)
-            for shape in distinct:
-                shape.slots.add(rb.slot)
             tests = self.values.plan(b, shapes, names)  # counted like shapes (rtf.matching.value_tests)
             self.values.add(rb.slot, tests)
-            self.need[rb.slot] = len(distinct) + len(tests.conjunctions)
+            if tests.conjunctions:  # counted by its conjunctions, its shapes by its structure
+                self.structures.join(rb.slot, distinct)
+                self.need[rb.slot] = len(tests.conjunctions)
+            else:
+                for shape in distinct:
+                    shape.slots.add(rb.slot)
+                self.need[rb.slot] = len(distinct)
             plans.append(tests)
             self.branches[rb.slot] = rb
             self.slot_record[rb.slot] = record
@@ -524,9 +494,11 @@ class QueryTable:
         """Unregister a query; return the shapes no branch uses any more (to prune)."""
         emptied = []
         for rb in self.queries.pop(query_id):
+            counted = not self.structures.leave(rb.slot)
             for shape in set(rb.shapes):
-                shape.slots.discard(rb.slot)
-                if not shape.slots:
+                if counted:
+                    shape.slots.discard(rb.slot)
+                if not shape.slots and shape.structures is None:
                     del self.shapes[shape.key]
                     emptied.append(shape)
             self.values.remove(rb.slot)
@@ -544,12 +516,27 @@ class QueryTable:
         """Slots of the branches all of whose shapes are among `satisfied` (shape ->
         its triples) and all of whose value tests some value satisfies, ascending.
         `memo` is the publication's `rtf.matching.shared_predicates.EvaluationMemo`."""
-        arrays = [shape.slots.array for shape in satisfied]
-        if self.values.by_shape:
-            arrays += self.values.satisfied_slots(satisfied, memo)
-        if not arrays:
-            return _NO_SLOTS
-        marks = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+        parts = []
+        arrays = [a for a in (shape.slots.array for shape in satisfied) if len(a)]
+        if arrays:
+            parts.append(self._counted(np.concatenate(arrays) if len(arrays) > 1 else arrays[0]))
+        if self.structures:
+            # The branches with value tests: their conjunctions counted, only where a
+            # structure is complete, then each candidate's structure looked up.
+            done = self.structures.complete(satisfied)
+            if done is not None:
+                conjunctions = self.values.satisfied_slots(satisfied, memo)
+                if conjunctions:
+                    parts.append(self.structures.holding(self._counted(conjunctions[0]), done))
+        parts = [p for p in parts if len(p)]
+        if len(parts) < 2:
+            return parts[0] if parts else _NO_SLOTS
+        complete = np.concatenate(parts)  # two disjoint sets of slots
+        complete.sort()
+        return complete
+
+    def _counted(self, marks: np.ndarray) -> np.ndarray:
+        """The slots whose marks in `marks` reach their `need`, ascending."""
         need = self.need
         if len(marks) * 8 < len(need):
             # Few marks among many slots: count only the slots that were marked.
