@@ -116,7 +116,7 @@ class _Predicate:
     def __reduce__(self):
         # `compiled` is a closure (not picklable; Spark ships engines): an unpickled predicate
         # is compiled again and shared through the table like any other.
-        return _predicate, (self.expr,)
+        return shared_predicate, (self.expr,)
 
 
 #: canonical predicate -> its `_Predicate`, while a registered branch asks it (then forgotten).
@@ -124,7 +124,9 @@ _PREDICATES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _EPOCH = [0, 0]  # [evaluations since the last reorder, reorder epoch]
 
 
-def _predicate(expr) -> _Predicate:
+def shared_predicate(expr) -> _Predicate:
+    """The one `_Predicate` of canonical predicate `expr` while anything holds it: compiled
+    once, and hashed by identity where a publication's answers are keyed by it."""
     found = _PREDICATES.get(expr)
     if found is None:
         found = _PREDICATES[expr] = _Predicate(expr)
@@ -132,7 +134,8 @@ def _predicate(expr) -> _Predicate:
 
 
 class EvaluationMemo:
-    """One publication's answers of expensive predicates: (predicate, values) -> result."""
+    """One publication's answers of expensive predicates: (predicate, values) -> result, the
+    predicate its `shared_predicate` (one object per canonical predicate)."""
 
     __slots__ = ("answers", "evaluations", "shared")
 
@@ -175,7 +178,7 @@ class ResidualPlan:
             values = tuple([solution.get(n) for n in c.names])
             expensive = c.predicate.expensive
             if expensive:
-                key = (c.expr, values)
+                key = (c.predicate, values)  # hashed by identity: the expression's hash is deep
                 result = answers.get(key)
                 if result is not None:
                     memo.shared += 1
@@ -219,5 +222,5 @@ def residual_plan(residual) -> ResidualPlan:
         if (form, names) in seen:
             continue
         seen.add((form, names))
-        conjuncts.append(Conjunct(form, names, _predicate(form)))
+        conjuncts.append(Conjunct(form, names, shared_predicate(form)))
     return ResidualPlan(conjuncts)

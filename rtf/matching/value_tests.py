@@ -46,9 +46,9 @@ from sys import intern
 
 import numpy as np
 
-from rtf.matching.shared_predicates import EvaluationMemo, canonical
+from rtf.matching.shared_predicates import EvaluationMemo, canonical, shared_predicate
 from rtf.matching.value_index import FLIPPED, ValueIndex, ValueTest
-from rtf.query.expressions import compile_filter, compile_operand
+from rtf.query.expressions import compile_operand
 from rtf.query.functions import FUNCTIONS, XSD_CASTS
 from rtf.query.model import Branch, Call, Compare, In, Lang
 from rtf.query.terms import IRI, Literal, Variable
@@ -118,7 +118,7 @@ class ValueGroup:
     shape: object
     position: int
     operands: dict[tuple, tuple[object, ValueIndex]] = field(default_factory=dict)
-    #: canonical predicate (its variable renamed ``_0``) -> (compiled, its atoms)
+    #: canonical predicate (its variable renamed ``_0``) -> (its `shared_predicate`, its atoms)
     opaque: dict[object, tuple[object, set]] = field(default_factory=dict)
     #: predicate -> its atoms as an array, made on first use after a change (`atoms_of`)
     arrays: dict[object, np.ndarray] = field(default_factory=dict, repr=False)
@@ -133,7 +133,7 @@ class ValueGroup:
         if operand == "opaque":
             found = self.opaque.get(test)
             if found is None:
-                found = self.opaque[test] = (compile_filter(test), set())
+                found = self.opaque[test] = (shared_predicate(test), set())
             found[1].add(atom)
             self.arrays.pop(test, None)
         else:
@@ -174,7 +174,7 @@ class ValueGroup:
     def __setstate__(self, state: dict) -> None:
         self.shape, self.position = state["shape"], state["position"]
         self.operands = {operand: (_compute(operand), index) for operand, index in state["operands"].items()}
-        self.opaque = {form: (compile_filter(form), atoms) for form, atoms in state["opaque"].items()}
+        self.opaque = {form: (shared_predicate(form), atoms) for form, atoms in state["opaque"].items()}
         self.arrays = {}
 
 
@@ -353,13 +353,13 @@ class ValueTests:
                             if len(hit):
                                 atoms.append(hit)
                                 owners.append(np.full(len(hit), n, dtype=np.int64))
-                    for form, (compiled, ids) in group.opaque.items():
-                        mkey = (form, (term,))  # as `ResidualPlan` keys it: shared with the joins
+                    for form, (predicate, ids) in group.opaque.items():
+                        mkey = (predicate, (term,))  # as `ResidualPlan` keys it: shared with the joins
                         result = answers.get(mkey)
                         # One evaluation answers every test `ids` holds (each a query's
                         # predicate): evaluated per query, it would have been len(ids) times.
                         if result is None:
-                            result = answers[mkey] = compiled({"_0": term})
+                            result = answers[mkey] = predicate.compiled({"_0": term})
                             memo.evaluations += 1
                             memo.shared += len(ids) - 1
                         else:
