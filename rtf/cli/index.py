@@ -23,7 +23,7 @@ import sys
 from rtf.cli.arguments import add_text_analysis_options, text_analysis_of
 from rtf.errors import RtfError
 from rtf.io.files import STDIO, OutputIsInputError, folder_locked, same_file
-from rtf.io.queries import QueryFileError, load_queries, register_all
+from rtf.io.queries import QueryFileError, iter_queries, load_queries, register_all
 
 EPILOG = """\
 examples:
@@ -61,7 +61,7 @@ def cmd_build(args) -> int:
     from rtf.engine import Engine
 
     engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args))
-    register_all(engine, load_queries(args.queries), args.queries)
+    register_all(engine, iter_queries(args.queries), args.queries)
     with _locked(args.output):
         size = engine.save(args.output)
     print(f"rtf index: {args.output}: {len(engine)} queries, {args.algorithm}, {size} bytes",
