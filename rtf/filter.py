@@ -21,11 +21,11 @@ from __future__ import annotations
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from operator import attrgetter
 
 import numpy as np
 
 from rtf.query.model import Query
+from rtf.matching.id_order import record_id
 from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape
 from rtf.matching.shared_predicates import EvaluationMemo
 from rtf.matching.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
@@ -33,8 +33,6 @@ from rtf.query.terms import is_literal, lexical_form
 from rtf.query.text import text_index
 
 Triple = tuple[str, str, str]
-#: The query id of a record in `QueryIndex.solution_groups`' groups.
-record_id = attrgetter("id")
 Solutions = dict[str, set | frozenset]
 Hits = dict[TupleShape, list[Triple]]
 
@@ -73,7 +71,7 @@ class QueryIndex(ABC):
     def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None
                         ) -> tuple[list[tuple[list, frozenset]], Solutions, set[str]]:
         """`solutions` as (groups, rest, truncated): each group a list of query
-        records (the `record` each was added with, or a
+        records in query-id order (the `record` each was added with, or a
         `rtf.matching.query_table.QueryKey`: each has the query's ``id``) that
         share one set of solutions (no query in two groups or in `rest`), `rest`
         the other queries' solutions by id. An index that answers many queries
@@ -239,7 +237,7 @@ class IndexedQueries(QueryIndex):
                 for code in np.unique(known_codes).tolist():
                     var = table.answer_vars[code]
                     found = solver.subject_solutions(var) if var else UNIT
-                    groups.append((table.slot_record[known_slots[known_codes == code]].tolist(), found))
+                    groups.append((table.records_by_id(known_slots[known_codes == code]), found))
                 slots = slots[~known]
         out: Solutions = {}
         branches = table.branches

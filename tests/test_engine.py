@@ -126,3 +126,32 @@ def test_taxonomy_from_an_ontology_file(tmp_path, engine):
     e.register(f"SELECT ?x WHERE {{ ?x a/<http://www.w3.org/2000/01/rdf-schema#subClassOf>* <{EX}Athlete> }}", "q")
     pub = Publication(EX + "bolt", [(f"<{EX}bolt>", TYPE, f"<{EX}Sprinter>")])
     assert e.match(pub)[0].bindings == [{"x": f"<{EX}bolt>"}]
+
+
+@pytest.mark.parametrize("algorithm", ["rtfs", "rtfm", "ibroker"])
+def test_matches_stay_in_query_id_order_as_queries_come_and_go(algorithm):
+    """Matches are listed by query id: sorted by id until the engine ranks the ids
+    (`rtf.matching.id_order`), by rank after, and sorted again after a registration
+    until ranked again; removals keep the ranks. Every step equals the reference."""
+    import random
+    rng = random.Random(3)
+    ex = "http://ex/"
+    star = "SELECT ?s WHERE {{ ?s <{p}> ?o }}"
+    ids = [f"q{n}" for n in range(300)] + ["a", "Z", "q", "q10x", "é", "q 1"]
+    rng.shuffle(ids)
+    engine, naive = Engine(algorithm), Engine("naive")
+    for qid in ids[:200]:
+        for e in (engine, naive):
+            e.register(star.format(p=f"{ex}p{rng.randrange(3)}"), qid)
+    pub = Publication(f"{ex}a", [(f"<{ex}a>", f"<{ex}p{k}>", f'"{k}"') for k in range(3)])
+    ranked = set()
+    for step in range(40):
+        if step % 10 == 9:  # a registration drops the ranks, a removal keeps them
+            qid = ids[200 + step // 10]
+            for e in (engine, naive):
+                e.register(star.format(p=f"{ex}p{rng.randrange(3)}"), qid)
+                e.unregister(ids[step])
+        ranked.add(engine._index.table.id_order.ranks is not None)  # how this match orders
+        got = [m.query_id for m in engine.match(pub)]
+        assert got == sorted(got) == [m.query_id for m in naive.match(pub)], step
+    assert ranked == {True, False}  # both ways were taken

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from rtf.matching.id_order import IdOrder
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
 from rtf.matching.structures import SlotList, Structures
 from rtf.matching.value_tests import ValueTests, exact_star
@@ -400,6 +401,8 @@ class QueryTable:
     _free: array = field(default_factory=lambda: array("l"))
     _next_shape: int = 0
     _next_private: int = 0
+    #: the slots' query-id ranks, for listing matches by id (`rtf.matching.id_order`)
+    id_order: IdOrder = field(default_factory=IdOrder)
 
     def add(self, query_id: str, query: Query, record=None) -> tuple[list[TupleShape], list[RegisteredBranch]]:
         """Register a query; return the shapes that are new (to be indexed) and its branches.
@@ -416,6 +419,7 @@ class QueryTable:
         optional = optional_part(query)
         if record is None:
             record = QueryKey(query_id)
+        self.id_order.changed()
         planned = []
         for b in query.branches:
             per_tuple = [shape_of_shared(t) for t in b.tuples]
@@ -475,6 +479,10 @@ class QueryTable:
         if var not in self.answer_vars:
             self.answer_vars.append(var)
         return self.answer_vars.index(var)
+
+    def records_by_id(self, slots: np.ndarray) -> list:
+        """The records (`slot_record`) of `slots`, one slot per query, in query-id order."""
+        return self.id_order.records(self.slot_record, slots, len(self.queries))
 
     def _take_slot(self) -> int:
         if self._free:
