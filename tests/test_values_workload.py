@@ -121,3 +121,16 @@ def test_removing_every_value_query_leaves_an_empty_index(algorithm):
     stats = engine.stats()
     assert (stats["queries"], stats["shapes"], stats["tuples"], stats["value_tests"]) == (0, 0, 0, 0)
     assert not engine._index.table.structures
+
+
+def test_a_scaled_pass_share_draws_only_comparisons_that_can_shrink():
+    """Below the default share the first FILTER is a bound or a range (no datatype(), !=
+    or whole months, which pass a fixed share whatever the size): the matches per
+    publication stay constant as the queries grow (docs/benchmarks.md, issue 24)."""
+    def first_filters(records):
+        return [r["query"].split(" FILTER(")[1].rsplit(")", 1)[0] for r in records]
+    fixed = ("datatype(", "!=", "month(")
+    default = first_filters(values_queries(600, seed=1))
+    assert any(f.startswith(fixed) or "!=" in f for f in default)
+    scaled = first_filters(values_queries(600, seed=1, pass_share=0.05))
+    assert not any(f.startswith(fixed) or "!=" in f for f in scaled)
