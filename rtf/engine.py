@@ -29,7 +29,6 @@ from typing import Literal as TypingLiteral
 
 from rtf.errors import IndexFileError, QueryError, QueryTooComplexError, RtfError
 from rtf.filter import QueryIndex
-from rtf.matching.id_order import record_id
 from rtf.io import store
 from rtf.io.metadata import Metadata, frozen
 from rtf.io.publication import PublicationLike, as_publication
@@ -303,13 +302,11 @@ class Engine:
         # groups hold the queries' records (the index keeps them by slot): no lookup by id,
         # which at 100K queries cost a third of a publication's time in cache misses.
         if len(groups) == 1 and not found:  # the common case: one answer shared by all
-            registered, solutions = groups[0]  # in id order
-            qids = list(map(record_id, registered))
+            registered, qids, solutions = groups[0]  # in id order
             sols = [solutions] * len(qids)
         else:
             records = {}
-            for group, solutions in groups:
-                ids = list(map(record_id, group))
+            for group, ids, solutions in groups:
                 found.update(dict.fromkeys(ids, solutions))
                 records.update(zip(ids, group))
             qids = sorted(found)

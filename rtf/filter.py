@@ -25,7 +25,6 @@ from collections.abc import Iterator
 import numpy as np
 
 from rtf.query.model import Query
-from rtf.matching.id_order import record_id
 from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape
 from rtf.matching.shared_predicates import EvaluationMemo
 from rtf.matching.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
@@ -69,11 +68,11 @@ class QueryIndex(ABC):
         """
 
     def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None
-                        ) -> tuple[list[tuple[list, frozenset]], Solutions, set[str]]:
-        """`solutions` as (groups, rest, truncated): each group a list of query
-        records in query-id order (the `record` each was added with, or a
-        `rtf.matching.query_table.QueryKey`: each has the query's ``id``) that
-        share one set of solutions (no query in two groups or in `rest`), `rest`
+                        ) -> tuple[list[tuple[list, list[str], frozenset]], Solutions, set[str]]:
+        """`solutions` as (groups, rest, truncated): each group (records, ids,
+        solutions), queries that share one set of solutions, their records (the
+        `record` each was added with, or a `rtf.matching.query_table.QueryKey`)
+        and ids in query-id order (no query in two groups or in `rest`); `rest`
         the other queries' solutions by id. An index that answers many queries
         alike (star queries about the publication's subject) hands them over
         without a dict entry each, and the caller gets their records without
@@ -209,12 +208,12 @@ class IndexedQueries(QueryIndex):
     def solutions(self, triples: list[Triple], virtual: list[Triple],
                   limit: int | None = None) -> tuple[Solutions, set[str]]:
         groups, out, truncated = self.solution_groups(triples, virtual, limit)
-        for records, found in groups:
-            out.update(dict.fromkeys(map(record_id, records), found))
+        for _, ids, found in groups:
+            out.update(dict.fromkeys(ids, found))
         return out, truncated
 
     def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None
-                        ) -> tuple[list[tuple[list, frozenset]], Solutions, set[str]]:
+                        ) -> tuple[list[tuple[list, list[str], frozenset]], Solutions, set[str]]:
         if limit is None:
             limit = sys.maxsize
         hits = self.satisfied(triples, virtual)
@@ -237,7 +236,7 @@ class IndexedQueries(QueryIndex):
                 for code in np.unique(known_codes).tolist():
                     var = table.answer_vars[code]
                     found = solver.subject_solutions(var) if var else UNIT
-                    groups.append((table.records_by_id(known_slots[known_codes == code]), found))
+                    groups.append((*table.records_by_id(known_slots[known_codes == code]), found))
                 slots = slots[~known]
         out: Solutions = {}
         branches = table.branches

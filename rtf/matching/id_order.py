@@ -17,12 +17,7 @@ publication is never worse than twice the plain sorting (ski rental).
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 import numpy as np
-
-#: The query id of a registration record (anything with ``id``).
-record_id = attrgetter("id")
 
 
 class IdOrder:
@@ -39,25 +34,25 @@ class IdOrder:
         self.ranks = None
         self.debt = 0
 
-    def records(self, slot_record: np.ndarray, slots: np.ndarray, registered: int) -> list:
-        """The records of `slots` (one slot per query) in query-id order; `registered` is the
-        number of queries in the table."""
+    def ordered(self, slot_id: np.ndarray, slots: np.ndarray, registered: int) -> np.ndarray:
+        """`slots` (one slot per query; `slot_id` gives their ids) in query-id order;
+        `registered` is the number of queries in the table."""
         ranks = self.ranks
         if ranks is not None:
-            return slot_record[slots[np.argsort(ranks[slots], kind="stable")]].tolist()
-        records = slot_record[slots].tolist()
-        records.sort(key=record_id)
-        self.debt += len(records)
+            return slots[np.argsort(ranks[slots], kind="stable")]
+        ids = slot_id[slots].tolist()
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        self.debt += len(ids)
         if self.debt >= registered:
-            self.ranks = _ranks(slot_record)
-        return records
+            self.ranks = _ranks(slot_id)
+        return slots[np.array(order, dtype=np.intp)]
 
 
-def _ranks(slot_record: np.ndarray) -> np.ndarray:
+def _ranks(slot_id: np.ndarray) -> np.ndarray:
     """Slot -> the rank of its query's id among every slot's (-1 for a free slot)."""
-    live = np.flatnonzero(slot_record != None)  # noqa: E711 (element-wise: free slots hold None)
-    ids = list(map(record_id, slot_record[live].tolist()))
-    order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
-    ranks = np.full(len(slot_record), -1, dtype=np.int64)
+    live = np.flatnonzero(slot_id != None)  # noqa: E711 (element-wise: free slots hold None)
+    ids = slot_id[live].tolist()
+    order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.intp)
+    ranks = np.full(len(slot_id), -1, dtype=np.int64)
     ranks[live[order]] = np.arange(len(order))
     return ranks

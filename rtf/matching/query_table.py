@@ -387,6 +387,8 @@ class QueryTable:
     #: the `record` given to `add` (an engine's registration record), else a `QueryKey`;
     #: either way it has the query's ``id``
     slot_record: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
+    #: slot -> its query's id (None for a free slot): gathered without touching the records
+    slot_id: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
     #: slot -> index in `answer_vars` of a branch whose answer on a one-subject
     #: publication is known without looking (a query's only branch, a star on the
     #: subject: {var: subject}, or the unit solution for ""); -1 for the others
@@ -459,6 +461,7 @@ class QueryTable:
             plans.append(tests)
             self.branches[rb.slot] = rb
             self.slot_record[rb.slot] = record
+            self.slot_id[rb.slot] = query_id
             self.tuple_count += len(shapes)
             # A star answer would skip the OPTIONAL groups: such a branch is joined.
             rb.star = star_plan(rb) if optional is None else None
@@ -480,9 +483,10 @@ class QueryTable:
             self.answer_vars.append(var)
         return self.answer_vars.index(var)
 
-    def records_by_id(self, slots: np.ndarray) -> list:
-        """The records (`slot_record`) of `slots`, one slot per query, in query-id order."""
-        return self.id_order.records(self.slot_record, slots, len(self.queries))
+    def records_by_id(self, slots: np.ndarray) -> tuple[list, list[str]]:
+        """(records, ids) of `slots` (one slot per query), in query-id order."""
+        ordered = self.id_order.ordered(self.slot_id, slots, len(self.queries))
+        return self.slot_record[ordered].tolist(), self.slot_id[ordered].tolist()
 
     def _take_slot(self) -> int:
         if self._free:
@@ -491,7 +495,8 @@ class QueryTable:
         self.branches.append(None)
         if slot >= len(self.need):
             n = len(self.need)
-            for name, empty in (("need", -1), ("slot_record", None), ("slot_answer", -1)):
+            for name, empty in (("need", -1), ("slot_record", None), ("slot_id", None),
+                               ("slot_answer", -1)):
                 old = getattr(self, name)
                 grown = np.full(2 * n, empty, dtype=old.dtype)
                 grown[:n] = old
@@ -514,6 +519,7 @@ class QueryTable:
             self.need[rb.slot] = -1
             self.branches[rb.slot] = None
             self.slot_record[rb.slot] = None
+            self.slot_id[rb.slot] = None
             self.slot_answer[rb.slot] = -1
             self._free.append(rb.slot)
         self.shapes = shrunk(self.shapes)
