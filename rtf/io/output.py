@@ -100,7 +100,10 @@ def match_lines(pub_id: str, matches) -> str:
         return ""
     ids, solutions, subscribers = matches.query_ids, matches.solutions, matches.subscribers
     head = f'{{"publication": {_json_string(pub_id)}, "query": '
-    ends = _texts(_ENDS, solutions, _end_text)
+    if solutions.count(solutions[0]) == n:  # one answer for all (identity first: in C)
+        ends = _texts(_ENDS, solutions[:1], _end_text) * n
+    else:
+        ends = _texts(_ENDS, solutions, _end_text)
     if matches.has_ask():
         ends = ["[]}\n" if rq.is_ask else e for rq, e in zip(matches.registered, ends)]
     if _NEEDS_ESCAPE.search("".join(ids)) is not None:
