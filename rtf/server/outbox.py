@@ -134,8 +134,13 @@ class Outbox:
             while not self._closing.wait(CHECKPOINT_S):
                 try:
                     _, pages, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                    if pages > RESTART_PAGES:  # appends never let it empty: start it over
-                        db.execute("PRAGMA wal_checkpoint(RESTART)")
+                    if pages > RESTART_PAGES:  # appends never let it empty: start it over,
+                        # under the outbox's lock: no append or read runs, so the restart
+                        # waits for nobody, and an append waits on the lock for the copy
+                        # of the last frames, not in SQLite's busy handler (whose sleeps
+                        # of 1, 2, 5, ... 50 ms made tails of 100 ms and more)
+                        with self._lock:
+                            db.execute("PRAGMA wal_checkpoint(RESTART)")
                     failing = None
                 except sqlite3.Error as e:  # a full disk: retried; the WAL holds everything
                     if str(e) != failing:
