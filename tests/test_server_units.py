@@ -36,6 +36,7 @@ from rtf.server.broker import Broker, BrokerConfig
 from rtf.server.command import _listen
 from rtf.server.metrics import Metrics
 from rtf.server.outbox import Outbox
+from rtf.server.publisher import Job, by_subscriber
 from rtf.server.querystore import PendingWrite, QueryStore
 from rtf.server.registry import BulkRefusedError, NotOwnerError, Record, Registry
 from rtf.server.streams import Chunk, Hub, sse_matches
@@ -291,13 +292,16 @@ def test_registry_row_that_no_longer_registers_is_skipped(tmp_path):
 
 
 _appends = st.lists(st.one_of(
-    st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 999)), max_size=12),
+    st.tuples(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 999)),
+                       max_size=12), st.booleans()),
     st.just("prune"), st.just("reopen")), max_size=20)
 
 
 @settings(max_examples=60, deadline=None)
 @given(_appends, st.integers(1, 8))
 def test_outbox_follows_a_list_model(steps, max_events):
+    """Appends of text lines (TEXT rows, as an older rtf wrote) and of UTF-8 lines
+    (BLOB rows, as the publisher writes) mixed: read back as the same text."""
     with folder() as d:
         box = Outbox(d, max_events=max_events)
         appended: list[tuple[int, str, str]] = []
@@ -309,10 +313,14 @@ def test_outbox_follows_a_list_model(steps, max_events):
                 box = Outbox(d, max_events=max_events)
             else:
                 # one append: each subscriber's lines, in the order they come
+                step, utf8 = step
                 groups: dict[str, list[str]] = {}
                 for sub, n in step:
-                    groups.setdefault(sub, []).append(f"{sub}-{n}")
-                numbered = box.append(list(groups.items()))
+                    groups.setdefault(sub, []).append(f"{sub}-{n}-é")
+                numbered = box.append([(sub, [line.encode() for line in lines]) if utf8
+                                       else (sub, lines) for sub, lines in groups.items()])
+                numbered = [(sub, first, [line.decode() for line in lines]) if utf8
+                            else (sub, first, lines) for sub, first, lines in numbered]
                 next_id = appended[-1][0] + 1 if appended else 1
                 assert [(sub, lines) for sub, _, lines in numbered] == list(groups.items())
                 for sub, first, lines in numbered:  # consecutive ids, group after group
@@ -454,6 +462,11 @@ def test_sse_matches_and_chunk_slices():
     chunk = _chunk(7, '{"a": 1}', '{"b": 2}', '{"c": 3}')
     assert chunk.data == (b'id: 7\nevent: match\ndata: {"a": 1}\n\nid: 8\nevent: match\n'
                           b'data: {"b": 2}\n\nid: 9\nevent: match\ndata: {"c": 3}\n\n')
+    utf8 = ['{"é": 1}'.encode(), b'{"b": 2}']  # UTF-8 lines (the publisher's) as text lines
+    assert sse_matches(3, utf8) == sse_matches(3, [line.decode() for line in utf8]) == (
+        'id: 3\nevent: match\ndata: {"é": 1}\n\nid: 4\nevent: match\ndata: {"b": 2}\n\n'
+        .encode())
+    assert sse_matches(5, []) == b""
     assert chunk.size == 3 and chunk.after(6) is chunk and chunk.after(9) is None
     assert chunk.after(7) == _chunk(8, '{"b": 2}', '{"c": 3}')
     assert chunk.after(8) == _chunk(9, '{"c": 3}')
@@ -488,6 +501,49 @@ def test_hub_delivers_cuts_and_closes():
 
 
 # ------------------------------------------------------------- publishing
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([None, "a", "b", "c"]), st.binary(max_size=4))))
+def test_by_subscriber_follows_a_model(pairs):
+    subscribers, lines = [s for s, _ in pairs], [line for _, line in pairs]
+    got = by_subscriber(subscribers, lines)
+    firsts = list(dict.fromkeys(s for s in subscribers if s is not None))
+    assert list(got) == firsts  # in the order they first come; None dropped
+    for sub in firsts:
+        assert got[sub] == [line for s, line in pairs if s == sub]
+
+
+def test_a_group_stores_each_subscriber_in_order_and_a_bad_job_fails_alone(tmp_path):
+    """One group of three jobs, the middle one bad RDF: the other two are answered and
+    their events stored, each subscriber's in the order of the jobs, ids consecutive."""
+    broker = _broker(tmp_path)
+    for qid, word, sub in (("rio", "rio", "alice"), ("games", "games", "bob"),
+                           ("gold", "gold", "alice"), ("any", None, None)):
+        broker.registry.put(qid, query(word), sub)
+    pub = broker.publisher
+    group = [Job(publications_from_bytes(body("rio", "games gold"), "nt")),
+             Job(None, reader=lambda: broker.read(b"<a> <b> .", "nt")),
+             Job(publications_from_bytes(body("gold games", "rio"), "nt"))]
+    pub._store(pub._match(group))
+    assert isinstance(group[1].sync_future.exception(), PublicationError)
+    done = [group[0].sync_future.result(), group[2].sync_future.result()]
+    lines = [json.loads(line) for d in done for line in d.text.splitlines()]
+    # p0 "rio": rio, any; p1 "games gold": games, gold, any (a job: 5 matches, 3 pushed)
+    assert [d.events for d in done] == [3, 3] and [d.matches for d in done] == [5, 5]
+    reference = Engine()
+    for q in broker.engine.queries():
+        reference.register(q.query.text, q.id, q.subscriber)
+    assert lines == [json.loads(match_line(p.id, m)) for b in (body("rio", "games gold"),
+                                                              body("gold games", "rio"))
+                     for p in publications_from_bytes(b, "nt") for m in reference.match(p)]
+    for sub in ("alice", "bob"):
+        stored = broker.outbox.since(sub, 0)
+        assert [json.loads(line) for _, line in stored] == [x for x in lines if x["subscriber"] == sub]
+        ids = [i for i, _ in stored]
+        assert ids == list(range(ids[0], ids[0] + len(ids)))
+    assert broker.outbox.last_id == 6
+    broker.close()
 
 
 def _broker(d: Path, **kw) -> Broker:

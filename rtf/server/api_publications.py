@@ -70,7 +70,7 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         if sparql:
             text = await run_in_threadpool(sparql_results, done.kept)
             return Response(text, media_type=SPARQL_JSON, headers=headers)
-        return Response(done.text, media_type=NDJSON, headers=headers)
+        return Response(done.body, media_type=NDJSON, headers=headers)
 
     return router
 

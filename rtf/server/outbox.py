@@ -69,6 +69,9 @@ _FLOOR_JOIN = "LEFT JOIN pruned p ON p.subscriber = b.subscriber"
 #: in pages, past which a checkpoint also starts the WAL over (waiting for the writer).
 CHECKPOINT_S = 1.0
 RESTART_PAGES = 16_384
+#: Seconds a restart of the WAL waits for another process's readers (then it is
+#: retried at the next checkpoint).
+RESTART_WAIT_S = 0.1
 
 #: Seconds between two applications of the age limit (at most).
 EXPIRE_CHECK_S = 1.0
@@ -125,8 +128,10 @@ class Outbox:
         connection of its own (a passive checkpoint never blocks an append)."""
         failing = None
         try:
+            # A short busy timeout: a restart (under the outbox's lock) waits only for
+            # readers of other processes, and appends wait for it.
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                 timeout=30)
+                                 timeout=RESTART_WAIT_S)
         except sqlite3.Error as e:
             log.warning("cannot checkpoint %s: %s", self.path, e)
             return
@@ -134,8 +139,13 @@ class Outbox:
             while not self._closing.wait(CHECKPOINT_S):
                 try:
                     _, pages, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                    if pages > RESTART_PAGES:  # appends never let it empty: start it over
-                        db.execute("PRAGMA wal_checkpoint(RESTART)")
+                    if pages > RESTART_PAGES:  # appends never let it empty: start it over,
+                        # under the outbox's lock: no append or read runs, so the restart
+                        # waits for nobody, and an append waits on the lock for the copy
+                        # of the last frames, not in SQLite's busy handler (whose sleeps
+                        # of 1, 2, 5, ... 50 ms made tails of 100 ms and more)
+                        with self._lock:
+                            db.execute("PRAGMA wal_checkpoint(RESTART)")
                     failing = None
                 except sqlite3.Error as e:  # a full disk: retried; the WAL holds everything
                     if str(e) != failing:
@@ -179,10 +189,12 @@ class Outbox:
         """The id of the newest event ever appended (0 if none)."""
         return self._last_id
 
-    def append(self, groups: Iterable[tuple[str, list[str]]]) -> list[tuple[str, int, list[str]]]:
-        """Store each subscriber's events, ``(subscriber, lines)``, in one transaction
-        (retention applied in it): each group gets the next ids, in order, one per
-        line. Returns ``(subscriber, first_id, lines)`` for the non-empty groups."""
+    def append(self, groups: Iterable[tuple[str, list[bytes] | list[str]]]
+               ) -> list[tuple[str, int, list]]:
+        """Store each subscriber's events, ``(subscriber, lines)`` (UTF-8 or text), in
+        one transaction (retention applied in it): each group gets the next ids, in
+        order, one per line. Returns ``(subscriber, first_id, lines)`` for the
+        non-empty groups."""
         now = time.time()
         with self._lock:
             numbered = []
@@ -202,7 +214,7 @@ class Outbox:
                 self._db.executemany(
                     "INSERT INTO batches (last_id, first_id, subscriber, created, data) "
                     "VALUES (?, ?, ?, ?, ?)",
-                    [(first + len(lines) - 1, first, sub, now, "\n".join(lines))
+                    [(first + len(lines) - 1, first, sub, now, _joined(lines))
                      for sub, first, lines in numbered])
                 self._trim(counts, floors, {sub for sub, _, _ in numbered})
             self._counts, self._floors = counts, floors
@@ -213,13 +225,14 @@ class Outbox:
 
     def since(self, subscriber: str, after: int, limit: int = 1000) -> list[tuple[int, str]]:
         """The first `limit` events of `subscriber` with ids above `after`, ``(id, line)``."""
-        return [(first + k, line) for first, lines in self.batches_since(subscriber, after, limit)
+        return [(first + k, line.decode())
+                for first, lines in self.batches_since(subscriber, after, limit)
                 for k, line in enumerate(lines)][:limit]
 
     def batches_since(self, subscriber: str, after: int, limit: int = 1000
-                      ) -> list[tuple[int, list[str]]]:
+                      ) -> list[tuple[int, list[bytes]]]:
         """The events of `subscriber` above `after` as ``(first_id, lines)`` runs of
-        consecutive ids, oldest first, about `limit` events (whole rows)."""
+        consecutive ids (UTF-8 lines), oldest first, about `limit` events (whole rows)."""
         with self._lock:
             now = time.time()
             if now - self._expired_at >= EXPIRE_CHECK_S:
@@ -228,10 +241,11 @@ class Outbox:
             cursor = self._db.execute(
                 "SELECT first_id, data FROM batches WHERE subscriber = ? AND last_id > ? "
                 "ORDER BY last_id", (subscriber, after))
-            out: list[tuple[int, list[str]]] = []
+            out: list[tuple[int, list[bytes]]] = []
             taken = 0
             for first, data in cursor:
-                lines = data.split("\n")
+                # a BLOB; a row of an older rtf is TEXT
+                lines = (data if isinstance(data, bytes) else data.encode()).split(b"\n")
                 if first <= after:
                     lines = lines[after - first + 1:]
                     first = after + 1
@@ -337,3 +351,9 @@ class Outbox:
         self._checkpointer.join()
         with self._lock:
             self._db.close()  # the last connection: SQLite checkpoints the WAL
+
+
+def _joined(lines: list[bytes] | list[str]) -> bytes | str:
+    """A row's `data`: its lines, one per line (UTF-8 lines are stored as a BLOB,
+    as they are: no conversion)."""
+    return (b"\n" if isinstance(lines[0], bytes) else "\n").join(lines)

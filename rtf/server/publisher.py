@@ -2,13 +2,20 @@
 
 A POST hands its publications over as a `Job`; the publisher thread takes
 every job waiting (a *group*), matches their publications, writes each
-publication's `rtf match` lines in one piece (`rtf.io.output.match_lines`),
-gathers the lines of queries with a subscriber by subscriber, appends them
-to the outbox in one transaction (one row per subscriber), and hands the
-numbered events to the live streams with one call to the event loop, which
-then answers the group's requests. So a busy server commits and wakes the
-loop once per group instead of once per publication or match, and every
+publication's `rtf match` lines in one piece (`rtf.io.output.match_lines`)
+and encodes each job's lines once: that UTF-8 text is the POST's answer,
+and, split into lines, the events. It gathers the lines of queries with a
+subscriber by subscriber (`by_subscriber`, one pass in C), appends them to
+the outbox in one transaction (one row per subscriber, the UTF-8 lines as
+they are), and hands the numbered events, written as Server-Sent Events
+once per subscriber, to the live streams with one call to the event loop,
+which then answers the group's requests. So a busy server commits and wakes
+the loop once per group instead of once per publication or match, and every
 stream receives ids in increasing order (one thread numbers them).
+
+Matching and storing stay in this one thread: a second thread for the
+outbox, tried, lowered the rate (each hand-over between two busy threads
+waits for the GIL's switch interval; docs/benchmarks.md, "Issue 23, round 2").
 """
 
 from __future__ import annotations
@@ -19,10 +26,11 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import compress, groupby, repeat
-from operator import is_not, itemgetter
+from operator import call
+from typing import NamedTuple
 
 from rtf.io.output import match_lines
 from rtf.server.metrics import Metrics
@@ -31,8 +39,6 @@ from rtf.server.streams import Chunk, Hub, sse_matches
 
 log = logging.getLogger("rtf.server")
 
-_first, _second = itemgetter(0), itemgetter(1)
-
 #: Most publications matched in one group (one outbox transaction): bounds the
 #: time a request waits behind others.
 GROUP_PUBLICATIONS = 2000
@@ -40,14 +46,20 @@ GROUP_PUBLICATIONS = 2000
 
 @dataclass
 class Published:
-    """What a job gave: its `rtf match` lines (each ending in a newline), counts,
-    and with ``keep_matches`` each publication's id and matches (`Matches`)."""
+    """What a job gave: its `rtf match` lines (each ending in a newline) as UTF-8
+    `body`, counts, and with ``keep_matches`` each publication's id and matches
+    (`Matches`)."""
 
-    text: str
+    body: bytes
     publications: int
     matches: int
     events: int
     kept: list | None = None
+
+    @property
+    def text(self) -> str:
+        """The lines, as text."""
+        return self.body.decode()
 
 
 @dataclass
@@ -66,6 +78,14 @@ class Job:
     def size(self) -> int:
         """Publications, or a guess for a body not read yet (for the group's bound)."""
         return len(self.publications) if self.publications is not None else 1
+
+
+class Matched(NamedTuple):
+    """A matched group: its events (UTF-8 lines) by subscriber, and each job's
+    outcome: ``(job, Published, None)`` or ``(job, None, error)``."""
+
+    events: dict[str, list[bytes]]
+    outcomes: list
 
 
 class Publisher:
@@ -121,25 +141,27 @@ class Publisher:
                 group.append(more)
                 size += more.size
             try:
-                self._process(group)
+                self._store(self._match(group))
             except BaseException as e:  # a bug: every request of the group is answered with it
                 log.exception("publishing failed")
                 self._finish([], [(j, None, e) for j in group])
             if stopping:
                 return
 
-    def _process(self, group: list[Job]) -> None:
-        engine, metrics = self.engine, self.metrics
-        observe = metrics.filter_seconds.observe
+    def _match(self, group: list[Job]) -> Matched:
+        """Match the group's publications: each job's outcome, and the events of its
+        lines by subscriber."""
+        engine = self.engine
+        observe = self.metrics.filter_seconds.observe
         clock = time.perf_counter
-        events: dict[str, list[str]] = {}  # the group's lines by subscriber, in order
+        lines: list[bytes] = []  # the group's match lines, in order (UTF-8, no newline)
+        subscribers: list[str | None] = []  # the subscriber of each line
         outcomes: list[tuple[Job, Published | None, BaseException | None]] = []
         for job in group:
             try:
-                pushed: list[tuple[str, str]] = []  # (subscriber, line) of the job's matches
                 parts: list[str] = []
+                owners: list[str | None] = []
                 kept: list | None = [] if job.keep_matches else None
-                matches = 0
                 if job.publications is None:
                     job.publications = job.reader()
                 for pub in job.publications:
@@ -148,31 +170,34 @@ class Publisher:
                     observe(clock() - t0)
                     if kept is not None:
                         kept.append((pub.id, found))
-                    if not found:
-                        continue
-                    text = match_lines(pub.id, found)
-                    parts.append(text)
-                    matches += len(found)
-                    subscribers = found.subscribers
-                    # the lines of queries with a subscriber, in C (no Python step per match)
-                    pushed.extend(compress(zip(subscribers, text.split("\n")),
-                                           map(is_not, subscribers, repeat(None))))
+                    if found:
+                        parts.append(match_lines(pub.id, found))
+                        owners += found.subscribers
+                # encoded once: the answer's body, and (split) the events' lines
+                body = "".join(parts).encode()
             except Exception as e:  # this request fails alone (bad RDF; its events are not kept)
                 outcomes.append((job, None, e))
                 continue
-            # by subscriber, each one's lines in their order (a stable sort, in C)
-            pushed.sort(key=_first)
-            for subscriber, pairs in groupby(pushed, _first):
-                events.setdefault(subscriber, []).extend(map(_second, pairs))
-            outcomes.append((job, Published("".join(parts), len(job.publications), matches,
-                                            len(pushed), kept), None))
+            if body:
+                lines += body.split(b"\n")
+                lines.pop()  # after the last newline
+                subscribers += owners
+            outcomes.append((job, Published(body, len(job.publications), len(owners),
+                                            len(owners) - owners.count(None), kept), None))
+        return Matched(by_subscriber(subscribers, lines), outcomes)
+
+    def _store(self, matched: Matched) -> None:
+        """Store the group's events in the outbox (one transaction), hand them to the
+        streams and answer the jobs."""
+        events, outcomes = matched
         try:
-            numbered = self.outbox.append(list(events.items()))
+            numbered = self.outbox.append(events.items())
         except Exception as e:  # not stored: no request of the group is answered with matches
             self._finish([], [(job, None, error or e) for job, _, error in outcomes])
             return
         chunks = [(sub, Chunk(first, first + len(lines) - 1, sse_matches(first, lines)))
                   for sub, first, lines in numbered]
+        metrics = self.metrics
         for job, done, _ in outcomes:
             if done is not None:
                 metrics.publications.inc(done.publications)
@@ -203,3 +228,14 @@ class Publisher:
                 job.future.set_exception(error)
             else:
                 job.future.set_result(done)
+
+
+def by_subscriber(subscribers: list, lines: list) -> dict:
+    """`lines` by their `subscribers` (parallel lists), each one's in their order, in
+    the order the subscribers first come; the lines of subscriber None are dropped.
+    One C-level pass (no Python step per line): each line goes to its list's append."""
+    groups: dict = {sub: [] for sub in dict.fromkeys(subscribers)}
+    appends = {sub: group.append for sub, group in groups.items()}
+    deque(map(call, map(appends.__getitem__, subscribers), lines), 0)
+    groups.pop(None, None)
+    return groups
