@@ -302,19 +302,18 @@ class Engine:
         # groups hold the queries' records (the index keeps them by slot): no lookup by id,
         # which at 100K queries cost a third of a publication's time in cache misses.
         if len(groups) == 1 and not found:  # the common case: one answer shared by all
-            registered, qids, solutions = groups[0]  # in id order
-            sols = [solutions] * len(qids)
-        else:
-            records = {}
-            for group, ids, solutions in groups:
-                found.update(dict.fromkeys(ids, solutions))
-                records.update(zip(ids, group))
-            qids = sorted(found)
-            sols = list(map(found.__getitem__, qids))
-            queries = self._queries
-            records.update((q, queries[q]) for q in found.keys() - records.keys())
-            registered = list(map(records.__getitem__, qids))
-        return Matches(qids, sols, registered, truncated, self._asks > 0)
+            group = groups[0]  # in id order
+            return Matches(group.ids, [group.solutions] * len(group.ids), group.records, truncated,
+                           self._asks > 0, group.subscribers)
+        records = {}
+        for group in groups:
+            found.update(dict.fromkeys(group.ids, group.solutions))
+            records.update(zip(group.ids, group.records))
+        qids = sorted(found)
+        sols = list(map(found.__getitem__, qids))
+        queries = self._queries
+        records.update((q, queries[q]) for q in found.keys() - records.keys())
+        return Matches(qids, sols, list(map(records.__getitem__, qids)), truncated, self._asks > 0)
 
     def match_many(self, publications: Iterable[PublicationLike]) -> Iterator[Matches]:
         """`match` each of `publications` in turn: an iterator of their match lists, in input order.

@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,6 +33,17 @@ from rtf.query.terms import is_literal, lexical_form
 from rtf.query.text import text_index
 
 Triple = tuple[str, str, str]
+
+
+class Group(NamedTuple):
+    """Queries that share one set of solutions (`QueryIndex.solution_groups`), in query-id
+    order: their records (what each was added with, or a `QueryKey`), ids and subscribers
+    (the records' ``subscriber``), gathered by slot without reading the records."""
+
+    records: list
+    ids: list[str]
+    subscribers: list
+    solutions: frozenset
 Solutions = dict[str, set | frozenset]
 Hits = dict[TupleShape, list[Triple]]
 
@@ -68,11 +80,11 @@ class QueryIndex(ABC):
         """
 
     def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None
-                        ) -> tuple[list[tuple[list, list[str], frozenset]], Solutions, set[str]]:
-        """`solutions` as (groups, rest, truncated): each group (records, ids,
-        solutions), queries that share one set of solutions, their records (the
-        `record` each was added with, or a `rtf.matching.query_table.QueryKey`)
-        and ids in query-id order (no query in two groups or in `rest`); `rest`
+                        ) -> tuple[list[Group], Solutions, set[str]]:
+        """`solutions` as (groups, rest, truncated): each group a `Group`, queries
+        that share one set of solutions, their records (the `record` each was
+        added with, or a `rtf.matching.query_table.QueryKey`), ids and
+        subscribers in query-id order (no query in two groups or in `rest`); `rest`
         the other queries' solutions by id. An index that answers many queries
         alike (star queries about the publication's subject) hands them over
         without a dict entry each, and the caller gets their records without
@@ -208,12 +220,12 @@ class IndexedQueries(QueryIndex):
     def solutions(self, triples: list[Triple], virtual: list[Triple],
                   limit: int | None = None) -> tuple[Solutions, set[str]]:
         groups, out, truncated = self.solution_groups(triples, virtual, limit)
-        for _, ids, found in groups:
-            out.update(dict.fromkeys(ids, found))
+        for group in groups:
+            out.update(dict.fromkeys(group.ids, group.solutions))
         return out, truncated
 
     def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None
-                        ) -> tuple[list[tuple[list, list[str], frozenset]], Solutions, set[str]]:
+                        ) -> tuple[list[Group], Solutions, set[str]]:
         if limit is None:
             limit = sys.maxsize
         hits = self.satisfied(triples, virtual)
@@ -236,7 +248,7 @@ class IndexedQueries(QueryIndex):
                 for code in np.unique(known_codes).tolist():
                     var = table.answer_vars[code]
                     found = solver.subject_solutions(var) if var else UNIT
-                    groups.append((*table.records_by_id(known_slots[known_codes == code]), found))
+                    groups.append(Group(*table.records_by_id(known_slots[known_codes == code]), found))
                 slots = slots[~known]
         out: Solutions = {}
         branches = table.branches

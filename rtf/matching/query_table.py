@@ -389,6 +389,8 @@ class QueryTable:
     slot_record: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
     #: slot -> its query's id (None for a free slot): gathered without touching the records
     slot_id: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
+    #: slot -> its record's ``subscriber`` (None when it has none), gathered the same way
+    slot_subscriber: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
     #: slot -> index in `answer_vars` of a branch whose answer on a one-subject
     #: publication is known without looking (a query's only branch, a star on the
     #: subject: {var: subject}, or the unit solution for ""); -1 for the others
@@ -462,6 +464,7 @@ class QueryTable:
             self.branches[rb.slot] = rb
             self.slot_record[rb.slot] = record
             self.slot_id[rb.slot] = query_id
+            self.slot_subscriber[rb.slot] = getattr(record, "subscriber", None)
             self.tuple_count += len(shapes)
             # A star answer would skip the OPTIONAL groups: such a branch is joined.
             rb.star = star_plan(rb) if optional is None else None
@@ -483,10 +486,11 @@ class QueryTable:
             self.answer_vars.append(var)
         return self.answer_vars.index(var)
 
-    def records_by_id(self, slots: np.ndarray) -> tuple[list, list[str]]:
-        """(records, ids) of `slots` (one slot per query), in query-id order."""
+    def records_by_id(self, slots: np.ndarray) -> tuple[list, list[str], list]:
+        """(records, ids, subscribers) of `slots` (one slot per query), in query-id order."""
         ordered = self.id_order.ordered(self.slot_id, slots, len(self.queries))
-        return self.slot_record[ordered].tolist(), self.slot_id[ordered].tolist()
+        return (self.slot_record[ordered].tolist(), self.slot_id[ordered].tolist(),
+                self.slot_subscriber[ordered].tolist())
 
     def _take_slot(self) -> int:
         if self._free:
@@ -495,7 +499,7 @@ class QueryTable:
         self.branches.append(None)
         if slot >= len(self.need):
             n = len(self.need)
-            for name, empty in (("need", -1), ("slot_record", None), ("slot_id", None),
+            for name, empty in (("need", -1), ("slot_record", None), ("slot_id", None), ("slot_subscriber", None),
                                ("slot_answer", -1)):
                 old = getattr(self, name)
                 grown = np.full(2 * n, empty, dtype=old.dtype)
@@ -520,6 +524,7 @@ class QueryTable:
             self.branches[rb.slot] = None
             self.slot_record[rb.slot] = None
             self.slot_id[rb.slot] = None
+            self.slot_subscriber[rb.slot] = None
             self.slot_answer[rb.slot] = -1
             self._free.append(rb.slot)
         self.shapes = shrunk(self.shapes)

@@ -99,10 +99,12 @@ class Matches(Sequence):
     made only when one is read; equal to a list of the same matches.
     """
 
-    __slots__ = ("query_ids", "solutions", "registered", "truncated", "_maybe_ask", "_items")
+    __slots__ = ("query_ids", "solutions", "registered", "truncated", "_maybe_ask", "_items",
+                 "_subscribers")
 
     def __init__(self, query_ids: list[str], solutions: list, registered: list,
-                 truncated: frozenset[str] | set[str] = frozenset(), maybe_ask: bool = True):
+                 truncated: frozenset[str] | set[str] = frozenset(), maybe_ask: bool = True,
+                 subscribers: list | None = None):
         self.query_ids = query_ids
         self.solutions = solutions
         self.registered = registered
@@ -110,11 +112,15 @@ class Matches(Sequence):
         #: False when the engine holds no ASK query at all (then none is looked for)
         self._maybe_ask = maybe_ask
         self._items: list[Match] | None = None
+        #: the records' subscribers when the caller has them already (else read when asked)
+        self._subscribers = subscribers
 
     @property
     def subscribers(self) -> list[str | None]:
         """Each match's subscriber, in order."""
-        return list(map(_subscriber, self.registered))
+        if self._subscribers is None:
+            self._subscribers = list(map(_subscriber, self.registered))
+        return self._subscribers
 
     def has_ask(self) -> bool:
         """Whether an ASK query is among the matches."""
@@ -127,7 +133,7 @@ class Matches(Sequence):
             flags = [q in truncated for q in self.query_ids] if truncated else repeat(False)
             # Built in C: no Python call per match.
             items = self._items = list(map(_new_match, repeat(Match), zip(
-                self.query_ids, map(_subscriber, self.registered), self.solutions,
+                self.query_ids, self.subscribers, self.solutions,
                 map(_is_ask, self.registered), flags)))
         return items
 
