@@ -50,7 +50,7 @@ class IdOrder:
 
 def _ranks(slot_id: np.ndarray) -> np.ndarray:
     """Slot -> the rank of its query's id among every slot's (-1 for a free slot)."""
-    live = np.flatnonzero(slot_id != None)  # noqa: E711 (element-wise: free slots hold None)
+    live = np.flatnonzero(slot_id != None)  # element-wise: free slots hold None
     ids = slot_id[live].tolist()
     order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.intp)
     ranks = np.full(len(slot_id), -1, dtype=np.int64)
