@@ -241,36 +241,33 @@ class ValueIndex:
         typed = typed_value(key) if key[0] == '"' else None
         is_literal = key[0] == '"'
         parts: list[np.ndarray] = []
-        equal: list[np.ndarray] = []  # the "=" tests' ids: an IN may be there more than once
+        # An IN reports its test once per equal constant (1 and 1.0 both equal 1); a test has
+        # one operator and every other operator one constant, so only the "=" ids can repeat:
+        # they are collected apart and deduplicated.
+        equal: list[np.ndarray] = []
         for op, table in tables.items():
-            if op == "=" and self._repeats:
-                parts, equal = equal, parts  # collected apart, deduplicated below
+            out = equal if op == "=" and self._repeats else parts
             for kind, sorted_ in table.by_kind.items():
                 if typed is not None and (typed[0] == kind or (typed[0] in _NUMERIC and kind in _NUMERIC)):
-                    parts.append(self._comparable(op, sorted_, typed))
+                    out.append(self._comparable(op, sorted_, typed))
                 elif op == "!=" and not is_literal:
                     # An IRI or blank node against literals: unequal, not an error.
-                    parts.append(sorted_.ids)
-                    parts.append(sorted_.nan_ids)
+                    out.append(sorted_.ids)
+                    out.append(sorted_.nan_ids)
             if table.valueless:
                 if op == "=":
                     found = table.valueless.get(key)
                     if found:
-                        parts.append(_ids(found))
+                        out.append(_ids(found))
                 elif op == "!=":
                     if not is_literal:  # unequal to every other term
                         same = set(table.valueless.get(key, ()))
-                        parts.append(_ids([i for ids in table.valueless.values() for i in ids
-                                           if i not in same]))
+                        out.append(_ids([i for ids in table.valueless.values() for i in ids
+                                         if i not in same]))
                     else:  # a literal against IRIs and blank nodes only (two literals: an error)
-                        parts.append(_ids(table.valueless_nonliteral))
-            if op == "=" and self._repeats:
-                parts, equal = equal, parts
-        # An IN reports its test once per equal constant (1 and 1.0 both equal 1); a test has
-        # one operator and every other operator one constant, so only the "=" ids can repeat.
-        equal = [p for p in equal if len(p)]
+                        out.append(_ids(table.valueless_nonliteral))
         if equal:
-            parts.append(np.unique(np.concatenate(equal)) if len(equal) > 1 else np.unique(equal[0]))
+            parts.append(np.unique(np.concatenate(equal)))
         parts = [p for p in parts if len(p)]
         if not parts:
             return _EMPTY
