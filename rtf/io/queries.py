@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rtf.errors import QueryError, RtfError
@@ -46,8 +46,11 @@ def decode_text(data: bytes, path) -> str:
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise QueryFileError(f"{path}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x} "
-                             f"at column {column})") from None
+        raise _not_utf8(path, line, column, data[e.start]) from None
+
+
+def _not_utf8(path, line: int, column: int, byte: int) -> QueryFileError:
+    return QueryFileError(f"{path}:{line}: not UTF-8 text (byte 0x{byte:02x} at column {column})")
 
 
 class QueryFileError(RtfError):
@@ -82,42 +85,39 @@ def iter_queries(path: str | Path, problems: list[str] | None = None) -> Iterato
     except OSError as e:
         raise QueryFileError(f"cannot read queries file {path}: {e.strerror}") from None
     with file:
-        # JSON Lines end at "\n" (or "\r\n") only, the one byte that splits the file's lines.
-        for n, raw in enumerate(file, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise QueryFileError(f"{path}:{n}: not UTF-8 text (byte 0x{raw[e.start]:02x} "
-                                     f"at column {e.start + 1})") from None
-            if n == 1:
-                line = line.removeprefix(BOM)
-            line = line.removesuffix("\n").removesuffix("\r")
-            if not line.strip():
-                continue
-            try:
-                yield _query_record(line, f"{path}:{n}", n)
-            except QueryFileError as e:
-                if problems is None:
-                    raise
-                problems.append(str(e))
+        yield from _records(_decoded_lines(file, path), path, problems)
+
+
+def _decoded_lines(file, path) -> Iterator[str]:
+    """The lines of binary `file` as text, a line at a time; the first without a byte order
+    mark. A byte that is not UTF-8 raises `QueryFileError` naming its line and column."""
+    for n, raw in enumerate(file, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise _not_utf8(path, n, e.start + 1, raw[e.start]) from None
+        yield line.removeprefix(BOM) if n == 1 else line
 
 
 def query_records(text: str, source, problems: list[str] | None = None) -> list[dict]:
     """The query records of JSON Lines `text` (as `load_queries`; errors name `source`)."""
-    records = []
+    return list(_records(text.split("\n"), source, problems))
+
+
+def _records(lines: Iterable[str], source, problems: list[str] | None) -> Iterator[dict]:
+    """The query records of JSON Lines `lines` (numbered from 1; blank ones skipped)."""
     # JSON Lines end at "\n" (or "\r\n") only: U+2028 and the other ends that
     # str.splitlines knows may stand unescaped inside a JSON string.
-    for n, line in enumerate(text.split("\n"), 1):
-        line = line.removesuffix("\r")
+    for n, line in enumerate(lines, 1):
+        line = line.removesuffix("\n").removesuffix("\r")
         if not line.strip():
             continue
         try:
-            records.append(_query_record(line, f"{source}:{n}", n))
+            yield _query_record(line, f"{source}:{n}", n)
         except QueryFileError as e:
             if problems is None:
                 raise
             problems.append(str(e))
-    return records
 
 
 def _query_record(line: str, where: str, n: int) -> dict:
