@@ -48,7 +48,8 @@ def _bindings_text(solutions) -> str:
 
 #: line ends by solutions: the bindings array, then '}' and the newline
 _ENDS: dict = {}
-#: the middle of a line by subscriber: ', "subscriber": ..., "bindings": '
+#: the middle of a line by subscriber, from the quote that ends the query id:
+#: '", "subscriber": ..., "bindings": '
 _MIDDLES: dict = {}
 
 
@@ -61,15 +62,7 @@ def _end_text(solutions) -> str:
 
 
 def _middle_text(subscriber) -> str:
-    return ', "subscriber": ' + ("null" if subscriber is None else _json_string(subscriber)) + ', "bindings": '
-
-
-#: the middles after a query id written without escapes: '"' and the middle
-_QUOTED_MIDDLES: dict = {}
-
-
-def _quoted_middle_text(subscriber) -> str:
-    return '"' + _middle_text(subscriber)
+    return '", "subscriber": ' + ("null" if subscriber is None else _json_string(subscriber)) + ', "bindings": '
 
 
 def _texts(cache: dict, keys: list, make) -> list[str]:
@@ -99,35 +92,29 @@ def match_lines(pub_id: str, matches) -> str:
     if not n:
         return ""
     ids, solutions, subscribers = matches.query_ids, matches.solutions, matches.subscribers
-    head = f'{{"publication": {_json_string(pub_id)}, "query": '
+    head = f'{{"publication": {_json_string(pub_id)}, "query": "'
     if solutions.count(solutions[0]) == n:  # one answer for all (identity first: in C)
         ends = _texts(_ENDS, solutions[:1], _end_text) * n
     else:
         ends = _texts(_ENDS, solutions, _end_text)
     if matches.has_ask():
         ends = ["[]}\n" if rq.is_ask else e for rq, e in zip(matches.registered, ends)]
-    if _NEEDS_ESCAPE.search("".join(ids)) is not None:
-        parts = [None] * (4 * n)
-        parts[0::4] = [head] * n
-        parts[1::4] = map(_json_string, ids)
-        parts[2::4] = _texts(_MIDDLES, subscribers, _middle_text)
-        parts[3::4] = ends
-        return "".join(parts)
-    # Every id as it is, between the quotes that end `head` and start its middle.
-    head += '"'
-    if ends.count(ends[0]) == n and subscribers.count(subscribers[0]) == n:
+    if _NEEDS_ESCAPE.search("".join(ids)) is not None:  # rare: each id escaped, its quotes dropped
+        ids = [text[1:-1] for text in map(_json_string, ids)]
+    elif ends.count(ends[0]) == n and subscribers.count(subscribers[0]) == n:
         # One subscriber, one answer (star queries about the subject): the lines differ
         # only by their ids, so the text is one join of the ids, the first and the last
         # carrying the text before and after them.
-        tail = _texts(_QUOTED_MIDDLES, subscribers[:1], _quoted_middle_text)[0] + ends[0]
+        tail = _texts(_MIDDLES, subscribers[:1], _middle_text)[0] + ends[0]
         ids = list(ids)
         ids[0] = head + ids[0]
         ids[-1] += tail
         return (tail + head).join(ids)
+    # Each id between the quotes that end `head` and start its middle.
     parts = [None] * (4 * n)
     parts[0::4] = [head] * n
     parts[1::4] = ids
-    parts[2::4] = _texts(_QUOTED_MIDDLES, subscribers, _quoted_middle_text)
+    parts[2::4] = _texts(_MIDDLES, subscribers, _middle_text)
     parts[3::4] = ends
     return "".join(parts)
 
