@@ -31,7 +31,7 @@ import numpy as np
 
 from rtf.matching.id_order import IdOrder
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
-from rtf.matching.structures import SlotList, Structures
+from rtf.matching.structures import SlotList, Structures, grown
 from rtf.matching.value_tests import ValueTests, exact_star
 from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
 
@@ -498,13 +498,9 @@ class QueryTable:
         slot = len(self.branches)
         self.branches.append(None)
         if slot >= len(self.need):
-            n = len(self.need)
             for name, empty in (("need", -1), ("slot_record", None), ("slot_id", None), ("slot_subscriber", None),
                                ("slot_answer", -1)):
-                old = getattr(self, name)
-                grown = np.full(2 * n, empty, dtype=old.dtype)
-                grown[:n] = old
-                setattr(self, name, grown)
+                setattr(self, name, grown(getattr(self, name), slot + 1, empty))
         return slot
 
     def remove(self, query_id: str) -> list[TupleShape]:

@@ -70,7 +70,9 @@ class SlotList:
         return iter(self.array.tolist())
 
 
-def _grown(a: np.ndarray, size: int, empty: int) -> np.ndarray:
+def grown(a: np.ndarray, size: int, empty) -> np.ndarray:
+    """`a` copied into an array of at least `size` entries (twice its length at least), the
+    new ones `empty`: the query table's per-slot and per-id arrays grow by doubling."""
     grown = np.full(max(size, 2 * len(a)), empty, dtype=a.dtype)
     grown[: len(a)] = a
     return grown
@@ -104,8 +106,8 @@ class Structures:
             if sid == len(self.shapes):
                 self.shapes.append(None)
             if sid >= len(self.need):
-                self.need = _grown(self.need, sid + 1, -1)
-                self.users = _grown(self.users, sid + 1, 0)
+                self.need = grown(self.need, sid + 1, -1)
+                self.users = grown(self.users, sid + 1, 0)
             self.ids[key] = sid
             self.shapes[sid] = tuple(shapes)
             self.need[sid] = len(shapes)
@@ -115,7 +117,7 @@ class Structures:
                 shape.structures.add(sid)
         self.users[sid] += 1
         if slot >= len(self.of_slot):
-            self.of_slot = _grown(self.of_slot, slot + 1, -1)
+            self.of_slot = grown(self.of_slot, slot + 1, -1)
         self.of_slot[slot] = sid
 
     def leave(self, slot: int) -> bool:

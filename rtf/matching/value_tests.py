@@ -47,6 +47,7 @@ from sys import intern
 import numpy as np
 
 from rtf.matching.shared_predicates import EvaluationMemo, canonical, shared_predicate
+from rtf.matching.structures import grown
 from rtf.matching.value_index import FLIPPED, ValueIndex, ValueTest
 from rtf.query.expressions import compile_operand
 from rtf.query.functions import FUNCTIONS, XSD_CASTS
@@ -306,12 +307,12 @@ class ValueTests:
         if kind == "atom":
             n, self._next_atom = self._next_atom, self._next_atom + 1
             if n >= len(self.atom_conj):
-                self.atom_conj = _grown(self.atom_conj, -1)
+                self.atom_conj = grown(self.atom_conj, n + 1, -1)
         else:
             n, self._next_conj = self._next_conj, self._next_conj + 1
             if n >= len(self.conj_slot):
-                self.conj_slot = _grown(self.conj_slot, -1)
-                self.conj_size = _grown(self.conj_size, 0)
+                self.conj_slot = grown(self.conj_slot, n + 1, -1)
+                self.conj_size = grown(self.conj_size, n + 1, 0)
         return n
 
     def satisfied_slots(self, hits: dict, memo: EvaluationMemo | None = None) -> list[np.ndarray]:
@@ -398,12 +399,6 @@ class ValueTests:
         at = np.arange(len(conjs), dtype=np.int32)
         seen[conjs] = at
         return [self.conj_slot[conjs[seen[conjs] == at]]]
-
-
-def _grown(a: np.ndarray, empty: int) -> np.ndarray:
-    grown = np.full(2 * len(a), empty, dtype=a.dtype)
-    grown[: len(a)] = a
-    return grown
 
 
 def exact_star(plan: Plan, branch: Branch, projection) -> bool:
