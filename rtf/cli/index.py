@@ -58,13 +58,14 @@ def _locked(index: str):
 
 
 def cmd_build(args) -> int:
-    from rtf.engine import Engine
+    from rtf.engine import IndexBuilder
 
-    engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args))
-    register_all(engine, iter_queries(args.queries), args.queries)
+    # A chunk of queries indexed at a time, then written out: the memory of a few queries.
+    builder = IndexBuilder(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args))
+    register_all(builder, iter_queries(args.queries), args.queries)
     with _locked(args.output):
-        size = engine.save(args.output)
-    print(f"rtf index: {args.output}: {len(engine)} queries, {args.algorithm}, {size} bytes",
+        size = builder.save(args.output)
+    print(f"rtf index: {args.output}: {len(builder)} queries, {args.algorithm}, {size} bytes",
           file=sys.stderr)
     return 0
 

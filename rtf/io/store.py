@@ -23,10 +23,11 @@ no eval, only JSON and the whitelisted constructors. Decompression is
 capped by the header's length, itself capped (`MAX_BODY_BYTES`,
 `MAX_RATIO`): a zlib bomb is an `IndexFileError`, never a MemoryError.
 
-Both ways stream: the writer encodes and compresses a few thousand values
-at a time (a million queries no longer make one JSON text of the whole
-table, which took gigabytes), and the reader decompresses and decodes one
-line at a time, so neither holds the whole body uncompressed.
+Both ways stream: the writer (`IndexWriter`) encodes and compresses a few
+thousand values at a time and puts the head line in front at the end (so
+`rtf index build` can write queries as it registers them, a chunk at a
+time, learning `next_id` last), and the reader decompresses and decodes
+one line at a time, so neither holds the whole body uncompressed.
 
 This module knows the file, not the engine: `encode_index` writes a
 `SavedIndex` (algorithm, solution cap, taxonomy, parsed queries) and
@@ -134,19 +135,26 @@ class _ValueTable:
     as their numbers -- so equal values that are different objects are
     stored once too, without hashing whole trees. `entries` are the values
     numbered since the last `take`.
+
+    The identities are only a shortcut, kept while the objects are alive
+    (`forget_identities` drops them, for a writer whose queries are freed as
+    it goes); the entries are what dedupes. An entry's key is its class code,
+    then per field its str, ``(type, scalar)`` for other scalars (True and 1
+    are equal keys, not equal fields) or the child's number (an int).
     """
 
     def __init__(self):
         self.codes = {MODEL_CLASSES[name]: k for k, name in enumerate(CLASS_NAMES)}
         self.count = 0
         self.entries: list[list] = []
-        self._by_id: dict[int, tuple[int, object]] = {}  # id -> (number, the value, kept alive)
+        self._by_id: dict[int, int] = {}  # id -> number, while `_alive` keeps the value
+        self._alive: list = []
         self._by_entry: dict[tuple, int] = {}
 
     def ref(self, value) -> int:
         found = self._by_id.get(id(value))
         if found is not None:
-            return found[0]
+            return found
         cls = type(value)
         if cls is tuple:
             fields = value
@@ -157,9 +165,13 @@ class _ValueTable:
         entry: list = [self.codes[cls]]
         key: list = [entry[0]]
         for f in fields:
-            if type(f) in _SCALARS:
+            kind = type(f)
+            if kind is str:
                 entry.append(f)
-                key.append((type(f), f))  # True and 1 are equal keys, not equal fields
+                key.append(f)
+            elif kind in _SCALARS:
+                entry.append(f)
+                key.append((kind, f))
             else:
                 n = self.ref(f)
                 entry.append([n])
@@ -170,39 +182,122 @@ class _ValueTable:
             n = self._by_entry[frozen] = self.count
             self.count += 1
             self.entries.append(entry)
-        self._by_id[id(value)] = (n, value)
+        self._by_id[id(value)] = n
+        self._alive.append(value)
         return n
 
     def take(self) -> list[list]:
         entries, self.entries = self.entries, []
         return entries
 
+    def forget_identities(self) -> None:
+        """Forget the values by identity (they may be freed now); they are still found by entry."""
+        self._by_id = {}
+        self._alive = []
+
+
+#: The 2-byte zlib header the body starts with (deflate, 32 KiB window, default level).
+_ZLIB_HEADER = b"\x78\x9c"
+_ADLER_BASE = 65521
+
+
+def adler32_combine(first: int, second: int, second_length: int) -> int:
+    """The Adler-32 of two byte strings one after the other, from their own Adler-32s
+    and the second's length (zlib's ``adler32_combine``, which Python's zlib lacks)."""
+    rem = second_length % _ADLER_BASE
+    sum1 = ((first & 0xFFFF) + (second & 0xFFFF) + _ADLER_BASE - 1) % _ADLER_BASE
+    sum2 = (rem * (first & 0xFFFF) + (first >> 16) + (second >> 16) + _ADLER_BASE - rem) % _ADLER_BASE
+    return sum1 | (sum2 << 16)
+
 
 class _Body:
-    """The body as it is written: lines of JSON, compressed and hashed as they come."""
+    """The body as it is written: lines of JSON after the head, compressed as they come.
+
+    The head line goes in front at the end (`file`), once it is known (an
+    index built a chunk at a time knows its `next_id` last): the lines after
+    it are one raw deflate stream, the head a deflate segment of its own
+    ended by a sync flush, and the two together, inside the zlib header and
+    the Adler-32 of the whole body, are one zlib stream, as a reader expects.
+    """
 
     def __init__(self):
-        self._zip = zlib.compressobj(6)
-        self._sha = hashlib.sha256()
+        self._zip = zlib.compressobj(6, zlib.DEFLATED, -15)
+        self._adler = 1  # of the lines so far
         self.parts: list[bytes] = []
         self.raw_length = 0
 
     def line(self, obj) -> None:
         raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         self.raw_length += len(raw)
-        self._keep(self._zip.compress(raw))
-
-    def _keep(self, packed: bytes) -> None:
+        self._adler = zlib.adler32(raw, self._adler)
+        packed = self._zip.compress(raw)
         if packed:
-            self._sha.update(packed)
             self.parts.append(packed)
 
-    def file(self) -> bytes:
-        self._keep(self._zip.flush())
-        packed = b"".join(self.parts)
+    def file(self, head: dict) -> bytes:
+        raw = json.dumps(head, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        front = zlib.compressobj(6, zlib.DEFLATED, -15)
+        adler = adler32_combine(zlib.adler32(raw), self._adler, self.raw_length)
+        packed = b"".join([_ZLIB_HEADER, front.compress(raw), front.flush(zlib.Z_SYNC_FLUSH),
+                           *self.parts, self._zip.flush(), adler.to_bytes(4, "big")])
         self.parts = []
-        return HEADER.pack(MAGIC, FORMAT_VERSION, FLAG_ZLIB, len(packed), self.raw_length,
-                           self._sha.digest()) + packed
+        return HEADER.pack(MAGIC, FORMAT_VERSION, FLAG_ZLIB, len(packed), self.raw_length + len(raw),
+                           hashlib.sha256(packed).digest()) + packed
+
+
+class IndexWriter:
+    """An index file made a query at a time, its head given last (`file`).
+
+    `add` takes the queries in registration order; values and queries go out
+    a line of `LINE_ENTRIES` at a time, a query line after the value lines
+    its queries refer to, compressed as they come, so that only the
+    compressed body and the table of distinct values are held. A writer
+    whose caller frees the queries it gave (`rtf index build` registers a
+    chunk at a time) calls `forget_identities` before they are freed.
+    """
+
+    def __init__(self):
+        self._body = _Body()
+        self._table = _ValueTable()
+        self._queries: list[list] = []
+        self.count = 0
+        self._file: bytes | None = None
+
+    def add(self, query, query_id: str, subscriber: str | None, metadata=None) -> None:
+        if self._file is not None:
+            raise ValueError("the index file is written: a writer takes no more queries")
+        table = self._table
+        self._queries.append([query_id, subscriber, table.ref(query)] + ([dict(metadata)] if metadata else []))
+        self.count += 1
+        if len(table.entries) >= LINE_ENTRIES:
+            self._body.line({"values": table.take()})
+        if len(self._queries) >= LINE_ENTRIES:
+            self._flush_queries()
+
+    def _flush_queries(self) -> None:
+        if self._table.entries:
+            self._body.line({"values": self._table.take()})
+        if self._queries:
+            self._body.line({"queries": self._queries})
+            self._queries = []
+
+    def forget_identities(self) -> None:
+        self._table.forget_identities()
+
+    def file(self, algorithm: str, max_solutions: int, taxonomy: Taxonomy, next_id: int,
+             text_analysis: dict | None = None) -> bytes:
+        """The whole file: header and compressed body, the head line first (the same
+        bytes again on a later call: the body is written once)."""
+        if self._file is not None:
+            return self._file
+        self._flush_queries()
+        head = {"algorithm": algorithm, "max_solutions": max_solutions, "next_id": next_id,
+                "taxonomy": {c: list(ps) for c, ps in taxonomy.parent_table().items()},
+                "classes": CLASS_NAMES}
+        if text_analysis is not None:  # absent: the spec's default words
+            head["text_analysis"] = text_analysis
+        self._file = self._body.file(head)
+        return self._file
 
 
 def encode_index(saved: SavedIndex) -> bytes:
@@ -223,30 +318,11 @@ def encode_index(saved: SavedIndex) -> bytes:
 
 
 def _encode(saved: SavedIndex) -> bytes:
-    body = _Body()
-    head = {"algorithm": saved.algorithm, "max_solutions": saved.max_solutions,
-            "next_id": saved.next_id,
-            "taxonomy": {c: list(ps) for c, ps in saved.taxonomy.parent_table().items()},
-            "classes": CLASS_NAMES}
-    if saved.text_analysis is not None:  # absent: the spec's default words
-        head["text_analysis"] = saved.text_analysis
-    body.line(head)
-    table = _ValueTable()
-    queries: list[list] = []
+    writer = IndexWriter()
     for query, qid, subscriber, metadata in saved.queries:
-        queries.append([qid, subscriber, table.ref(query)] + ([dict(metadata)] if metadata else []))
-        if len(table.entries) >= LINE_ENTRIES:
-            body.line({"values": table.take()})
-        if len(queries) >= LINE_ENTRIES:
-            if table.entries:
-                body.line({"values": table.take()})
-            body.line({"queries": queries})
-            queries = []
-    if table.entries:
-        body.line({"values": table.take()})
-    if queries:
-        body.line({"queries": queries})
-    return body.file()
+        writer.add(query, qid, subscriber, metadata)
+    return writer.file(saved.algorithm, saved.max_solutions, saved.taxonomy, saved.next_id,
+                       saved.text_analysis)
 
 
 # ------------------------------------------------------------------ decoding
