@@ -548,16 +548,27 @@ class IndexBuilder:
                 taken += 1
                 yield record
 
-        while True:
-            taken = 0
-            ids = engine.register_many(chunk(), None if on_error is None else shifted)
-            done += len(ids)
-            for rq in engine._spill(ids):
-                self._writer.add(rq.query, rq.id, rq.subscriber, rq.metadata)
-            self._writer.forget_identities()  # the chunk's queries are freed now
-            if taken < self._chunk:
-                return done
-            start += taken
+        # The collector is paused throughout, as `Engine.register_many` pauses it: the
+        # writer's table grows by millions of tuples, and each full collection would
+        # rescan them all. A chunk's own cycles (the iBroker index has some) are freed
+        # by collecting the youngest generation, which holds just that chunk's objects.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            while True:
+                taken = 0
+                ids = engine.register_many(chunk(), None if on_error is None else shifted)
+                done += len(ids)
+                for rq in engine._spill(ids):
+                    self._writer.add(rq.query, rq.id, rq.subscriber, rq.metadata)
+                self._writer.forget_identities()  # the chunk's queries are freed now
+                gc.collect(0)
+                if taken < self._chunk:
+                    return done
+                start += taken
+        finally:
+            if was_enabled:
+                gc.enable()
 
     def __len__(self) -> int:
         return self._writer.count
