@@ -120,3 +120,17 @@ def test_adler32_combine_is_the_adler32_of_the_two_strings(first, second, repeat
     second = second * (1 + repeat * 200)  # lengths past the modulus 65521 too
     assert store.adler32_combine(zlib.adler32(first), zlib.adler32(second), len(second)) == \
         zlib.adler32(first + second)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["q1", "q2", "q3", "q5", "x"])), max_size=12),
+       st.integers(1, 5))
+def test_ids_of_any_file_are_taken_or_refused_as_one_engine_takes_them(ids, chunk):
+    records = [(RIO.format(f"w{k}"), qid) for k, qid in enumerate(ids)]
+    refused_by_engine, refused_by_builder = [], []
+    engine = Engine()
+    engine.register_many(records, lambda position, _r, e: refused_by_engine.append((position, str(e))))
+    builder = IndexBuilder(chunk=chunk)
+    builder.register_many(records, lambda position, _r, e: refused_by_builder.append((position, str(e))))
+    assert refused_by_builder == refused_by_engine
+    assert body(builder.to_bytes()) == body(engine.to_bytes())
