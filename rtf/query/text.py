@@ -108,7 +108,7 @@ class TextIndex:
     answers prefix terms by a key range instead of a scan.
     """
 
-    __slots__ = ("positions", "length", "_sorted", "_cache", "_word_set", "_tokens", "_keys", "_prefixes")
+    __slots__ = ("positions", "length", "_sorted", "_cache", "_word_set", "_tokens", "_keys")
 
     def __init__(self, tokens: list[str]):
         positions: dict[str, list[int]] = {}
@@ -121,7 +121,6 @@ class TextIndex:
         self._word_set: frozenset[str] | None = None
         self._tokens: list[str] | None = tokens
         self._keys: set[str] | None = None
-        self._prefixes: tuple[tuple[int, ...], set[str]] | None = None
 
     @property
     def keys(self) -> set[str]:
@@ -134,15 +133,6 @@ class TextIndex:
             keys.update(map(bigram, tokens, tokens[1:]))
             self._tokens = None
         return keys
-
-    def prefixes(self, lengths: tuple[int, ...]) -> set[str]:
-        """The text's words cut at each of `lengths` (a word shorter than a length is
-        itself): a prefix term of one of these lengths occurs iff it is in the set."""
-        found = self._prefixes
-        if found is None or found[0] != lengths:
-            words = self.positions
-            found = self._prefixes = (lengths, {w[:k] for k in lengths for w in words})
-        return found[1]
 
     @classmethod
     def of(cls, text: str) -> "TextIndex":

@@ -36,6 +36,9 @@ from rtf.query.text import TextIndex
 
 _ID = Struct("=i")  # an alternative id in a postings array (native int32, as numpy reads it)
 _NONE = np.zeros(0, dtype=np.int32)
+_NO_KEYS: frozenset[str] = frozenset()
+#: Most text words whose prefix keys are remembered (then forgotten all at once)
+_KNOWN_WORDS = 1 << 15
 
 
 class WordIndex:
@@ -49,6 +52,9 @@ class WordIndex:
         #: how many prefixes of each length are keys (a text's words are cut at these lengths)
         self._prefix_lengths: dict[int, int] = {}
         self._lengths: tuple[int, ...] = ()
+        #: text word -> the prefix keys it starts with (emptied when the prefix keys change):
+        #: words repeat across literals, so a literal's prefixes are mostly lookups
+        self._word_prefixes: dict[str, frozenset[str]] = {}
         #: alternative id -> number of keys (0: a free id)
         self.need = np.zeros(64, dtype=np.int16)
         #: alternative id -> its shape (None: a free id)
@@ -79,6 +85,7 @@ class WordIndex:
                 if before is None:
                     prefixes[p] = packed
                     self._count_length(len(p), 1)
+                    self._word_prefixes.clear()
                 else:
                     prefixes[p] = before + packed
 
@@ -98,6 +105,7 @@ class WordIndex:
                     del table[key]
                     if table is self.prefixes:
                         self._count_length(len(key), -1)
+                        self._word_prefixes.clear()
         for alt in freed:
             self.need[alt] = 0
             self.shape[alt] = None
@@ -127,8 +135,23 @@ class WordIndex:
         found = b"".join(map(words.__getitem__, words.keys() & text.keys))
         if self.prefixes:
             prefixes = self.prefixes
-            found += b"".join(map(prefixes.__getitem__, prefixes.keys() & text.prefixes(self._lengths)))
+            found += b"".join(map(prefixes.__getitem__, self._prefixes_in(text.positions)))
         return found
+
+    def _prefixes_in(self, words) -> set[str]:
+        """The prefix keys that some of `words` starts with (each once)."""
+        known = self._word_prefixes
+        missing = [w for w in words if w not in known]
+        if missing:
+            if len(known) + len(missing) > _KNOWN_WORDS:
+                known.clear()
+                missing = list(words)
+            keys, lengths = self.prefixes.keys(), self._lengths
+            for w in missing:
+                # w[:k] longer than w is w itself: a key then only if it is w
+                found = keys & {w[:k] for k in lengths}
+                known[w] = frozenset(found) if found else _NO_KEYS
+        return _NO_KEYS.union(*map(known.__getitem__, words))
 
     def satisfied(self, found: bytes) -> np.ndarray:
         """The alternatives all of whose keys are in `found` (joined postings), ascending."""
