@@ -36,6 +36,7 @@ class RTFsIndex(ShapeIndex):
     def __init__(self):
         self.forest = StructuralForest()
         self.words = WordIndex()
+        self.worded_shapes = 0  # the shapes with words, all in `words`
 
     def add(self, shape: TupleShape) -> None:
         node = self.forest.insert(shape)
@@ -44,6 +45,7 @@ class RTFsIndex(ShapeIndex):
                 node.worded = set()
             node.worded.add(shape)
             self.words.add(shape)
+            self.worded_shapes += 1
         else:
             add_shape(node, shape)
 
@@ -57,6 +59,7 @@ class RTFsIndex(ShapeIndex):
                 node.worded = None
             self.forest.nodes -= prune_path(steps)
             self.words.remove(shape)
+            self.worded_shapes -= 1
         else:
             self.forest.nodes -= remove_shape_and_prune(steps, shape)
 
@@ -86,12 +89,15 @@ class RTFsIndex(ShapeIndex):
                         if matched is None:
                             matched = by_literal[o] = self.word_matches(o)
                         if matched:
-                            found_here = worded & matched
+                            # A node holding every shape with words (one structure, as
+                            # in a full-text workload) holds all that the literal matched.
+                            found_here = matched if len(worded) == self.worded_shapes else worded & matched
                             if hits:
                                 again = hits.keys() & found_here
                                 for shape in again:
                                     hits[shape].append(t)
-                                found_here -= again
+                                if again:
+                                    found_here = found_here - again
                             # A new list [t] for each new shape, made in C.
                             hits.update(zip(found_here, map(list, repeat((t,), len(found_here)))))
 

@@ -131,8 +131,8 @@ class WordIndex:
 
     def postings(self, text: TextIndex) -> bytes:
         """The joined postings of every key `text` holds."""
-        words = self.words
-        found = b"".join(map(words.__getitem__, words.keys() & text.keys))
+        # One lookup per key, in C: a key the index lacks gives None, which `filter` drops.
+        found = b"".join(filter(None, map(self.words.get, text.keys)))
         if self.prefixes:
             prefixes = self.prefixes
             found += b"".join(map(prefixes.__getitem__, self._prefixes_in(text.positions)))
@@ -155,11 +155,14 @@ class WordIndex:
 
     def satisfied(self, found: bytes) -> np.ndarray:
         """The alternatives all of whose keys are in `found` (joined postings), ascending."""
-        ids = np.frombuffer(found, dtype=np.int32) if found else _NONE
-        if len(ids) < 2:
-            return ids[self.need[ids] == 1]
-        alts, counts = np.unique(ids, return_counts=True)
-        return alts[counts == self.need[alts]]
+        ids = np.sort(np.frombuffer(found, dtype=np.int32)) if found else _NONE
+        # An alternative occurs at most `need` times (once per key), so it holds when
+        # the entry `need - 1` places after one of its entries is still itself -- true
+        # only at its first entry: each holding alternative comes out once, ascending.
+        end = np.arange(len(ids)) + self.need[ids] - 1
+        inside = end < len(ids)
+        starts = ids[inside]
+        return starts[ids[end[inside]] == starts]
 
     def matches(self, text: TextIndex) -> set[TupleShape]:
         """Every shape all of whose keys of some alternative occur in `text` (once)."""
