@@ -1,4 +1,4 @@
-"""RTFs's word index: the shapes' word keys as postings, answered by counting.
+"""The word indexes of RTFs and RTFm: the shapes' word keys as postings, answered by counting.
 
 A shape's full-text constraint is indexed under its *alternatives*
 (`rtf.matching.query_table.index_keys`): sets of keys -- whole words,
@@ -17,10 +17,12 @@ into one array, and an alternative is satisfied when it occurs there
 follows the postings of the text's keys, not the number of queries, and
 there is no Python step per key or per alternative.
 
-It replaces the word trie of the paper's RTFs (one Python node per word
-of each path): the answers are the same -- a shape is found when all the
-keys of one of its alternatives occur -- with one dict entry per distinct
-key instead of a node per path step.
+It replaces the paper's word tries (one Python node per word of each
+path, descended one text word at a time): the answers are the same -- a
+shape is found when all the keys of one of its alternatives occur -- with
+one dict entry per distinct key instead of a node per path step. RTFs has
+one for all shapes, RTFm one at each object node (its words clustered by
+structure, as in the paper).
 """
 
 from __future__ import annotations
@@ -37,14 +39,16 @@ from rtf.query.text import TextIndex
 _ID = Struct("=i")  # an alternative id in a postings array (native int32, as numpy reads it)
 _NONE = np.zeros(0, dtype=np.int32)
 _NO_KEYS: frozenset[str] = frozenset()
-#: Most text words whose prefix keys are remembered (then forgotten all at once)
-_KNOWN_WORDS = 1 << 15
 
 
 class WordIndex:
-    """Alternatives by their keys; `matches` gives the shapes a text satisfies."""
+    """Alternatives by their keys; `matches` gives the shapes a text satisfies.
 
-    def __init__(self):
+    `known_words`: the most text words whose prefix keys it remembers (then it
+    forgets them all at once).
+    """
+
+    def __init__(self, known_words: int = 1 << 15):
         #: word or bigram -> postings (int32 alternative ids, as bytes)
         self.words: dict[str, bytes] = {}
         #: prefix -> postings
@@ -55,10 +59,11 @@ class WordIndex:
         #: text word -> the prefix keys it starts with (emptied when the prefix keys change):
         #: words repeat across literals, so a literal's prefixes are mostly lookups
         self._word_prefixes: dict[str, frozenset[str]] = {}
+        self._known_words = known_words
         #: alternative id -> number of keys (0: a free id)
-        self.need = np.zeros(64, dtype=np.int16)
+        self.need = np.zeros(4, dtype=np.int16)
         #: alternative id -> its shape (None: a free id)
-        self.shape = np.full(64, None, dtype=object)
+        self.shape = np.full(4, None, dtype=object)
         self._free = array("l")
         self._next = 0
 
@@ -143,7 +148,7 @@ class WordIndex:
         known = self._word_prefixes
         missing = [w for w in words if w not in known]
         if missing:
-            if len(known) + len(missing) > _KNOWN_WORDS:
+            if len(known) + len(missing) > self._known_words:
                 known.clear()
                 missing = list(words)
             keys, lengths = self.prefixes.keys(), self._lengths
