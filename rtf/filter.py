@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -33,6 +34,7 @@ from rtf.query.terms import is_literal, lexical_form
 from rtf.query.text import text_index
 
 Triple = tuple[str, str, str]
+_NEEDS_CHECK = attrgetter("needs_check")
 
 
 class Group(NamedTuple):
@@ -141,9 +143,17 @@ class ShapeIndex(ABC):
         return {}
 
 
-def fulltext_holds(shape: TupleShape, obj: str) -> bool:
-    """The shape's whole full-text constraint on the triple's object."""
-    return is_literal(obj) and shape.check(text_index(lexical_form(obj)))
+def fulltext_holds(shape: TupleShape, obj: str, texts: dict | None = None) -> bool:
+    """The shape's whole full-text constraint on the triple's object (`texts`: the
+    publication's literals' word indexes so far, filled as they are made)."""
+    if not is_literal(obj):
+        return False
+    if texts is None:
+        return shape.check(text_index(lexical_form(obj)))
+    text = texts.get(obj)
+    if text is None:
+        text = texts[obj] = text_index(lexical_form(obj))
+    return shape.check(text)
 
 
 def only_subject(triples: list[Triple]) -> str | None:
@@ -197,16 +207,16 @@ class IndexedQueries(QueryIndex):
         hits: Hits = {}
         self.index.collect(triples, virtual, hits)
         checked: dict[tuple[int, str], bool] = {}
+        texts: dict = {}
         failed = []
-        for shape, found in hits.items():
-            if not shape.needs_check:
-                continue
+        for shape in list(filter(_NEEDS_CHECK, hits)):  # no Python step for the others
+            found = hits[shape]
             kept = []
             for t in found:
                 key = (shape.id, t[2])
                 ok = checked.get(key)
                 if ok is None:
-                    ok = checked[key] = fulltext_holds(shape, t[2])
+                    ok = checked[key] = fulltext_holds(shape, t[2], texts)
                 if ok:
                     kept.append(t)
             if kept:

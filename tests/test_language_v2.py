@@ -156,7 +156,7 @@ def test_the_word_forests_find_a_shape_by_any_alternative_and_removal_prunes_eve
                 assert (shape in index.word_matches(f'"{text}"')) is found, text
         engine.unregister("q")
         assert index.stats()["word_nodes"] == 0 and index.stats()["trie_nodes"] == 0, algorithm
-        assert index.word_forest.is_empty() if algorithm == "rtfs" else index.forest.root.is_empty()
+        assert index.words.is_empty() if algorithm == "rtfs" else index.forest.root.is_empty()
 
 
 def test_ibroker_accepts_a_triple_by_any_alternative():

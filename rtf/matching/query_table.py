@@ -25,13 +25,14 @@ import sys
 from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from rtf.matching.id_order import IdOrder
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
-from rtf.matching.structures import SlotList, Structures, grown
+from rtf.matching.structures import SlotList, Structures, grown, joined
 from rtf.matching.value_tests import ValueTests, exact_star
 from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
 
@@ -42,6 +43,7 @@ from rtf.query.text import compile_ft, index_alternatives, is_plain_disjunction,
 
 WILDCARD_CONTENT = "*"
 _NO_SLOTS = np.zeros(0, dtype=np.int32)
+_SLOTS = attrgetter("slots")
 
 
 _VAR_CONTENTS = tuple(f"?{k}" for k in range(4))  # one string each, for every shape
@@ -532,9 +534,9 @@ class QueryTable:
         its triples) and all of whose value tests some value satisfies, ascending.
         `memo` is the publication's `rtf.matching.shared_predicates.EvaluationMemo`."""
         parts = []
-        arrays = [a for a in (shape.slots.array for shape in satisfied) if len(a)]
-        if arrays:
-            parts.append(self._counted(np.concatenate(arrays) if len(arrays) > 1 else arrays[0]))
+        marks = joined(list(map(_SLOTS, satisfied)))  # one numpy gather, no Python step per shape
+        if len(marks):
+            parts.append(self._counted(marks))
         if self.structures:
             # The branches with value tests: their conjunctions counted, only where a
             # structure is complete, then each candidate's structure looked up.

@@ -1,4 +1,4 @@
-"""The structural trie forest and the word descent, shared by RTFm and RTFs.
+"""The structural trie forest, shared by RTFm and RTFs.
 
 Each tuple shape's structure is a path subject -> predicate -> object
 (section 3.1, step 3): a hash table of roots keyed by subject content,
@@ -12,12 +12,8 @@ that same term (a repeated variable), the child of the next new variable,
 and the wildcard child: at most 3 x 4 x 5 dictionary lookups per triple,
 whatever the number of queries.
 
-Word constraints hang below a node as paths of sorted words, then sorted
-prefixes. `descend_words` follows only the children whose word occurs in
-the text, choosing whichever side is smaller to iterate; prefix children
-are answered by a key range of the text's sorted words or, when there are
-many, by looking up each text word's own prefixes -- never by testing every
-child.
+Word constraints are kept in word indexes (`rtf.trieforest.words`): one
+per object node in RTFm, one for the whole forest in RTFs.
 """
 
 from __future__ import annotations
@@ -25,11 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rtf.matching.query_table import WILDCARD_CONTENT, TupleShape, var_content
-from rtf.query.text import TextIndex
 from rtf.trieforest.node import TrieNode
 
 _VARS = [var_content(k) for k in range(1, 4)]
-_FEW_PREFIXES = 8
 
 
 class StructuralForest:
@@ -94,80 +88,6 @@ class StructuralForest:
                 on = och.get(WILDCARD_CONTENT)
                 if on is not None:
                     yield on
-
-
-def word_paths(shape: TupleShape) -> list[list[tuple[str, str]]]:
-    """The (kind, content) steps of each of a shape's word keys: words, then prefixes.
-
-    One path per ``ftor`` alternative; the shape is stored at the end of each.
-    """
-    return [[("words", w) for w in ws] + [("prefixes", p) for p in ps]
-            for ws, ps in shape.alternatives]
-
-
-def descend_words(node: TrieNode, text: TextIndex, out: list) -> None:
-    """Append the shapes of every word node below `node` whose path words all occur."""
-    words = node.words
-    if words:
-        keys = text.keys  # words and bigrams
-        if len(words) <= len(keys):
-            for w, child in words.items():
-                if w in keys:
-                    if child.shapes:
-                        out.extend(child.shapes)
-                    if child.words or child.prefixes:
-                        descend_words(child, text, out)
-        else:
-            for w in keys:
-                child = words.get(w)
-                if child is not None:
-                    if child.shapes:
-                        out.extend(child.shapes)
-                    if child.words or child.prefixes:
-                        descend_words(child, text, out)
-    prefixes = node.prefixes
-    if prefixes:
-        if len(prefixes) <= _FEW_PREFIXES:
-            hits = [c for pre, c in prefixes.items() if text.words_with_prefix(pre)]
-        else:
-            seen = {}
-            for w in text.positions:
-                for k in range(1, len(w) + 1):
-                    c = prefixes.get(w[:k])
-                    if c is not None:
-                        seen[id(c)] = c
-            hits = list(seen.values())
-        for child in hits:
-            if child.shapes:
-                out.extend(child.shapes)
-            if child.prefixes:
-                descend_words(child, text, out)
-
-
-def insert_words(top: TrieNode, shape: TupleShape) -> int:
-    """Store `shape` at the end of each of its word paths below `top`; return new word nodes."""
-    created = 0
-    for path in word_paths(shape):
-        node = top
-        for kind, content in path:
-            table = getattr(node, kind)
-            created += table is None or content not in table
-            node = node.child(kind, content)
-        add_shape(node, shape)
-    return created
-
-
-def remove_words(top: TrieNode, shape: TupleShape) -> int:
-    """Remove `shape` from the end of each of its word paths below `top`, pruning
-    emptied nodes (never `top` itself); return the word nodes removed."""
-    removed = 0
-    for path in word_paths(shape):
-        steps, node = [], top
-        for kind, content in path:
-            steps.append((node, kind, content))
-            node = getattr(node, kind)[content]
-        removed += remove_shape_and_prune(steps, shape)
-    return removed
 
 
 def add_shape(node: TrieNode, shape: TupleShape) -> None:

@@ -6,29 +6,25 @@ import sys
 
 
 class TrieNode:
-    """A node of a trie in the forest.
+    """A node of the structural trie forest (subject -> predicate -> object).
 
-    `children` are structural (subject -> predicate -> object); `words` and
-    `prefixes` are word-constraint children, kept apart because a prefix
-    child is answered by a key range, not by one lookup. `shapes` holds the
-    tuple shapes whose path ends here; their branch slots are the paper's
-    tIDs(N). RTFs keeps, at an object node, the shapes that also need words
-    apart in `worded` (a set), so that a literal's word-forest hits are
-    intersected with them from the smaller side instead of testing each.
+    `shapes` holds the tuple shapes without words whose path ends here; their
+    branch slots are the paper's tIDs(N). `worded` holds, at an object node,
+    those that also need words: RTFs keeps them as a set, intersected with
+    a literal's word-index hits from the smaller side instead of testing
+    each; RTFm keeps the node's own word index (`rtf.trieforest.words`).
     """
 
-    __slots__ = ("content", "children", "words", "prefixes", "shapes", "worded")
+    __slots__ = ("content", "children", "shapes", "worded")
 
     def __init__(self, content: str):
         self.content = content
         self.children: dict[str, TrieNode] | None = None
-        self.words: dict[str, TrieNode] | None = None
-        self.prefixes: dict[str, TrieNode] | None = None
         self.shapes: list | None = None
-        self.worded: set | None = None
+        self.worded = None
 
     def child(self, kind: str, content: str) -> "TrieNode":
-        """The child of `kind` ('children', 'words' or 'prefixes'), created if absent."""
+        """The child of `kind` ('children'), created if absent."""
         table = getattr(self, kind)
         if table is None:
             table = {}
@@ -39,7 +35,7 @@ class TrieNode:
         return node
 
     def is_empty(self) -> bool:
-        return not (self.children or self.words or self.prefixes or self.shapes or self.worded)
+        return not (self.children or self.shapes or self.worded)
 
     def drop(self, kind: str, content: str) -> None:
         table = getattr(self, kind)
@@ -53,14 +49,14 @@ class TrieNode:
         while stack:
             n = stack.pop()
             yield n
-            for table in (n.children, n.words, n.prefixes):
-                if table:
-                    stack.extend(table.values())
+            if n.children:
+                stack.extend(n.children.values())
 
     def size_bytes(self) -> int:
-        """Shallow size of the node and its own tables (an estimate, not deep)."""
+        """Shallow size of the node and its own tables (an estimate, not deep; a word
+        index in `worded` counts its own, `WordIndex.size_bytes`)."""
         size = sys.getsizeof(self)
-        for table in (self.children, self.words, self.prefixes, self.shapes, self.worded):
+        for table in (self.children, self.shapes, self.worded):
             if table is not None:
                 size += sys.getsizeof(table)
         return size

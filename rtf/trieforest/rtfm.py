@@ -1,9 +1,11 @@
 """RTFm: word constraints expand each structural path (RTF paper, 3.1, Fig. 2).
 
 A tuple shape's words hang below its object node, so the words of tuples
-with the same structure are clustered together; filtering a literal triple
-descends from each matched object node into the words that occur in the
-literal.
+with the same structure are clustered together: each object node with
+worded shapes keeps its own word index (`rtf.trieforest.words.WordIndex`,
+in the node's `worded`), and filtering a literal triple asks the index of
+each object node the triple reaches for the shapes whose words the
+literal holds.
 """
 
 from __future__ import annotations
@@ -13,23 +15,26 @@ from rtf.filter import Hits, ShapeIndex, Triple
 from rtf.matching.query_table import TupleShape
 from rtf.query.terms import lexical_form
 from rtf.query.text import text_index
-from rtf.trieforest.forest import (StructuralForest, add_shape, descend_words, insert_words,
-                                   prune_path, remove_shape_and_prune, remove_words)
+from rtf.trieforest.forest import StructuralForest, add_shape, prune_path, remove_shape_and_prune
+from rtf.trieforest.words import WordIndex
+
+#: Text words whose prefix keys each node's index remembers: a node's index is one of many
+_NODE_KNOWN_WORDS = 1 << 10
 
 
 class RTFmIndex(ShapeIndex):
     def __init__(self):
         self.forest = StructuralForest()
-        self.word_nodes = 0
-        #: shapes stored under several word paths (``ftor``): a literal may reach
-        #: one of them by more than one path, so the hits are deduplicated
-        self.multi_path_shapes = 0
+        self.word_nodes = 0  # the distinct keys of every object node's word index, summed
 
     def add(self, shape: TupleShape) -> None:
         node = self.forest.insert(shape)
         if shape.has_words:
-            self.word_nodes += insert_words(node, shape)
-            self.multi_path_shapes += len(shape.alternatives) > 1
+            if node.worded is None:
+                node.worded = WordIndex(known_words=_NODE_KNOWN_WORDS)
+            before = len(node.worded)
+            node.worded.add(shape)
+            self.word_nodes += len(node.worded) - before
         else:
             add_shape(node, shape)
 
@@ -37,8 +42,12 @@ class RTFmIndex(ShapeIndex):
         steps = [(parent, "children", c) for parent, c in self.forest.path(shape)]
         if shape.has_words:
             parent, _, content = steps[-1]
-            self.word_nodes -= remove_words(parent.children[content], shape)
-            self.multi_path_shapes -= len(shape.alternatives) > 1
+            node = parent.children[content]
+            before = len(node.worded)
+            node.worded.remove(shape)
+            self.word_nodes -= before - len(node.worded)
+            if node.worded.is_empty():
+                node.worded = None
             self.forest.nodes -= prune_path(steps)
         else:
             self.forest.nodes -= remove_shape_and_prune(steps, shape)
@@ -51,11 +60,10 @@ class RTFmIndex(ShapeIndex):
                 literal = o[0] == '"'
                 for node in object_nodes(s, p, o, is_virtual):
                     shapes = node.shapes
-                    if literal and (node.words or node.prefixes):
-                        shapes = list(shapes or ())
-                        descend_words(node, text_index(lexical_form(o)), shapes)
-                        if self.multi_path_shapes and len(shapes) > 1:
-                            shapes = list(dict.fromkeys(shapes))
+                    if literal and node.worded is not None:
+                        matched = node.worded.matches(text_index(lexical_form(o)))
+                        if matched:
+                            shapes = [*shapes, *matched] if shapes else matched
                     if shapes:
                         for shape in shapes:
                             found = hits.get(shape)
@@ -67,4 +75,5 @@ class RTFmIndex(ShapeIndex):
     def stats(self) -> dict:
         nodes = list(self.forest.root.walk())
         return {"trie_nodes": self.forest.nodes, "word_nodes": self.word_nodes,
-                "index_bytes_estimate": sum(n.size_bytes() for n in nodes)}
+                "index_bytes_estimate": sum(n.size_bytes() for n in nodes)
+                + sum(n.worded.size_bytes() for n in nodes if n.worded is not None)}

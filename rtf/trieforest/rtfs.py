@@ -7,31 +7,36 @@ shape with words is satisfied by a triple when the triple reaches its
 object node *and* the triple's literal reaches its word node.
 
 Set-at-a-time: an object node keeps its shapes without words (`shapes`)
-apart from those with words (`worded`, a set). The word forest is
-traversed once per distinct literal of the publication, giving the set of
-shapes whose words the literal holds; at each object node the literal
-reaches, that set and the node's `worded` set are intersected in C,
-iterating the smaller -- so the cost follows the shapes that match, not
-the shapes stored at the node.
+apart from those with words (`worded`, a set). The word index is asked
+once per distinct literal of the publication, giving the set of shapes
+whose words the literal holds; at each object node the literal reaches,
+that set and the node's `worded` set are intersected in C, iterating the
+smaller -- so the cost follows the shapes that match, not the shapes
+stored at the node.
+
+The word "forest" is kept flat (`rtf.trieforest.words.WordIndex`): each
+key's postings, counted per literal with numpy, instead of a trie of
+Python nodes descended one word at a time -- the same shapes found, with
+a tenth of the memory and no Python step per word node.
 """
 
 from __future__ import annotations
 
+from itertools import repeat
 
 from rtf.filter import Hits, ShapeIndex, Triple
 from rtf.matching.query_table import TupleShape
 from rtf.query.terms import lexical_form
 from rtf.query.text import text_index
-from rtf.trieforest.forest import (StructuralForest, add_shape, descend_words, insert_words,
-                                   prune_path, remove_shape_and_prune, remove_words)
-from rtf.trieforest.node import TrieNode
+from rtf.trieforest.forest import StructuralForest, add_shape, prune_path, remove_shape_and_prune
+from rtf.trieforest.words import WordIndex
 
 
 class RTFsIndex(ShapeIndex):
     def __init__(self):
         self.forest = StructuralForest()
-        self.word_forest = TrieNode("")  # its word/prefix children are the word-trie roots
-        self.word_nodes = 0
+        self.words = WordIndex()
+        self.worded_shapes = 0  # the shapes with words, all in `words`
 
     def add(self, shape: TupleShape) -> None:
         node = self.forest.insert(shape)
@@ -39,7 +44,8 @@ class RTFsIndex(ShapeIndex):
             if node.worded is None:
                 node.worded = set()
             node.worded.add(shape)
-            self.word_nodes += insert_words(self.word_forest, shape)
+            self.words.add(shape)
+            self.worded_shapes += 1
         else:
             add_shape(node, shape)
 
@@ -52,16 +58,15 @@ class RTFsIndex(ShapeIndex):
             if not node.worded:
                 node.worded = None
             self.forest.nodes -= prune_path(steps)
-            self.word_nodes -= remove_words(self.word_forest, shape)
+            self.words.remove(shape)
+            self.worded_shapes -= 1
         else:
             self.forest.nodes -= remove_shape_and_prune(steps, shape)
 
     def word_matches(self, literal: str) -> set[TupleShape]:
         """Every shape all of whose words and prefixes of some key occur in the literal
         (a shape with several ``ftor`` keys is found by any of them, once)."""
-        found: list = []
-        descend_words(self.word_forest, text_index(lexical_form(literal)), found)
-        return set(found)
+        return self.words.matches(text_index(lexical_form(literal)))
 
     def collect(self, triples: list[Triple], virtual: list[Triple], hits: Hits) -> None:
         object_nodes = self.forest.object_nodes
@@ -84,15 +89,21 @@ class RTFsIndex(ShapeIndex):
                         if matched is None:
                             matched = by_literal[o] = self.word_matches(o)
                         if matched:
-                            for shape in worded & matched:
-                                found = hits.get(shape)
-                                if found is None:
-                                    hits[shape] = [t]
-                                else:
-                                    found.append(t)
+                            # A node holding every shape with words (one structure, as
+                            # in a full-text workload) holds all that the literal matched.
+                            found_here = matched if len(worded) == self.worded_shapes else worded & matched
+                            if hits:
+                                again = hits.keys() & found_here
+                                for shape in again:
+                                    hits[shape].append(t)
+                                if again:
+                                    found_here = found_here - again
+                            # A new list [t] for each new shape, made in C.
+                            hits.update(zip(found_here, map(list, repeat((t,), len(found_here)))))
 
     def stats(self) -> dict:
-        nodes = list(self.forest.root.walk()) + list(self.word_forest.walk())
-        return {"trie_nodes": self.forest.nodes, "word_nodes": self.word_nodes,
-                "index_bytes_estimate": sum(n.size_bytes() for n in nodes)}
+        nodes = self.forest.root.walk()
+        # word_nodes: the distinct keys (each a word trie's node, shared by every path through it)
+        return {"trie_nodes": self.forest.nodes, "word_nodes": len(self.words),
+                "index_bytes_estimate": sum(n.size_bytes() for n in nodes) + self.words.size_bytes()}
 
