@@ -3,9 +3,11 @@
 Both store tuple shapes (`rtf.matching.query_table`) in a forest of tries keyed
 subject -> predicate -> object (`forest.StructuralForest`), sharing the
 nodes of equal structure across queries. They differ in where word
-constraints live: RTFm expands them under each structural path
-(`rtfm.RTFmIndex`), RTFs keeps them in one separate word forest tied to
-the structure by shape (`rtfs.RTFsIndex`). Filtering, the query table and
+constraints live: RTFm keeps a word index at each object node, its words
+clustered by structure (`rtfm.RTFmIndex`), RTFs one word index for all
+shapes, tied to the structure by shape (`rtfs.RTFsIndex`); a word index
+(`words.WordIndex`) holds each key's postings and answers a literal by
+counting, where the paper has word tries. Filtering, the query table and
 the join are common to all indexed engines (`rtf.filter`).
 """
 
