@@ -122,10 +122,12 @@ def match_bytes(pub_id: str, matches) -> bytes:
     At thousands of matches a publication, encoding a text that is not ASCII
     cost twice what making it did, so such lines are made as bytes from
     encoded parts (the ids encoded at once, then split). ASCII text encodes
-    by one copy, cheaper than that split: a publication whose id is ASCII
-    (its subject, which most answers repeat) is made as text and encoded.
+    by one copy, cheaper than that split: lines whose publication id and
+    answer (one for all) are ASCII are made as text and encoded.
     """
-    if pub_id.isascii():
+    solutions = matches.solutions
+    if (pub_id.isascii() and solutions and solutions.count(solutions[0]) == len(solutions)
+            and _bindings_text(solutions[0]).isascii()):
         return _lines(_TEXT, pub_id, matches).encode()
     return _lines(_BYTES, pub_id, matches)
 
@@ -156,6 +158,12 @@ def _lines(kind: _Kind, pub_id: str, matches):
         end = ends[0]
         after = dict(zip(distinct, [middle + end + head for middle in
                                     _texts(kind.middles, distinct, kind.middle)]))
+        if len(distinct) == 1:  # one subscriber too: the ids joined by that text
+            between = after[distinct[0]]
+            ids = list(ids)
+            ids[0] = head + ids[0]
+            ids[-1] += between[:-len(head)]
+            return between.join(ids)
         parts = [None] * (2 * n)
         parts[0::2] = ids
         parts[1::2] = map(after.__getitem__, subscribers)
