@@ -357,6 +357,8 @@ def binary_stdout():
 
 
 class _DecodingWriter:
+    """A text stream (a StringIO standing for stdout) that takes the lines as bytes."""
+
     def __init__(self, text):
         self.text = text
 

@@ -133,6 +133,7 @@ def match_bytes(pub_id: str, matches) -> bytes:
 
 
 def _lines(kind: _Kind, pub_id: str, matches):
+    """The lines of `match_lines`, made of `kind`'s parts (text or bytes)."""
     n = len(matches)
     if not n:
         return kind.empty
