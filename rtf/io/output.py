@@ -12,7 +12,6 @@ byte for byte.
 from __future__ import annotations
 
 import json
-import re
 
 
 def match_line(pub_id: str, m) -> str:
@@ -46,15 +45,9 @@ def _bindings_text(solutions) -> str:
     return found
 
 
-#: line ends by solutions: the bindings array, then '}' and the newline
-_ENDS: dict = {}
-#: the middle of a line by subscriber, from the quote that ends the query id:
-#: '", "subscriber": ..., "bindings": '
-_MIDDLES: dict = {}
-
-
-#: A character that `json.encoder.encode_basestring` writes otherwise than itself.
-_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
+#: The bytes that `json.encoder.encode_basestring` writes otherwise than themselves
+#: (the ASCII controls, the quote, the backslash): deleted to count them.
+_ESCAPED_BYTES = bytes(range(0x20)) + b'"\\'
 
 
 def _end_text(solutions) -> str:
@@ -65,7 +58,7 @@ def _middle_text(subscriber) -> str:
     return '", "subscriber": ' + ("null" if subscriber is None else _json_string(subscriber)) + ', "bindings": '
 
 
-def _texts(cache: dict, keys: list, make) -> list[str]:
+def _texts(cache: dict, keys: list, make) -> list:
     """``cache[k]`` for each of `keys`, the missing ones made by ``make(k)``: no Python call
     per key when all are cached (a publication's thousands of matches share a few)."""
     found = list(map(cache.get, keys))
@@ -78,6 +71,38 @@ def _texts(cache: dict, keys: list, make) -> list[str]:
     return found
 
 
+class _Kind:
+    """What `_lines` writes: text (`match_lines`) or UTF-8 bytes (`match_bytes`),
+    each with its own caches of line ends (by solutions) and middles (by
+    subscriber, from the quote that ends the query id: '", "subscriber": ...,
+    "bindings": ')."""
+
+    def __init__(self, encode, errors: str) -> None:
+        self.encode = encode
+        self.errors = errors  # how the ids are encoded (text: whatever they hold, as before)
+        self.empty = encode("")
+        self.ask_end = encode("[]}\n")
+        self.ends: dict = {}
+        self.middles: dict = {}
+        self.end = lambda solutions: encode(_end_text(solutions))
+        self.middle = lambda subscriber: encode(_middle_text(subscriber))
+
+
+_TEXT = _Kind(str, "surrogatepass")
+_BYTES = _Kind(str.encode, "strict")
+
+
+def _escaped_ids(ids: list[str], errors: str = "strict") -> tuple[bytes, bool]:
+    """The ids as they go between a line's quotes, in UTF-8, joined by newlines, and
+    whether each was as it is (nearly always: then no Python call per id). An id
+    that needs JSON escaping makes every id escaped (`encode_basestring`, quotes
+    dropped). The bytes to escape are counted by deleting them (10x a regex)."""
+    text = "\n".join(ids).encode("utf-8", errors)
+    if len(text) - len(text.translate(None, _ESCAPED_BYTES)) == len(ids) - 1:  # the newlines alone
+        return text, True
+    return "\n".join([escaped[1:-1] for escaped in map(_json_string, ids)]).encode("utf-8", errors), False
+
+
 def match_lines(pub_id: str, matches) -> str:
     """The output lines (each ending in a newline) of one publication's
     `rtf.matching.results.Matches`: ``match_line`` of each match, in order.
@@ -88,35 +113,71 @@ def match_lines(pub_id: str, matches) -> str:
     solutions, the subscriber text by the queries of one subscriber, and
     query ids that need no escaping in JSON (nearly all) go in as they are.
     """
+    return _lines(_TEXT, pub_id, matches)
+
+
+def match_bytes(pub_id: str, matches) -> bytes:
+    """`match_lines` encoded in UTF-8, for a writer of bytes (no text layer).
+
+    At thousands of matches a publication, encoding a text that is not ASCII
+    cost twice what making it did, so such lines are made as bytes from
+    encoded parts (the ids encoded at once, then split). ASCII text encodes
+    by one copy, cheaper than that split: lines whose publication id and
+    answer (one for all) are ASCII are made as text and encoded.
+    """
+    solutions = matches.solutions
+    if (pub_id.isascii() and solutions and solutions.count(solutions[0]) == len(solutions)
+            and _bindings_text(solutions[0]).isascii()):
+        return _lines(_TEXT, pub_id, matches).encode()
+    return _lines(_BYTES, pub_id, matches)
+
+
+def _lines(kind: _Kind, pub_id: str, matches):
+    """The lines of `match_lines`, made of `kind`'s parts (text or bytes)."""
     n = len(matches)
     if not n:
-        return ""
+        return kind.empty
     ids, solutions, subscribers = matches.query_ids, matches.solutions, matches.subscribers
-    head = f'{{"publication": {_json_string(pub_id)}, "query": "'
+    head = kind.encode(f'{{"publication": {_json_string(pub_id)}, "query": "')
     if solutions.count(solutions[0]) == n:  # one answer for all (identity first: in C)
-        ends = _texts(_ENDS, solutions[:1], _end_text) * n
+        ends = _texts(kind.ends, solutions[:1], kind.end) * n
     else:
-        ends = _texts(_ENDS, solutions, _end_text)
+        ends = _texts(kind.ends, solutions, kind.end)
     if matches.has_ask():
-        ends = ["[]}\n" if rq.is_ask else e for rq, e in zip(matches.registered, ends)]
-    if _NEEDS_ESCAPE.search("".join(ids)) is not None:  # rare: each id escaped, its quotes dropped
-        ids = [text[1:-1] for text in map(_json_string, ids)]
-    elif ends.count(ends[0]) == n and subscribers.count(subscribers[0]) == n:
-        # One subscriber, one answer (star queries about the subject): the lines differ
-        # only by their ids, so the text is one join of the ids, the first and the last
-        # carrying the text before and after them.
-        tail = _texts(_MIDDLES, subscribers[:1], _middle_text)[0] + ends[0]
-        ids = list(ids)
-        ids[0] = head + ids[0]
-        ids[-1] += tail
-        return (tail + head).join(ids)
+        ends = [kind.ask_end if rq.is_ask else e for rq, e in zip(matches.registered, ends)]
+    text, as_they_are = _escaped_ids(ids, kind.errors)
+    if kind is _BYTES:
+        ids = text.split(b"\n")
+    elif not as_they_are:
+        ids = text.decode("utf-8", kind.errors).split("\n")
+    if ends.count(ends[0]) == n:
+        # One answer for all (star queries about the subject): the lines differ only by
+        # their ids and subscribers, so the text is the ids, each followed by its
+        # subscriber's text up to the next id (one per subscriber, made here), the
+        # first id preceded by the text before it and the last followed by the end.
+        distinct = list(set(subscribers))
+        end = ends[0]
+        after = dict(zip(distinct, [middle + end + head for middle in
+                                    _texts(kind.middles, distinct, kind.middle)]))
+        if len(distinct) == 1:  # one subscriber too: the ids joined by that text
+            between = after[distinct[0]]
+            ids = list(ids)
+            ids[0] = head + ids[0]
+            ids[-1] += between[:-len(head)]
+            return between.join(ids)
+        parts = [None] * (2 * n)
+        parts[0::2] = ids
+        parts[1::2] = map(after.__getitem__, subscribers)
+        parts[0] = head + parts[0]
+        parts[-1] = parts[-1][:-len(head)]
+        return kind.empty.join(parts)
     # Each id between the quotes that end `head` and start its middle.
     parts = [None] * (4 * n)
     parts[0::4] = [head] * n
     parts[1::4] = ids
-    parts[2::4] = _texts(_MIDDLES, subscribers, _middle_text)
+    parts[2::4] = _texts(kind.middles, subscribers, kind.middle)
     parts[3::4] = ends
-    return "".join(parts)
+    return kind.empty.join(parts)
 
 
 def sparql_term(key: str) -> dict:
