@@ -7,6 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rtf.matching import structures
 from rtf.matching.structures import SlotList, joined
 
 # Per list: slots added, then some discarded (a list may end empty, full, or with room).
@@ -15,8 +16,10 @@ ops = st.lists(st.tuples(st.lists(st.integers(0, 50), max_size=20), st.lists(st.
 
 
 @settings(max_examples=300, deadline=None)
-@given(ops)
-def test_joined_is_the_concatenation_of_the_arrays(per_list):
+@given(ops, st.sampled_from([0, 2, 64]))
+def test_joined_is_the_concatenation_of_the_arrays(per_list, few):
+    """Both ways of joining: the used parts concatenated (up to `_FEW_LISTS` lists) and
+    the whole buffers masked (more lists; 0 forces it)."""
     lists = []
     for added, discarded in per_list:
         sl = SlotList()
@@ -26,6 +29,10 @@ def test_joined_is_the_concatenation_of_the_arrays(per_list):
             sl.discard(slot)
         lists.append(sl)
     expected = np.concatenate([sl.array for sl in lists]) if lists else np.zeros(0, dtype=np.int32)
-    got = joined(lists)
+    saved, structures._FEW_LISTS = structures._FEW_LISTS, few
+    try:
+        got = joined(lists)
+    finally:
+        structures._FEW_LISTS = saved
     assert got.tolist() == expected.tolist()
     assert got.dtype == np.int32
