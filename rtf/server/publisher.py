@@ -2,8 +2,8 @@
 
 A POST hands its publications over as a `Job`; the publisher thread takes
 every job waiting (a *group*), matches their publications, writes each
-publication's `rtf match` lines in one piece (`rtf.io.output.match_lines`)
-and encodes each job's lines once: that UTF-8 text is the POST's answer,
+publication's `rtf match` lines in one piece, in UTF-8 (`rtf.io.output.match_bytes`:
+no text encoded afterwards), and joins each job's lines once: that is the POST's answer,
 and, split into lines, the events. It gathers the lines of queries with a
 subscriber by subscriber (`by_subscriber`, one pass in C), appends them to
 the outbox in one transaction (one row per subscriber, the UTF-8 lines as
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from operator import call
 from typing import NamedTuple
 
-from rtf.io.output import match_lines
+from rtf.io.output import match_bytes
 from rtf.server.metrics import Metrics
 from rtf.server.outbox import Outbox
 from rtf.server.streams import Chunk, Hub, sse_matches
@@ -159,7 +159,7 @@ class Publisher:
         outcomes: list[tuple[Job, Published | None, BaseException | None]] = []
         for job in group:
             try:
-                parts: list[str] = []
+                parts: list[bytes] = []
                 owners: list[str | None] = []
                 kept: list | None = [] if job.keep_matches else None
                 if job.publications is None:
@@ -171,10 +171,10 @@ class Publisher:
                     if kept is not None:
                         kept.append((pub.id, found))
                     if found:
-                        parts.append(match_lines(pub.id, found))
+                        parts.append(match_bytes(pub.id, found))
                         owners += found.subscribers
-                # encoded once: the answer's body, and (split) the events' lines
-                body = "".join(parts).encode()
+                # made as UTF-8 once: the answer's body, and (split) the events' lines
+                body = b"".join(parts)
             except Exception as e:  # this request fails alone (bad RDF; its events are not kept)
                 outcomes.append((job, None, e))
                 continue
