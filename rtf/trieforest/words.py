@@ -5,8 +5,9 @@ A shape's full-text constraint is indexed under its *alternatives*
 two-word bigrams, prefixes -- of which a literal must hold every key of
 at least one. Each alternative gets a small integer id and its number of
 keys (`need`); each key keeps the ids of the alternatives that hold it,
-its *postings*, as the bytes of an int32 array (one small immutable
-object per key, no Python object per alternative).
+its *postings*, as an int32 `array` (one small object per key, no Python
+object per alternative; appended to in place, so registering the n-th
+query of a shared word copies none of the n - 1 ids before it).
 
 A literal is answered set-at-a-time, as Lucene Monitor's presearcher
 answers a document, but exactly: the keys the text holds are found by one
@@ -28,7 +29,6 @@ structure, as in the paper).
 from __future__ import annotations
 
 from array import array
-from struct import Struct
 
 import numpy as np
 
@@ -36,7 +36,8 @@ from rtf.matching.query_table import TupleShape
 from rtf.matching.structures import grown
 from rtf.query.text import TextIndex
 
-_ID = Struct("=i")  # an alternative id in a postings array (native int32, as numpy reads it)
+_ID = "i"  # the typecode of a postings array: native int32, as numpy reads it
+assert array(_ID).itemsize == 4
 _NONE = np.zeros(0, dtype=np.int32)
 _NO_KEYS: frozenset[str] = frozenset()
 
@@ -49,10 +50,10 @@ class WordIndex:
     """
 
     def __init__(self, known_words: int = 1 << 15):
-        #: word or bigram -> postings (int32 alternative ids, as bytes)
-        self.words: dict[str, bytes] = {}
+        #: word or bigram -> postings (int32 alternative ids)
+        self.words: dict[str, array] = {}
         #: prefix -> postings
-        self.prefixes: dict[str, bytes] = {}
+        self.prefixes: dict[str, array] = {}
         #: how many prefixes of each length are keys (a text's words are cut at these lengths)
         self._prefix_lengths: dict[int, int] = {}
         self._lengths: tuple[int, ...] = ()
@@ -80,19 +81,20 @@ class WordIndex:
             alt = self._take()
             self.need[alt] = len(ws) + len(ps)
             self.shape[alt] = shape
-            packed = _ID.pack(alt)
             words = self.words
             for w in ws:
-                words[w] = words.get(w, b"") + packed
+                postings = words.get(w)
+                if postings is None:
+                    postings = words[w] = array(_ID)
+                postings.append(alt)
             prefixes = self.prefixes
             for p in ps:
-                before = prefixes.get(p)
-                if before is None:
-                    prefixes[p] = packed
+                postings = prefixes.get(p)
+                if postings is None:
+                    postings = prefixes[p] = array(_ID)
                     self._count_length(len(p), 1)
                     self._word_prefixes.clear()
-                else:
-                    prefixes[p] = before + packed
+                postings.append(alt)
 
     def remove(self, shape: TupleShape) -> None:
         """Forget every alternative of `shape` (each of its keys' postings loses them)."""
@@ -105,7 +107,7 @@ class WordIndex:
                 freed.update(ids[mine].tolist())
                 kept = ids[~mine]
                 if len(kept):
-                    table[key] = kept.tobytes()
+                    table[key] = array(_ID, kept.tobytes())
                 else:
                     del table[key]
                     if table is self.prefixes:
