@@ -37,7 +37,7 @@ class StructuralForest:
         node = self.root
         for content in shape.structure:
             before = node.children is not None and content in node.children
-            node = node.child("children", content)
+            node = node.child(content)
             self.nodes += not before
         return node
 
@@ -96,26 +96,26 @@ def add_shape(node: TrieNode, shape: TupleShape) -> None:
     node.shapes.append(shape)
 
 
-def remove_shape_and_prune(steps: list[tuple[TrieNode, str, str]], shape: TupleShape) -> int:
+def remove_shape_and_prune(steps: list[tuple[TrieNode, str]], shape: TupleShape) -> int:
     """Remove `shape` from the last node of `steps` and prune emptied nodes.
 
-    `steps` are (parent, kind, content) from the top; returns nodes removed.
+    `steps` are (parent, content) from the root (`StructuralForest.path`); returns
+    nodes removed.
     """
-    parent, kind, content = steps[-1]
-    end = getattr(parent, kind)[content]
+    parent, content = steps[-1]
+    end = parent.children[content]
     end.shapes.remove(shape)
     if not end.shapes:
         end.shapes = None
     return prune_path(steps)
 
 
-def prune_path(steps: list[tuple[TrieNode, str, str]]) -> int:
-    """Drop the emptied nodes at the end of a path of (parent, kind, content) steps."""
+def prune_path(steps: list[tuple[TrieNode, str]]) -> int:
+    """Drop the emptied nodes at the end of a path of (parent, content) steps."""
     removed = 0
-    for parent, kind, content in reversed(steps):
-        node = getattr(parent, kind)[content]
-        if not node.is_empty():
+    for parent, content in reversed(steps):
+        if not parent.children[content].is_empty():
             break
-        parent.drop(kind, content)
+        parent.drop(content)
         removed += 1
     return removed

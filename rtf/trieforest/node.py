@@ -23,12 +23,11 @@ class TrieNode:
         self.shapes: list | None = None
         self.worded = None
 
-    def child(self, kind: str, content: str) -> "TrieNode":
-        """The child of `kind` ('children'), created if absent."""
-        table = getattr(self, kind)
+    def child(self, content: str) -> "TrieNode":
+        """The child of `content`, created if absent."""
+        table = self.children
         if table is None:
-            table = {}
-            setattr(self, kind, table)
+            table = self.children = {}
         node = table.get(content)
         if node is None:
             node = table[content] = TrieNode(content)
@@ -37,11 +36,11 @@ class TrieNode:
     def is_empty(self) -> bool:
         return not (self.children or self.shapes or self.worded)
 
-    def drop(self, kind: str, content: str) -> None:
-        table = getattr(self, kind)
+    def drop(self, content: str) -> None:
+        table = self.children
         del table[content]
         if not table:
-            setattr(self, kind, None)
+            self.children = None
 
     def walk(self):
         """This node and all below it."""

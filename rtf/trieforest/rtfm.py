@@ -39,9 +39,9 @@ class RTFmIndex(ShapeIndex):
             add_shape(node, shape)
 
     def remove(self, shape: TupleShape) -> None:
-        steps = [(parent, "children", c) for parent, c in self.forest.path(shape)]
+        steps = self.forest.path(shape)
         if shape.has_words:
-            parent, _, content = steps[-1]
+            parent, content = steps[-1]
             node = parent.children[content]
             before = len(node.worded)
             node.worded.remove(shape)

@@ -50,9 +50,9 @@ class RTFsIndex(ShapeIndex):
             add_shape(node, shape)
 
     def remove(self, shape: TupleShape) -> None:
-        steps = [(parent, "children", c) for parent, c in self.forest.path(shape)]
+        steps = self.forest.path(shape)
         if shape.has_words:
-            parent, _, content = steps[-1]
+            parent, content = steps[-1]
             node = parent.children[content]
             node.worded.discard(shape)
             if not node.worded:
