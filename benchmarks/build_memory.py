@@ -2,7 +2,7 @@
 
 Issue 22, target 2: `rtf index build` of one million queries at a peak RSS
 of at most 1.5 GB. `rtf index build` registers 20,000 queries at a time
-(`rtf.engine.IndexBuilder`) and writes them out before the next chunk;
+(`rtf.io.builder.IndexBuilder`) and writes them out before the next chunk;
 before, it registered every query in one engine and then saved it (the
 engine and the save's tables together: 2.34 GB at 1M). Each way runs in a
 child process of its own, so that each peak is its own; the two files'
@@ -27,11 +27,12 @@ from pathlib import Path
 
 
 def build(way: str, queries: str, output: str, algorithm: str, result) -> None:
-    from rtf.engine import Engine, IndexBuilder
+    from rtf.engine import Engine
+    from rtf.io.builder import IndexBuilder
     from rtf.io.queries import iter_queries, register_all
 
     start = time.process_time()
-    target = IndexBuilder(algorithm) if way == "chunked" else Engine(algorithm)
+    target = IndexBuilder(Engine(algorithm)) if way == "chunked" else Engine(algorithm)
     register_all(target, iter_queries(queries), queries)
     size = target.save(output)
     result.put({"way": way, "queries": len(target), "bytes": size,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import itertools
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -31,7 +30,6 @@ from typing import Literal as TypingLiteral
 from rtf.errors import IndexFileError, QueryError, QueryTooComplexError, RtfError
 from rtf.filter import QueryIndex
 from rtf.io import store
-from rtf.io.files import write_atomically
 from rtf.io.metadata import Metadata, frozen
 from rtf.io.publication import PublicationLike, as_publication
 from rtf.io.taxonomy import Taxonomy
@@ -475,7 +473,7 @@ class Engine:
         return engine
 
     def _spill(self, ids: list[str]) -> list[RegisteredQuery]:
-        """For `IndexBuilder`: the records of `ids` -- every query of the index -- taken
+        """For `rtf.io.builder.IndexBuilder`: the records of `ids` -- every query of the index -- taken
         out with the index itself, their ids kept as taken (for duplicates and the
         automatic ids). The engine then answers nothing but `register` again."""
         records = [self._queries[query_id] for query_id in ids]
@@ -504,85 +502,6 @@ class Engine:
              "text_analysis": None if self.text_analysis is None else self.text_analysis.as_dict()}
         s.update(self._index.stats())
         return s
-
-
-#: Queries `IndexBuilder` indexes at a time before writing them out.
-BUILD_CHUNK = 20_000
-
-
-class IndexBuilder:
-    """An index file built from many queries with the memory of a few (`rtf index build`).
-
-    Registers like `Engine.register_many` -- the same checks and errors,
-    duplicate ids refused across the whole build, automatic ids ``q<n>``
-    numbered as one engine would -- but indexes `chunk` queries at a time
-    (default `BUILD_CHUNK`) and hands each chunk to an `rtf.io.store.IndexWriter` before indexing
-    the next, so a million queries never stand indexed at once (the engine
-    and the save's tables together took 2.3 GB at 1M). `save` writes the
-    same index `Engine.save` writes after registering them all (the same
-    body, line for line). After a refused record (without `on_error`) the
-    builder is left unusable: build again.
-    """
-
-    def __init__(self, algorithm: Algorithm = DEFAULT_ALGORITHM, taxonomy: Taxonomy | str | PathLike | None = None,
-                 max_solutions: int = MAX_SOLUTIONS, text_analysis: TextAnalysis | Mapping[str, Any] | None = None,
-                 chunk: int | None = None):
-        self._engine = Engine(algorithm, taxonomy, max_solutions, text_analysis)
-        self._writer = store.IndexWriter()
-        self._chunk = BUILD_CHUNK if chunk is None else chunk
-
-    def register_many(self, records: Iterable[tuple],
-                      on_error: Callable[[int, tuple, Exception], None] | None = None) -> int:
-        """Register the records (as `Engine.register_many` takes them); return how many were.
-
-        `on_error` positions count from the first record of this call."""
-        records = iter(records)
-        engine, done, start, taken = self._engine, 0, 0, 0
-
-        def shifted(position: int, record: tuple, e: Exception) -> None:
-            on_error(start + position, record, e)
-
-        def chunk() -> Iterator[tuple]:
-            nonlocal taken
-            for record in itertools.islice(records, self._chunk):
-                taken += 1
-                yield record
-
-        # The collector is paused throughout, as `Engine.register_many` pauses it: the
-        # writer's table grows by millions of tuples, and each full collection would
-        # rescan them all. A chunk's own cycles (the iBroker index has some) are freed
-        # by collecting the youngest generation, which holds just that chunk's objects.
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            while True:
-                taken = 0
-                ids = engine.register_many(chunk(), None if on_error is None else shifted)
-                done += len(ids)
-                for rq in engine._spill(ids):
-                    self._writer.add(rq.query, rq.id, rq.subscriber, rq.metadata)
-                self._writer.forget_identities()  # the chunk's queries are freed now
-                gc.collect(0)
-                if taken < self._chunk:
-                    return done
-                start += taken
-        finally:
-            if was_enabled:
-                gc.enable()
-
-    def __len__(self) -> int:
-        return self._writer.count
-
-    def save(self, path: str | PathLike) -> int:
-        """Write the index to `path` atomically (as `Engine.save`); return its size in bytes."""
-        data = self.to_bytes()
-        write_atomically(path, data)
-        return len(data)
-
-    def to_bytes(self) -> bytes:
-        e = self._engine
-        return self._writer.file(e.algorithm, e.max_solutions, e.taxonomy, e._next_id,
-                                 None if e.text_analysis is None else e.text_analysis.as_dict())
 
 
 def _check_id(query_id) -> None:

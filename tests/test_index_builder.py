@@ -1,4 +1,4 @@
-"""`rtf index build` a chunk at a time (`rtf.engine.IndexBuilder`, `rtf.io.store.IndexWriter`):
+"""`rtf index build` a chunk at a time (`rtf.io.builder.IndexBuilder`, `rtf.io.store.IndexWriter`):
 the file is the one `Engine.save` writes after registering every query, whatever the chunk."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import zlib
 from dataclasses import replace
 
 import pytest
-import rtf.engine
+import rtf.io.builder
 from hypothesis import given, settings, strategies as st
 
 from rtf import Engine
 from rtf.bench.workload import Mix, generate_queries
 from rtf.cli import main
-from rtf.engine import IndexBuilder
+from rtf.io.builder import IndexBuilder
 from rtf.errors import QueryError
 from rtf.io import store
 
@@ -42,7 +42,7 @@ def records(dbpedia_slice, dbpedia_taxonomy):
 def test_a_chunked_build_writes_the_body_a_whole_engine_saves(records, dbpedia_taxonomy, chunk, algorithm):
     engine = Engine(algorithm, taxonomy=dbpedia_taxonomy)
     engine.register_many(records)
-    builder = IndexBuilder(algorithm, taxonomy=dbpedia_taxonomy, chunk=chunk)
+    builder = IndexBuilder(Engine(algorithm, taxonomy=dbpedia_taxonomy), chunk=chunk)
     assert builder.register_many(records) == len(records) == len(builder)
     built = builder.to_bytes()
     assert body(built) == body(engine.to_bytes())
@@ -57,19 +57,19 @@ def test_a_chunked_build_keeps_the_text_analysis(tmp_path):
     texts = [RIO.format(w) for w in ("Cafés", "running", "olympic games")]
     engine = Engine(text_analysis=options)
     engine.register_many((t, f"q{k}") for k, t in enumerate(texts))
-    builder = IndexBuilder(text_analysis=options, chunk=2)
+    builder = IndexBuilder(Engine(text_analysis=options), chunk=2)
     builder.register_many((t, f"q{k}") for k, t in enumerate(texts))
     assert body(builder.to_bytes()) == body(engine.to_bytes())
     assert Engine.from_bytes(builder.to_bytes()).text_analysis == engine.text_analysis
 
 
 def test_ids_are_checked_across_chunks_as_one_engine_checks_them():
-    builder = IndexBuilder(chunk=2)
+    builder = IndexBuilder(Engine(), chunk=2)
     builder.register_many([(RIO.format("a"), None), (RIO.format("b"), "q3"), (RIO.format("c"), None)])
     with pytest.raises(ValueError, match="'q1' is already registered"):
         builder.register_many([(RIO.format("d"), "x"), (RIO.format("e"), "y"), (RIO.format("f"), "q1")])
     # automatic ids skip q3, taken in an earlier chunk: q1, q3, q2, q4, q5
-    builder = IndexBuilder(chunk=2)
+    builder = IndexBuilder(Engine(), chunk=2)
     builder.register_many([(RIO.format("a"), None), (RIO.format("b"), "q3"), (RIO.format("c"), None),
                            (RIO.format("d"), None), (RIO.format("e"), None)])
     engine = Engine()
@@ -82,7 +82,7 @@ def test_refused_records_are_reported_at_their_position_across_chunks():
     texts = [RIO.format(w) for w in "abcdefg"]
     texts[1] = texts[5] = "SELECT nonsense"
     refused = []
-    builder = IndexBuilder(chunk=3)
+    builder = IndexBuilder(Engine(), chunk=3)
     n = builder.register_many(((t, f"id{k}") for k, t in enumerate(texts)),
                               lambda position, record, e: refused.append((position, record[1], type(e))))
     assert n == 5 and [(position, qid) for position, qid, _ in refused] == [(1, "id1"), (5, "id5")]
@@ -91,7 +91,7 @@ def test_refused_records_are_reported_at_their_position_across_chunks():
 
 
 def test_rtf_index_build_refuses_a_bad_query_in_a_later_chunk_and_writes_nothing(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(rtf.engine, "BUILD_CHUNK", 2)
+    monkeypatch.setattr(rtf.io.builder, "BUILD_CHUNK", 2)
     lines = [{"id": f"q{k}", "query": RIO.format(w)} for k, w in enumerate("abcde")]
     lines[4]["query"] = "SELECT ?s WHERE { ?s <http://ex/p> ?o"
     queries = tmp_path / "q.jsonl"
@@ -103,7 +103,7 @@ def test_rtf_index_build_refuses_a_bad_query_in_a_later_chunk_and_writes_nothing
 
 
 def test_rtf_index_build_of_many_chunks_answers_as_the_queries_do(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(rtf.engine, "BUILD_CHUNK", 3)
+    monkeypatch.setattr(rtf.io.builder, "BUILD_CHUNK", 3)
     lines = [{"id": f"q{k}", "query": RIO.format(w)} for k, w in enumerate(["rio", "games", "rio games", "x"] * 3)]
     queries = tmp_path / "q.jsonl"
     queries.write_text("".join(json.dumps(r) + "\n" for r in lines))
@@ -130,7 +130,14 @@ def test_ids_of_any_file_are_taken_or_refused_as_one_engine_takes_them(ids, chun
     refused_by_engine, refused_by_builder = [], []
     engine = Engine()
     engine.register_many(records, lambda position, _r, e: refused_by_engine.append((position, str(e))))
-    builder = IndexBuilder(chunk=chunk)
+    builder = IndexBuilder(Engine(), chunk=chunk)
     builder.register_many(records, lambda position, _r, e: refused_by_builder.append((position, str(e))))
     assert refused_by_builder == refused_by_engine
     assert body(builder.to_bytes()) == body(engine.to_bytes())
+
+
+def test_the_builder_takes_only_an_empty_engine():
+    engine = Engine()
+    engine.register(RIO.format("rio"), "q1")
+    with pytest.raises(ValueError, match="empty engine"):
+        IndexBuilder(engine)

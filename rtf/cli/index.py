@@ -58,10 +58,11 @@ def _locked(index: str):
 
 
 def cmd_build(args) -> int:
-    from rtf.engine import IndexBuilder
+    from rtf.engine import Engine
+    from rtf.io.builder import IndexBuilder
 
     # A chunk of queries indexed at a time, then written out: the memory of a few queries.
-    builder = IndexBuilder(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args))
+    builder = IndexBuilder(Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args)))
     register_all(builder, iter_queries(args.queries), args.queries)
     with _locked(args.output):
         size = builder.save(args.output)
