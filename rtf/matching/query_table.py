@@ -86,7 +86,8 @@ _BULK_DEPTH = 0
 @contextmanager
 def bulk_memos():
     """Within the block, `QueryTable.add` memoises `shape_of` and `needed_columns`
-    (loading a saved index registers many queries at once); the memos are
+    (`Engine.register_many`, and so loading a saved index, registers many queries
+    at once); the memos are
     dropped at the end, so nothing of the queries outlives them."""
     global _SHAPE_MEMO, _COLUMNS_MEMO, _BULK_DEPTH
     if _BULK_DEPTH == 0:
