@@ -164,18 +164,34 @@ def shared(value):
     if found is None:
         if len(_SHARED) >= SHARED_MAX:
             _SHARED.clear()
+            _IRIS.clear()
+            _VARIABLES.clear()
         found = _SHARED[value] = value
     return found
 
 
+#: The shared IRIs and variables by their text, found without making and hashing a
+#: value first (a query's terms are most of what it shares); emptied with `_SHARED`.
+_IRIS: dict[str, "IRI"] = {}
+_VARIABLES: dict[str, "Variable"] = {}
+
+
 def iri(value: str) -> "IRI":
     """The shared `IRI` of `value`."""
-    return shared(IRI(sys.intern(value)))
+    found = _IRIS.get(value)
+    if found is None:
+        found = shared(IRI(sys.intern(value)))
+        _IRIS[found.value] = found
+    return found
 
 
 def variable(name: str) -> "Variable":
     """The shared `Variable` named `name`."""
-    return shared(Variable(name))
+    found = _VARIABLES.get(name)
+    if found is None:
+        found = shared(Variable(name))
+        _VARIABLES[found.name] = found
+    return found
 
 
 @dataclass(frozen=True, slots=True)
