@@ -58,6 +58,13 @@ def is_var_content(content: str) -> bool:
     return content[0] == "?"
 
 
+def _var_number(content: str) -> int:
+    return int(content[1:])
+
+
+_TYPE_PATH = TypePath().key
+
+
 def shape_of(t: TupleConjunct) -> tuple[tuple[str, str, str, FTExpr | None], tuple[str, ...]]:
     """(shape key, variable names by position) of a tuple conjunct."""
     names: list[str] = []
@@ -146,13 +153,13 @@ class TupleShape:
         self.check = compile_ft(self.fulltext) if self.needs_check else None
         self.slots = SlotList()
         self.structures: SlotList | None = None
-        self.is_type_path = self.predicate == TypePath().key
+        self.is_type_path = self.predicate == _TYPE_PATH
         # Where a triple's binding row comes from: the first position of ?1, ?2, ...
-        firsts = {}
-        for i, c in enumerate(self.structure):
-            if is_var_content(c):
-                firsts.setdefault(c, i)
-        self.row_positions = _shared(tuple(firsts[c] for c in sorted(firsts, key=lambda c: int(c[1:]))))
+        firsts: dict[str, int] = {}
+        for i, c in enumerate((self.subject, self.predicate, self.object)):
+            if c[0] == "?" and c not in firsts:
+                firsts[c] = i
+        self.row_positions = _shared(tuple(firsts[c] for c in sorted(firsts, key=_var_number)))
 
     def __getstate__(self):
         # `check` is a closure, which cannot be pickled (Spark ships engines): made again.
@@ -323,7 +330,8 @@ def needed_columns_shared(names: list[tuple[str, ...]], outside: set[str]):
     return found
 
 
-_PLANS: dict[StarPlan, StarPlan] = {}
+#: The distinct plans by their fields (a handful: (variable, projected, on the subject)).
+_PLANS: dict[tuple, StarPlan] = {}
 
 
 def star_columns(rb: RegisteredBranch) -> list[tuple[TupleShape, int]]:
@@ -347,20 +355,25 @@ def star_plan(rb: RegisteredBranch, tested: frozenset = frozenset()) -> StarPlan
     if rb.branch.residual and not tested:
         return None
     var = None
-    firsts = []  # (shape, index in the tuple's variables) of each tuple's star variable
+    on_subject = True  # every tuple's first column of the star variable is its subject
     for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names):
         if tested:
             kept = [(k, n) for k, n in zip(keep, names) if n not in tested]
             keep, names = [k for k, _ in kept], [n for _, n in kept]
         if not names:
             continue
-        if len(set(names)) != 1 or (var is not None and names[0] != var):
-            return None
-        var = names[0]
-        firsts.append((shape, keep[0]))
-    on_subject = all(shape.row_positions[k] == 0 for shape, k in firsts)
-    plan = StarPlan(var, var in rb.projection, on_subject)
-    return _PLANS.setdefault(plan, plan)
+        if var is None:
+            var = names[0]
+        for name in names:
+            if name != var:
+                return None
+        if on_subject and shape.row_positions[keep[0]] != 0:
+            on_subject = False
+    key = (var, var in rb.projection, on_subject)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = StarPlan(*key)
+    return plan
 
 
 class QueryKey(NamedTuple):
