@@ -27,8 +27,12 @@ True
 from __future__ import annotations
 
 import re
-from re import _constants as C  # the parse tree's opcodes, as re itself reads them
-from re import _parser as sre_parse
+
+try:  # re's own parser and opcodes (Python 3.11 and later); without them nothing is dispatched
+    from re import _constants as C
+    from re import _parser as sre_parse
+except ImportError:  # pragma: no cover - another Python
+    C = sre_parse = None
 
 ASCII = frozenset(chr(i) for i in range(128))
 
@@ -40,8 +44,13 @@ _CASE_FLAGS = re.ASCII | re.IGNORECASE | re.UNICODE
 def first_chars(regexp: str, flags: int = 0) -> frozenset[str] | None:
     """The ASCII characters a match of `regexp` (compiled with `flags`) can begin
     with: a superset, or None when any character might (or the match may be empty)."""
-    parsed = sre_parse.parse(regexp, flags)
-    found, nullable = _sequence(list(parsed), parsed.state.flags)
+    if sre_parse is None:  # pragma: no cover - another Python
+        return None
+    try:
+        parsed = sre_parse.parse(regexp, flags)
+        found, nullable = _sequence(list(parsed), parsed.state.flags)
+    except Exception:  # a construct this reading does not know (another Python's re): any character
+        return None
     return None if found is None or nullable else frozenset(found)
 
 
