@@ -374,15 +374,15 @@ class Engine:
         Faster than `register` in a loop: the cyclic garbage collector is
         paused for the batch (registration makes no garbage cycles, and the
         collections its allocations trigger rescan the growing index: about
-        a third of the time of 100,000 queries), and the shape of each tuple
-        and the columns of each variable layout are computed once for the
-        batch (`rtf.matching.query_table.bulk_memos`).
+        a third of the time of 100,000 queries), and the columns of each
+        variable layout are computed once for the batch
+        (`rtf.matching.query_table.bulk_memos`).
         """
         done: list[str] = []
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            with bulk_memos():  # shapes and variable layouts computed once each for the batch
+            with bulk_memos(shapes=False):  # each variable layout's columns computed once
                 for position, record in enumerate(records):
                     try:
                         done.append(self.register(*record))
@@ -464,7 +464,8 @@ class Engine:
         try:
             engine = cls(saved.algorithm, taxonomy=saved.taxonomy, max_solutions=saved.max_solutions,
                          text_analysis=saved.text_analysis)
-            engine.register_parsed(saved.queries)
+            with bulk_memos():  # the file's equal tuples are one value: each shape computed once
+                engine.register_parsed(saved.queries)
         except (RtfError, KeyError, TypeError, ValueError, IndexError, AttributeError,
                 RecursionError) as e:
             raise IndexFileError(f"{source}: the index content is malformed: "
