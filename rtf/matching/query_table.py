@@ -160,8 +160,8 @@ class TupleShape:
         self.is_type_path = self.predicate == _TYPE_PATH
         # Where a triple's binding row comes from: the first position of ?1, ?2, ...
         firsts: dict[str, int] = {}
-        for i, c in enumerate((self.subject, self.predicate, self.object)):
-            if c[0] == "?" and c not in firsts:
+        for i, c in enumerate(self.structure):
+            if is_var_content(c) and c not in firsts:
                 firsts[c] = i
         self.row_positions = _shared(tuple(firsts[c] for c in sorted(firsts, key=_var_number)))
 

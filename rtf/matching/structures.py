@@ -78,8 +78,9 @@ _FEW_LISTS = 64
 
 def joined(lists: list[SlotList]) -> np.ndarray:
     """The slots of many `SlotList`s in one array (the order of `lists`), gathered
-    without a Python step per list: their whole buffers are joined and the unused
-    room at the end of each is cut away by one mask."""
+    without a Python step per list: up to `_FEW_LISTS` lists, their used parts
+    concatenated; beyond, their whole buffers joined and the unused room at the
+    end of each cut away by one mask."""
     datas = list(map(_DATA, lists))
     if len(datas) < 2:
         return datas[0][: lists[0]._n] if datas else np.zeros(0, dtype=np.int32)

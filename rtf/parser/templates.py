@@ -107,11 +107,11 @@ class TemplateCache:
             code = ord(text[pos])
             match = by_char[code] if code < 128 else whole
             m = match(text, pos) if match is not None else None
-            if m is None or m.end() == pos:
+            if m is None or (stop := m.end()) == pos:
                 return None
             if m.lastgroup not in ignore:
                 out.append(m)
-            pos = m.end()
+            pos = stop
         return out
 
     def build(self, text: str, build: Callable[[Tree, bool], _T], lark_build: Callable[[str], _T]) -> _T:
