@@ -130,8 +130,12 @@ def test_memory_returns_near_its_level_after_registering_and_removing_10000_quer
     growth = grown - base
     assert growth > 1_000_000, "registering 10,000 queries should cost real memory"
     # Near the earlier level: what stays is spare capacity of hash tables
-    # (Python's dicts and sets do not shrink), which the next round reuses.
-    assert levels[0] - base < 0.2 * growth, (base, grown, levels)
+    # (Python's dicts and sets do not shrink) and of the arrays indexed by slot and
+    # by shape id (sized for the 10,500 queries, ~1.8 MB here), which the next round
+    # reuses: the second round must leave nothing more (below). A quarter of the
+    # growth: the growth itself fell when each shape's slot list became a row of
+    # one array (rtf.matching.shape_slots), while that capacity did not.
+    assert levels[0] - base < 0.25 * growth, (base, grown, levels)
     assert levels[1] - levels[0] < 0.02 * growth, (base, grown, levels)
     assert len(e) == 500
     assert e.stats()["tuples"] == sum(len(b.tuples) for query in queries[:500]

@@ -32,7 +32,8 @@ import numpy as np
 
 from rtf.matching.id_order import IdOrder
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
-from rtf.matching.structures import SlotList, Structures, grown, joined
+from rtf.matching.shape_slots import ShapeSlots
+from rtf.matching.structures import SlotList, Structures, grown
 from rtf.matching.value_tests import ValueTests, exact_star
 from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
 
@@ -43,7 +44,7 @@ from rtf.query.text import compile_ft, index_alternatives, is_plain_disjunction,
 
 WILDCARD_CONTENT = "*"
 _NO_SLOTS = np.zeros(0, dtype=np.int32)
-_SLOTS = attrgetter("slots")
+_ID = attrgetter("id")
 
 
 _VAR_CONTENTS = tuple(f"?{k}" for k in range(4))  # one string each, for every shape
@@ -129,10 +130,11 @@ def shape_of_shared(t: TupleConjunct):
 class TupleShape:
     """One distinct (S, P, O, F) with variables renamed by position.
 
-    `slots` are the branches that count the shape (a `SlotList`); a branch
-    with value tests is counted by them instead, and its shapes through its
-    structure (`structures`: the ids of the structures holding the shape, a
-    `SlotList`, None when none; see `rtf.matching.structures`).
+    The branches that count the shape are kept by its `id` in the query
+    table (`QueryTable.slots`); a branch with value tests is counted by them
+    instead, and its shapes through its structure (`structures`: the ids of
+    the structures holding the shape, a `SlotList`, None when none; see
+    `rtf.matching.structures`).
     `alternatives` are the word keys of its full-text constraint: sorted
     (words, prefixes) tuples, one per ``ftor`` alternative, of which a
     literal must hold all of at least one (empty when nothing is certain:
@@ -142,7 +144,7 @@ class TupleShape:
     """
 
     __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "alternatives",
-                 "needs_check", "check", "slots", "structures", "is_type_path", "row_positions")
+                 "needs_check", "check", "structures", "is_type_path", "row_positions")
 
     def __init__(self, id: int, key):
         self.id = id
@@ -155,7 +157,6 @@ class TupleShape:
             self.needs_check = False
         #: the whole full-text constraint as a function of a TextIndex, when it needs checking
         self.check = compile_ft(self.fulltext) if self.needs_check else None
-        self.slots = SlotList()
         self.structures: SlotList | None = None
         self.is_type_path = self.predicate == _TYPE_PATH
         # Where a triple's binding row comes from: the first position of ?1, ?2, ...
@@ -417,12 +418,16 @@ class QueryTable:
     slot_answer: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
     answer_vars: list[str] = field(default_factory=list)
     tuple_count: int = 0
-    #: freed slots, reused first (an array: no int object per free slot stays alive)
     #: The branches' FILTER comparisons on one variable, indexed (`rtf.matching.value_tests`)
     values: ValueTests = field(default_factory=ValueTests)
     #: The distinct shape sets of the branches with value tests (`rtf.matching.structures`)
     structures: Structures = field(default_factory=Structures)
-    _free: array = field(default_factory=lambda: array("l"))
+    #: freed slots, reused first (an array: no int object per free slot stays alive)
+    _free: array = field(default_factory=lambda: array("i"))
+    #: shape id -> the slots of the branches that count the shape (`rtf.matching.shape_slots`)
+    slots: ShapeSlots = field(default_factory=ShapeSlots)
+    #: ids of removed shapes, reused first (so `slots` follows the shapes alive)
+    _free_shapes: array = field(default_factory=lambda: array("i"))
     _next_shape: int = 0
     _next_private: int = 0
     #: the slots' query-id ranks, for listing matches by id (`rtf.matching.id_order`)
@@ -464,9 +469,14 @@ class QueryTable:
                     self._next_private += 1
                 shape = self.shapes.get(table_key)
                 if shape is None:
-                    shape = self.shapes[table_key] = TupleShape(self._next_shape, key)
+                    free = self._free_shapes
+                    shape = self.shapes[table_key] = TupleShape(free[-1] if free else self._next_shape, key)
                     shape.key = table_key
-                    self._next_shape += 1
+                    if free:
+                        free.pop()
+                    else:
+                        self._next_shape += 1
+                    self.slots.reserve(shape.id)
                     new_shapes.append(shape)
                 shapes.append(shape)
             rb.shapes = tuple(shapes)
@@ -477,8 +487,9 @@ class QueryTable:
                 self.structures.join(rb.slot, distinct)
                 self.need[rb.slot] = len(tests.conjunctions)
             else:
+                add = self.slots.add
                 for shape in distinct:
-                    shape.slots.add(rb.slot)
+                    add(shape.id, rb.slot)
                 self.need[rb.slot] = len(distinct)
             plans.append(tests)
             self.branches[rb.slot] = rb
@@ -530,9 +541,10 @@ class QueryTable:
             counted = not self.structures.leave(rb.slot)
             for shape in set(rb.shapes):
                 if counted:
-                    shape.slots.discard(rb.slot)
-                if not shape.slots and shape.structures is None:
+                    self.slots.discard(shape.id, rb.slot)
+                if shape.structures is None and shape.id not in self.slots:
                     del self.shapes[shape.key]
+                    self._free_shapes.append(shape.id)
                     emptied.append(shape)
             self.values.remove(rb.slot)
             self.tuple_count -= len(rb.shapes)
@@ -552,7 +564,8 @@ class QueryTable:
         its triples) and all of whose value tests some value satisfies, ascending.
         `memo` is the publication's `rtf.matching.shared_predicates.EvaluationMemo`."""
         parts = []
-        marks = joined(list(map(_SLOTS, satisfied)))  # one numpy gather, no Python step per shape
+        # One numpy gather of the shapes' slots by id: no Python step, no list read per shape.
+        marks = self.slots.gather(np.fromiter(map(_ID, satisfied), np.int64, len(satisfied)))
         if len(marks):
             parts.append(self._counted(marks))
         if self.structures:
@@ -579,11 +592,6 @@ class QueryTable:
             return slots[counts == need[slots]]
         counts = np.bincount(marks, minlength=len(need))
         return np.flatnonzero(counts == need)
-
-    def complete_branches(self, satisfied) -> list[RegisteredBranch]:
-        """The complete branches themselves (see `complete_slots`)."""
-        branches = self.branches
-        return [branches[s] for s in self.complete_slots(satisfied).tolist()]
 
     def __len__(self) -> int:
         return len(self.queries)

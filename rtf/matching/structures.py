@@ -24,7 +24,6 @@ a `SlotList`, None when none): a shape is in use while a branch counts it
 from __future__ import annotations
 
 from array import array
-from operator import attrgetter
 
 import numpy as np
 
@@ -69,34 +68,6 @@ class SlotList:
 
     def __iter__(self):
         return iter(self.array.tolist())
-
-
-_DATA, _N = attrgetter("_data"), attrgetter("_n")
-#: Up to this many lists, `joined` concatenates their used parts instead of masking.
-_FEW_LISTS = 64
-
-
-def joined(lists: list[SlotList]) -> np.ndarray:
-    """The slots of many `SlotList`s in one array (the order of `lists`), gathered
-    without a Python step per list: up to `_FEW_LISTS` lists, their used parts
-    concatenated; beyond, their whole buffers joined and the unused room at the
-    end of each cut away by one mask."""
-    datas = list(map(_DATA, lists))
-    if len(datas) < 2:
-        return datas[0][: lists[0]._n] if datas else np.zeros(0, dtype=np.int32)
-    if len(datas) <= _FEW_LISTS:
-        # Few lists (a selective publication satisfies ~25 shapes, some with thousands
-        # of slots): their used parts joined as they are, rather than whole buffers
-        # (up to twice as long, grown by doubling) masked in several passes.
-        return np.concatenate([d[:n] for d, n in zip(datas, map(_N, lists))])
-    flat = np.frombuffer(b"".join(datas), dtype=np.int32)  # a third of np.concatenate's time
-    used = np.fromiter(map(_N, lists), np.int64, len(lists))
-    room = np.fromiter(map(len, datas), np.int64, len(datas))
-    if used.sum() == len(flat):
-        return flat
-    # Position of each entry within its own buffer, against that buffer's count.
-    within = np.arange(len(flat)) - np.repeat(np.cumsum(room) - room, room)
-    return flat[within < np.repeat(used, room)]
 
 
 def grown(a: np.ndarray, size: int, empty) -> np.ndarray:
