@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rtf.query.model import Query
+from rtf.matching.hits import Hits
 from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape
 from rtf.matching.shared_predicates import EvaluationMemo
 from rtf.matching.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
@@ -47,7 +48,6 @@ class Group(NamedTuple):
     subscribers: list
     solutions: frozenset
 Solutions = dict[str, set | frozenset]
-Hits = dict[TupleShape, list[Triple]]
 
 
 
@@ -111,17 +111,13 @@ class ShapeIndex(ABC):
         """(shape, triple) pairs where the triple satisfies the shape's structure
         and holds its required words; full-text checks beyond that come later.
 
-        An index implements this or `collect` (each defaults to the other): the
-        default here lists what `collect` gathers.
+        An index implements this (`collect` then gathers it) or overrides `collect`.
         """
-        hits: Hits = {}
-        self.collect(triples, virtual, hits)
-        for shape, found in hits.items():
-            for t in found:
-                yield shape, t
+        raise NotImplementedError(f"{type(self).__name__} overrides collect, not candidates")
 
     def collect(self, triples: list[Triple], virtual: list[Triple], hits: Hits) -> None:
-        """Add to `hits` every shape's satisfying triples (each pair once).
+        """Add to `hits` every shape's satisfying triples (each pair once): shapes found
+        one by one as dict entries, shapes found set-at-a-time by id (`Hits.add_chunk`).
 
         The default gathers `candidates`; an index that can produce whole
         sets of shapes at once overrides it.
@@ -203,8 +199,10 @@ class IndexedQueries(QueryIndex):
             self.index.remove(shape)
 
     def satisfied(self, triples: list[Triple], virtual: list[Triple]) -> Hits:
-        """Shape -> the triples that satisfy it, full text included."""
-        hits: Hits = {}
+        """Shape -> the triples that satisfy it, full text included (`Hits`: some shapes
+        may be held by id, in chunks)."""
+        table = self.table
+        hits = Hits(table)
         self.index.collect(triples, virtual, hits)
         checked: dict[tuple[int, str], bool] = {}
         texts: dict = {}
@@ -225,6 +223,21 @@ class IndexedQueries(QueryIndex):
                 failed.append(shape)
         for shape in failed:
             del hits[shape]
+        chunks = hits.chunks
+        for k, (ids, t) in enumerate(chunks):
+            flagged = ids[table.shape_check[ids]]  # no Python step for the others
+            if not len(flagged):
+                continue
+            literal, wrong = t[2], []
+            for sid, shape in zip(flagged.tolist(), table.shape_at[flagged].tolist()):
+                key = (sid, literal)
+                ok = checked.get(key)
+                if ok is None:
+                    ok = checked[key] = fulltext_holds(shape, literal, texts)
+                if not ok:
+                    wrong.append(sid)
+            if wrong:
+                chunks[k] = (ids[~np.isin(ids, wrong)], t)
         return hits
 
     def solutions(self, triples: list[Triple], virtual: list[Triple],
@@ -260,6 +273,8 @@ class IndexedQueries(QueryIndex):
                     found = solver.subject_solutions(var) if var else UNIT
                     groups.append(Group(*table.records_by_id(known_slots[known_codes == code]), found))
                 slots = slots[~known]
+        if len(slots):
+            hits.settle()  # the other branches read their shapes' triples
         out: Solutions = {}
         branches = table.branches
         solve = solver.solve

@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from rtf.matching.hits import Hits
 from rtf.matching.id_order import IdOrder
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
 from rtf.matching.shape_slots import ShapeSlots
+from rtf.matching.star import StarPlan, star_plan
 from rtf.matching.structures import SlotList, Structures, grown
 from rtf.matching.value_tests import ValueTests, exact_star
 from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
@@ -255,22 +257,6 @@ class RegisteredBranch:
         return plan
 
 
-class StarPlan(NamedTuple):
-    """A branch answered by intersecting one variable's values across its tuples.
-
-    `var` is that variable (None when no tuple keeps a column: the branch
-    only asks whether it matches); `projected` says whether `var` is in the
-    projection; `on_subject` that `var` is every keeping tuple's subject.
-    Plans are shared between branches (a handful of distinct ones exist):
-    the (shape, position) columns to intersect are read off the branch's
-    own `keep` when needed (`star_columns`).
-    """
-
-    var: str | None
-    projected: bool
-    on_subject: bool
-
-
 def needed_outside(query: Query, branch: Branch) -> set[str]:
     """Variables a branch needs beyond its tuples: projected or filtered on."""
     from rtf.query.model import operand_variables
@@ -335,52 +321,6 @@ def needed_columns_shared(names: list[tuple[str, ...]], outside: set[str]):
     return found
 
 
-#: The distinct plans by their fields (a handful: (variable, projected, on the subject)).
-_PLANS: dict[tuple, StarPlan] = {}
-
-
-def star_columns(rb: RegisteredBranch) -> list[tuple[TupleShape, int]]:
-    """The distinct (shape, triple position) pairs of a star branch's variable."""
-    columns = []
-    for shape, keep in zip(rb.shapes, rb.keep):
-        if keep:
-            column = (shape, shape.row_positions[keep[0]])
-            if column not in columns:
-                columns.append(column)
-    return columns
-
-
-def star_plan(rb: RegisteredBranch, tested: frozenset = frozenset()) -> StarPlan | None:
-    """The branch's `StarPlan`, or None when it needs a real join.
-
-    With `tested` (the variables of a residual that the value index decides
-    exactly, `rtf.matching.value_tests.exact_star`), those variables and the
-    residual are left out: the plan answers the branch once it is complete.
-    """
-    if rb.branch.residual and not tested:
-        return None
-    var = None
-    on_subject = True  # every tuple's first column of the star variable is its subject
-    for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names):
-        if tested:
-            kept = [(k, n) for k, n in zip(keep, names) if n not in tested]
-            keep, names = [k for k, _ in kept], [n for _, n in kept]
-        if not names:
-            continue
-        if var is None:
-            var = names[0]
-        for name in names:
-            if name != var:
-                return None
-        if on_subject and shape.row_positions[keep[0]] != 0:
-            on_subject = False
-    key = (var, var in rb.projection, on_subject)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = StarPlan(*key)
-    return plan
-
-
 class QueryKey(NamedTuple):
     """A query's record in the table when its owner gave none: only its id."""
 
@@ -428,6 +368,10 @@ class QueryTable:
     slots: ShapeSlots = field(default_factory=ShapeSlots)
     #: ids of removed shapes, reused first (so `slots` follows the shapes alive)
     _free_shapes: array = field(default_factory=lambda: array("i"))
+    #: shape id -> the shape (None: a free id), and whether its full text needs a check:
+    #: what shapes found by id (`rtf.matching.hits.Hits` chunks) are read through
+    shape_at: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
+    shape_check: np.ndarray = field(default_factory=lambda: np.zeros(64, dtype=bool))
     _next_shape: int = 0
     _next_private: int = 0
     #: the slots' query-id ranks, for listing matches by id (`rtf.matching.id_order`)
@@ -476,7 +420,7 @@ class QueryTable:
                         free.pop()
                     else:
                         self._next_shape += 1
-                    self.slots.reserve(shape.id)
+                    self._place(shape)
                     new_shapes.append(shape)
                 shapes.append(shape)
             rb.shapes = tuple(shapes)
@@ -512,6 +456,16 @@ class QueryTable:
         self.queries[query_id] = tuple(branches)
         return new_shapes, branches
 
+    def _place(self, shape: TupleShape) -> None:
+        """Make a new shape known by its id."""
+        sid = shape.id
+        self.slots.reserve(sid)
+        if sid >= len(self.shape_at):
+            self.shape_at = grown(self.shape_at, sid + 1, None)
+            self.shape_check = grown(self.shape_check, sid + 1, False)
+        self.shape_at[sid] = shape
+        self.shape_check[sid] = shape.needs_check
+
     def _answer_code(self, var: str) -> int:
         if var not in self.answer_vars:
             self.answer_vars.append(var)
@@ -545,6 +499,8 @@ class QueryTable:
                 if shape.structures is None and shape.id not in self.slots:
                     del self.shapes[shape.key]
                     self._free_shapes.append(shape.id)
+                    self.shape_at[shape.id] = None
+                    self.shape_check[shape.id] = False
                     emptied.append(shape)
             self.values.remove(rb.slot)
             self.tuple_count -= len(rb.shapes)
@@ -559,13 +515,15 @@ class QueryTable:
         self.queries = shrunk(self.queries)
         return emptied
 
-    def complete_slots(self, satisfied: dict, memo=None) -> np.ndarray:
+    def complete_slots(self, satisfied: Hits, memo=None) -> np.ndarray:
         """Slots of the branches all of whose shapes are among `satisfied` (shape ->
         its triples) and all of whose value tests some value satisfies, ascending.
         `memo` is the publication's `rtf.matching.shared_predicates.EvaluationMemo`."""
         parts = []
+        if self.structures:
+            satisfied.settle()  # the value tests and structures read the shapes themselves
         # One numpy gather of the shapes' slots by id: no Python step, no list read per shape.
-        marks = self.slots.gather(np.fromiter(map(_ID, satisfied), np.int64, len(satisfied)))
+        marks = self.slots.gather(satisfied.shape_ids(_ID))
         if len(marks):
             parts.append(self._counted(marks))
         if self.structures:

@@ -4,7 +4,7 @@ After an index has collected, for one publication, the triples that
 satisfy each tuple shape (`hits`), the query table counts which branches
 are complete (`QueryTable.complete_slots`), and this module answers them:
 
-* a *star* branch (`rtf.matching.query_table.StarPlan`: joined on one variable only,
+* a *star* branch (`rtf.matching.star.StarPlan`: joined on one variable only,
   no residual filter -- the common ``?s p1 ?o1 . ?s p2 "c" ...`` query)
   is the intersection of that variable's values over its tuples, computed
   once per (shape, position) per publication and shared by every branch
@@ -28,7 +28,8 @@ from rtf.matching.shared_predicates import EvaluationMemo
 #: A branch's join holds at most this many rows per solution it may report
 #: (``limit * JOIN_ROWS_PER_SOLUTION``): the work bound of a publication.
 JOIN_ROWS_PER_SOLUTION = 10
-from rtf.matching.query_table import RegisteredBranch, TupleShape, star_columns
+from rtf.matching.query_table import RegisteredBranch, TupleShape
+from rtf.matching.star import star_columns
 
 Triple = tuple[str, str, str]
 Solution = tuple[tuple[str, str], ...]

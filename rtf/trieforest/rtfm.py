@@ -60,10 +60,6 @@ class RTFmIndex(ShapeIndex):
                 literal = o[0] == '"'
                 for node in object_nodes(s, p, o, is_virtual):
                     shapes = node.shapes
-                    if literal and node.worded is not None:
-                        matched = node.worded.matches(text_index(lexical_form(o)))
-                        if matched:
-                            shapes = [*shapes, *matched] if shapes else matched
                     if shapes:
                         for shape in shapes:
                             found = hits.get(shape)
@@ -71,6 +67,8 @@ class RTFmIndex(ShapeIndex):
                                 hits[shape] = [t]
                             else:
                                 found.append(t)
+                    if literal and node.worded is not None:  # by id: no object per shape
+                        hits.add_chunk(node.worded.matched_ids(text_index(lexical_form(o))), t)
 
     def stats(self) -> dict:
         nodes = list(self.forest.root.walk())

@@ -8,11 +8,13 @@ object node *and* the triple's literal reaches its word node.
 
 Set-at-a-time: an object node keeps its shapes without words (`shapes`)
 apart from those with words (`worded`, a set). The word index is asked
-once per distinct literal of the publication, giving the set of shapes
+once per distinct literal of the publication, giving the ids of the shapes
 whose words the literal holds; at each object node the literal reaches,
-that set and the node's `worded` set are intersected in C, iterating the
-smaller -- so the cost follows the shapes that match, not the shapes
-stored at the node.
+the node's own are picked by the node's number (`node_of`), or all of them
+when the node holds every worded shape (a full-text workload), and they
+go into the hits as one chunk of ids (`rtf.matching.hits`) -- so the cost
+follows the shapes that match, not the shapes stored at the node, with
+no Python object per matched shape.
 
 The word "forest" is kept flat (`rtf.trieforest.words.WordIndex`): each
 key's postings, counted per literal with numpy, instead of a trie of
@@ -22,10 +24,11 @@ a tenth of the memory and no Python step per word node.
 
 from __future__ import annotations
 
-from itertools import repeat
+import numpy as np
 
 from rtf.filter import Hits, ShapeIndex, Triple
-from rtf.matching.query_table import TupleShape
+from rtf.matching.query_table import TupleShape, shrunk
+from rtf.matching.structures import grown
 from rtf.query.terms import lexical_form
 from rtf.query.text import text_index
 from rtf.trieforest.forest import StructuralForest, add_shape, prune_path, remove_shape_and_prune
@@ -37,13 +40,23 @@ class RTFsIndex(ShapeIndex):
         self.forest = StructuralForest()
         self.words = WordIndex()
         self.worded_shapes = 0  # the shapes with words, all in `words`
+        #: shape id -> the number of the object node holding it (worded shapes only)
+        self.node_of = np.full(16, -1, dtype=np.int32)
+        #: object node with worded shapes -> its number
+        self.numbers: dict = {}
+        self._next_number = 0
 
     def add(self, shape: TupleShape) -> None:
         node = self.forest.insert(shape)
         if shape.has_words:
             if node.worded is None:
                 node.worded = set()
+                self.numbers[node] = self._next_number
+                self._next_number += 1
             node.worded.add(shape)
+            if shape.id >= len(self.node_of):
+                self.node_of = grown(self.node_of, shape.id + 1, -1)
+            self.node_of[shape.id] = self.numbers[node]
             self.words.add(shape)
             self.worded_shapes += 1
         else:
@@ -57,20 +70,23 @@ class RTFsIndex(ShapeIndex):
             node.worded.discard(shape)
             if not node.worded:
                 node.worded = None
+                del self.numbers[node]
+                self.numbers = shrunk(self.numbers)
+            self.node_of[shape.id] = -1
             self.forest.nodes -= prune_path(steps)
             self.words.remove(shape)
             self.worded_shapes -= 1
         else:
             self.forest.nodes -= remove_shape_and_prune(steps, shape)
 
-    def word_matches(self, literal: str) -> set[TupleShape]:
-        """Every shape all of whose words and prefixes of some key occur in the literal
-        (a shape with several ``ftor`` keys is found by any of them, once)."""
-        return self.words.matches(text_index(lexical_form(literal)))
+    def word_matches(self, literal: str) -> np.ndarray:
+        """The ids of every shape all of whose words and prefixes of some key occur in the
+        literal, ascending (a shape with several ``ftor`` keys is found by any of them, once)."""
+        return self.words.matched_ids(text_index(lexical_form(literal)))
 
     def collect(self, triples: list[Triple], virtual: list[Triple], hits: Hits) -> None:
         object_nodes = self.forest.object_nodes
-        by_literal: dict[str, set[TupleShape]] = {}
+        by_literal: dict[str, np.ndarray] = {}
         for group, is_virtual in ((triples, False), (virtual, True)):
             for t in group:
                 s, p, o = t
@@ -88,18 +104,13 @@ class RTFsIndex(ShapeIndex):
                         matched = by_literal.get(o)
                         if matched is None:
                             matched = by_literal[o] = self.word_matches(o)
-                        if matched:
+                        if len(matched):
                             # A node holding every shape with words (one structure, as
-                            # in a full-text workload) holds all that the literal matched.
-                            found_here = matched if len(worded) == self.worded_shapes else worded & matched
-                            if hits:
-                                again = hits.keys() & found_here
-                                for shape in again:
-                                    hits[shape].append(t)
-                                if again:
-                                    found_here = found_here - again
-                            # A new list [t] for each new shape, made in C.
-                            hits.update(zip(found_here, map(list, repeat((t,), len(found_here)))))
+                            # in a full-text workload) holds all that the literal matched;
+                            # else the matched shapes of this node are picked by number.
+                            if len(worded) != self.worded_shapes:
+                                matched = matched[self.node_of[matched] == self.numbers[node]]
+                            hits.add_chunk(matched, t)  # by id: no object per shape
 
     def stats(self) -> dict:
         nodes = self.forest.root.walk()

@@ -43,7 +43,7 @@ _NO_KEYS: frozenset[str] = frozenset()
 
 
 class WordIndex:
-    """Alternatives by their keys; `matches` gives the shapes a text satisfies.
+    """Alternatives by their keys; `matched_ids` gives the shapes a text satisfies.
 
     `known_words`: the most text words whose prefix keys it remembers (then it
     forgets them all at once).
@@ -63,8 +63,8 @@ class WordIndex:
         self._known_words = known_words
         #: alternative id -> number of keys (0: a free id)
         self.need = np.zeros(4, dtype=np.int16)
-        #: alternative id -> its shape (None: a free id)
-        self.shape = np.full(4, None, dtype=object)
+        #: alternative id -> its shape's id (-1: a free id)
+        self.shape_id = np.full(4, -1, dtype=np.int64)
         self._free = array("l")
         self._next = 0
 
@@ -80,7 +80,7 @@ class WordIndex:
         for ws, ps in shape.alternatives:
             alt = self._take()
             self.need[alt] = len(ws) + len(ps)
-            self.shape[alt] = shape
+            self.shape_id[alt] = shape.id
             words = self.words
             for w in ws:
                 postings = words.get(w)
@@ -103,7 +103,7 @@ class WordIndex:
                             (self.prefixes, {p for _, ps in shape.alternatives for p in ps})):
             for key in keys:  # each once: alternatives may share keys
                 ids = np.frombuffer(table[key], dtype=np.int32)
-                mine = np.fromiter((s is shape for s in self.shape[ids]), bool, len(ids))
+                mine = self.shape_id[ids] == shape.id
                 freed.update(ids[mine].tolist())
                 kept = ids[~mine]
                 if len(kept):
@@ -115,7 +115,7 @@ class WordIndex:
                         self._word_prefixes.clear()
         for alt in freed:
             self.need[alt] = 0
-            self.shape[alt] = None
+            self.shape_id[alt] = -1
             self._free.append(alt)
 
     def _take(self) -> int:
@@ -125,7 +125,7 @@ class WordIndex:
         self._next += 1
         if alt >= len(self.need):
             self.need = grown(self.need, alt + 1, 0)
-            self.shape = grown(self.shape, alt + 1, None)
+            self.shape_id = grown(self.shape_id, alt + 1, -1)
         return alt
 
     def _count_length(self, length: int, delta: int) -> None:
@@ -171,15 +171,21 @@ class WordIndex:
         starts = ids[inside]
         return starts[ids[end[inside]] == starts]
 
-    def matches(self, text: TextIndex) -> set[TupleShape]:
-        """Every shape all of whose keys of some alternative occur in `text` (once)."""
+    def matched_ids(self, text: TextIndex) -> np.ndarray:
+        """The ids of every shape all of whose keys of some alternative occur in `text`,
+        ascending, each once (a shape whose alternatives hold twice comes out once): no
+        Python object per shape."""
         alts = self.satisfied(self.postings(text))
-        return set(self.shape[alts].tolist()) if len(alts) else set()
+        if len(alts) < 2:
+            return self.shape_id[alts]
+        ids = np.sort(self.shape_id[alts])
+        return ids[np.concatenate(([True], ids[1:] != ids[:-1]))]
 
     def size_bytes(self) -> int:
         """An estimate of the memory it holds (tables, postings, per-alternative arrays)."""
         import sys
-        size = sys.getsizeof(self.words) + sys.getsizeof(self.prefixes) + self.need.nbytes + self.shape.nbytes
+        size = (sys.getsizeof(self.words) + sys.getsizeof(self.prefixes) + self.need.nbytes
+                + self.shape_id.nbytes)
         for table in (self.words, self.prefixes):
             size += sum(map(sys.getsizeof, table.values()))
         return size
