@@ -390,6 +390,8 @@ class Engine:
                         if on_error is None:
                             raise
                         on_error(position, record, e)
+            with self._lock:
+                self._index.settle()
         except BaseException:
             for query_id in reversed(done):
                 self.unregister(query_id)

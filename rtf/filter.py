@@ -94,6 +94,10 @@ class QueryIndex(ABC):
         found, truncated = self.solutions(triples, virtual, limit)
         return [], found, truncated
 
+    def settle(self) -> None:
+        """After many changes at once (`Engine.register_many`): lay out what matching
+        reads compactly now rather than piecemeal later (default: nothing)."""
+
     def stats(self) -> dict:
         return {}
 
@@ -225,19 +229,20 @@ class IndexedQueries(QueryIndex):
             del hits[shape]
         chunks = hits.chunks
         for k, (ids, t) in enumerate(chunks):
-            flagged = ids[table.shape_check[ids]]  # no Python step for the others
+            flags = table.shape_check[ids]
+            flagged = ids[flags]  # no Python step for the others
             if not len(flagged):
                 continue
             literal, wrong = t[2], []
-            for sid, shape in zip(flagged.tolist(), table.shape_at[flagged].tolist()):
+            for n, sid, shape in zip(range(len(flagged)), flagged.tolist(), table.shape_at[flagged].tolist()):
                 key = (sid, literal)
                 ok = checked.get(key)
                 if ok is None:
                     ok = checked[key] = fulltext_holds(shape, literal, texts)
                 if not ok:
-                    wrong.append(sid)
+                    wrong.append(n)
             if wrong:
-                chunks[k] = (ids[~np.isin(ids, wrong)], t)
+                chunks[k] = (np.delete(ids, np.flatnonzero(flags)[wrong]), t)
         return hits
 
     def solutions(self, triples: list[Triple], virtual: list[Triple],
@@ -296,6 +301,9 @@ class IndexedQueries(QueryIndex):
         self.filter_evaluations += solver.memo.evaluations
         self.filter_evaluations_shared += solver.memo.shared
         return groups, out, truncated
+
+    def settle(self) -> None:
+        self.table.slots.compact()
 
     def stats(self) -> dict:
         s = {"queries": len(self.table), "tuples": self.table.tuple_count,

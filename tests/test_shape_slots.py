@@ -22,9 +22,12 @@ ops = st.lists(st.tuples(st.sampled_from(["add", "add", "discard", "compact"]),
 
 
 @settings(max_examples=300, deadline=None)
-@given(ops, st.sampled_from([0, 3, 1024]), st.lists(st.integers(0, 45), max_size=20, unique=True))
-def test_entries_and_gather_follow_a_plain_dict(steps, min_changed, asked):
-    saved, shape_slots._MIN_CHANGED = shape_slots._MIN_CHANGED, min_changed
+@given(ops, st.sampled_from([0, 3, 1024]), st.lists(st.integers(0, 45), max_size=20, unique=True),
+       st.sampled_from([0, 64]))
+def test_entries_and_gather_follow_a_plain_dict(steps, min_changed, asked, few):
+    """Both ways of gathering: rows cut out one by one (few shapes) and by one index."""
+    saved = shape_slots._MIN_CHANGED, shape_slots._FEW_SHAPES
+    shape_slots._MIN_CHANGED, shape_slots._FEW_SHAPES = min_changed, few
     try:
         slots, model = ShapeSlots(), {}
         for op, sid, entry in steps:
@@ -49,7 +52,7 @@ def test_entries_and_gather_follow_a_plain_dict(steps, min_changed, asked):
         copy = pickle.loads(pickle.dumps(slots))
         assert Counter(copy.gather(np.array(ids, dtype=np.int64)).tolist()) == Counter(got.tolist())
     finally:
-        shape_slots._MIN_CHANGED = saved
+        shape_slots._MIN_CHANGED, shape_slots._FEW_SHAPES = saved
 
 
 def test_rows_are_rebuilt_as_changes_pile_up():

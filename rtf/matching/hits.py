@@ -17,14 +17,16 @@ from __future__ import annotations
 import numpy as np
 
 _NO_IDS = np.zeros(0, dtype=np.int64)
+#: Chunks of at most this many shapes go into the dict when added.
+_SMALL_CHUNK = 8
 
 
 class Hits(dict):
     """Shape -> its satisfying triples, plus `chunks` of (shape ids, triple) not yet in the dict.
 
-    `shape_at` maps a shape id to its shape (the query table's `shape_at`, read
-    when the chunks are settled). A shape is in at most one of the two parts;
-    it may be in several chunks (several triples satisfy it).
+    `table` resolves ids to shapes (its `shape_at`, read when chunks are settled).
+    A shape may be in the dict and in chunks, and in several chunks (several
+    triples satisfy it): `settle` appends each chunk's triple to its shapes.
     """
 
     __slots__ = ("chunks", "table")
@@ -40,9 +42,20 @@ class Hits(dict):
         return dict.__len__(self) > 0 or any(len(ids) for ids, _ in self.chunks)
 
     def add_chunk(self, ids: np.ndarray, triple: tuple) -> None:
-        """Shapes `ids` (distinct, none of them a dict key) are each satisfied by `triple`."""
-        if len(ids):
+        """Shapes `ids` (distinct) are each satisfied by `triple`. A few go into the dict at once: numpy's fixed cost per call would
+        outweigh what a chunk saves (a selective publication's literals match a handful)."""
+        if len(ids) > _SMALL_CHUNK:
             self.chunks.append((ids, triple))
+        elif len(ids):
+            self._settle_one(ids, triple)
+
+    def _settle_one(self, ids: np.ndarray, triple: tuple) -> None:
+        for shape in self.table.shape_at[ids].tolist():
+            found = self.get(shape)
+            if found is None:
+                self[shape] = [triple]
+            else:
+                found.append(triple)
 
     def shape_ids(self, id_of) -> np.ndarray:
         """The ids of every shape in either part, each once (`id_of` reads a shape's id)."""
@@ -60,13 +73,7 @@ class Hits(dict):
         """Move every chunk into the dict (shape -> triples); return self."""
         chunks = self.chunks
         if chunks:
-            shape_at = self.table.shape_at
             for ids, triple in chunks:
-                for shape in shape_at[ids].tolist():
-                    found = self.get(shape)
-                    if found is None:
-                        self[shape] = [triple]
-                    else:
-                        found.append(triple)
+                self._settle_one(ids, triple)
             self.chunks = []
         return self

@@ -13,8 +13,9 @@ branches that use it. When a publication triple satisfies a shape, it
 yields one binding row: the values of ``?1, ?2, ...``.
 
 Completion is counted, set-at-a-time: a branch needs its distinct shapes
-all satisfied, so the slots of every satisfied shape are concatenated into
-one array and counted with ``numpy.bincount``; the slots whose count equals
+all satisfied, so the slots of every satisfied shape are gathered into
+one array by the shapes' ids (`rtf.matching.shape_slots`) and counted with
+numpy; the slots whose count equals
 their branch's number of distinct shapes are complete. The cost follows the
 shapes a publication satisfies, never the number of queries stored.
 """

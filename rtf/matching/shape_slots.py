@@ -38,6 +38,8 @@ _EMPTY = np.zeros(0, dtype=np.int32)
 #: Below this many changed shapes the rows are never rebuilt (a rebuild costs its fixed
 #: numpy calls; a few hundred changed lists cost a gather almost nothing).
 _MIN_CHANGED = 1024
+#: Up to this many shapes, `gather` cuts their rows out one by one (fewer, longer copies).
+_FEW_SHAPES = 64
 
 
 class ShapeSlots:
@@ -125,8 +127,8 @@ class ShapeSlots:
 
     def gather(self, ids: np.ndarray) -> np.ndarray:
         """The entries of every shape in `ids` (known ids, each once), in one int32 array."""
-        if not len(ids):
-            return _EMPTY
+        if len(ids) <= _FEW_SHAPES:
+            return self._few(ids)
         count = self.count[ids]
         extra = None
         moved = count < 0  # changed shapes, and shapes with no entries yet
@@ -145,6 +147,22 @@ class ShapeSlots:
         if extra is None or not len(extra):
             return rows
         return np.concatenate((rows, extra)) if len(rows) else extra
+
+    def _few(self, ids: np.ndarray) -> np.ndarray:
+        """`gather` for a few shapes (a selective publication satisfies ~25, some with
+        thousands of entries): their rows cut out and joined as they are."""
+        if not len(ids):
+            return _EMPTY
+        flat, changed = self.flat, self.changed
+        parts = []
+        for sid, start, n in zip(ids.tolist(), self.start[ids].tolist(), self.count[ids].tolist()):
+            if n > 0:
+                parts.append(flat[start:start + n])
+            elif n < 0 and sid in changed:
+                parts.append(np.frombuffer(changed[sid], dtype=np.int32))
+        if len(parts) < 2:
+            return parts[0] if parts else _EMPTY
+        return np.concatenate(parts)
 
     def _changed_one(self) -> None:
         """One entry added or removed: rebuild once the changes since the last rebuild

@@ -81,7 +81,7 @@ class RTFsIndex(ShapeIndex):
 
     def word_matches(self, literal: str) -> np.ndarray:
         """The ids of every shape all of whose words and prefixes of some key occur in the
-        literal, ascending (a shape with several ``ftor`` keys is found by any of them, once)."""
+        literal (a shape with several ``ftor`` keys is found by any of them, once)."""
         return self.words.matched_ids(text_index(lexical_form(literal)))
 
     def collect(self, triples: list[Triple], virtual: list[Triple], hits: Hits) -> None:

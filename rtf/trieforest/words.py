@@ -67,6 +67,8 @@ class WordIndex:
         self.shape_id = np.full(4, -1, dtype=np.int64)
         self._free = array("l")
         self._next = 0
+        #: the shapes with more than one alternative (a text may satisfy two of them)
+        self._several = 0
 
     def __len__(self) -> int:
         """The number of distinct keys."""
@@ -77,6 +79,8 @@ class WordIndex:
 
     def add(self, shape: TupleShape) -> None:
         """Index each alternative of `shape`."""
+        if len(shape.alternatives) > 1:
+            self._several += 1
         for ws, ps in shape.alternatives:
             alt = self._take()
             self.need[alt] = len(ws) + len(ps)
@@ -98,6 +102,8 @@ class WordIndex:
 
     def remove(self, shape: TupleShape) -> None:
         """Forget every alternative of `shape` (each of its keys' postings loses them)."""
+        if len(shape.alternatives) > 1:
+            self._several -= 1
         freed: set[int] = set()
         for table, keys in ((self.words, {w for ws, _ in shape.alternatives for w in ws}),
                             (self.prefixes, {p for _, ps in shape.alternatives for p in ps})):
@@ -173,13 +179,13 @@ class WordIndex:
 
     def matched_ids(self, text: TextIndex) -> np.ndarray:
         """The ids of every shape all of whose keys of some alternative occur in `text`,
-        ascending, each once (a shape whose alternatives hold twice comes out once): no
-        Python object per shape."""
-        alts = self.satisfied(self.postings(text))
-        if len(alts) < 2:
-            return self.shape_id[alts]
-        ids = np.sort(self.shape_id[alts])
-        return ids[np.concatenate(([True], ids[1:] != ids[:-1]))]
+        each once (a shape whose alternatives hold twice comes out once): no Python
+        object per shape."""
+        ids = self.shape_id[self.satisfied(self.postings(text))]
+        if self._several and len(ids) > 1:  # some shape has several alternatives
+            ids = np.sort(ids)
+            ids = ids[np.concatenate(([True], ids[1:] != ids[:-1]))]
+        return ids
 
     def size_bytes(self) -> int:
         """An estimate of the memory it holds (tables, postings, per-alternative arrays)."""
