@@ -234,7 +234,7 @@ class IndexedQueries(QueryIndex):
             if not len(flagged):
                 continue
             literal, wrong = t[2], []
-            for n, sid, shape in zip(range(len(flagged)), flagged.tolist(), table.shape_at[flagged].tolist()):
+            for n, (sid, shape) in enumerate(zip(flagged.tolist(), table.shape_at[flagged].tolist())):
                 key = (sid, literal)
                 ok = checked.get(key)
                 if ok is None:
