@@ -143,10 +143,12 @@ class TupleShape:
     literal must hold all of at least one (empty when nothing is certain:
     the shape is then verified on every literal reaching its structure).
     `needs_check` says the expression says more than its keys; `check` then
-    decides it on a text (`rtf.query.text.compile_ft`).
+    decides it on a text (`rtf.query.text.compile_ft`). Most shapes have one
+    alternative of words only: those are kept as the words alone (`_keys`),
+    two tuples fewer a shape.
     """
 
-    __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "alternatives",
+    __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "_keys",
                  "needs_check", "check", "structures", "is_type_path", "row_positions")
 
     def __init__(self, id: int, key):
@@ -154,9 +156,11 @@ class TupleShape:
         self.key = key
         self.subject, self.predicate, self.object, self.fulltext = key
         if self.fulltext is not None:
-            self.alternatives, self.needs_check = index_keys(self.fulltext)
+            alternatives, self.needs_check = index_keys(self.fulltext)
+            one = len(alternatives) == 1 and not alternatives[0][1]
+            self._keys = alternatives[0][0] if one else alternatives
         else:
-            self.alternatives = ()
+            self._keys = ()
             self.needs_check = False
         #: the whole full-text constraint as a function of a TextIndex, when it needs checking
         self.check = compile_ft(self.fulltext) if self.needs_check else None
@@ -175,7 +179,7 @@ class TupleShape:
 
     def __setstate__(self, state) -> None:
         for name, value in state[1].items():
-            setattr(self, name, value)
+            setattr(self, "_keys" if name == "alternatives" else name, value)  # an older rtf's name
         self.check = compile_ft(self.fulltext) if self.needs_check else None
 
     @property
@@ -183,9 +187,15 @@ class TupleShape:
         return (self.subject, self.predicate, self.object)
 
     @property
+    def alternatives(self) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
+        """The (words, prefixes) keys, one per ``ftor`` alternative (see the class)."""
+        keys = self._keys
+        return ((keys, ()),) if keys and type(keys[0]) is str else keys
+
+    @property
     def has_words(self) -> bool:
         """The shape has word keys (an index finds it by them)."""
-        return bool(self.alternatives)
+        return bool(self._keys)
 
     @property
     def words(self) -> tuple[str, ...]:
