@@ -45,7 +45,7 @@ _FEW_SHAPES = 64
 class ShapeSlots:
     """Per shape id, a multiset of int32 entries; many shapes' entries gathered at once."""
 
-    __slots__ = ("start", "count", "flat", "changed", "ids", "debt", "changes")
+    __slots__ = ("start", "count", "flat", "changed", "ids", "debt", "changes", "limit")
 
     def __init__(self):
         #: shape id -> first entry in `flat` (meaningful while its count is >= 0); int32
@@ -60,8 +60,9 @@ class ShapeSlots:
         self.ids = 0
         #: changed lists joined by gathers since the last rebuild
         self.debt = 0
-        #: entries added or removed since the last rebuild
+        #: entries added or removed since the last rebuild, and how many call for a rebuild
         self.changes = 0
+        self.limit = _MIN_CHANGED
 
     def reserve(self, shape_id: int) -> None:
         """Make `shape_id` known (with no entries): any id may then be gathered."""
@@ -70,6 +71,7 @@ class ShapeSlots:
             self.count = grown(self.count, shape_id + 1, -1)
         if shape_id >= self.ids:
             self.ids = shape_id + 1
+            self._set_limit()
 
     def _own(self, shape_id: int) -> array | None:
         """The shape's entries as its own growable array (moved out of the rows), or None."""
@@ -84,11 +86,15 @@ class ShapeSlots:
         return self.changed.get(shape_id)
 
     def add(self, shape_id: int, entry: int) -> None:
-        own = self._own(shape_id)
+        own = self.changed.get(shape_id)  # a shape added to since the rebuild: no numpy read
         if own is None:
-            own = self.changed[shape_id] = array("i")
+            own = self._own(shape_id)
+            if own is None:
+                own = self.changed[shape_id] = array("i")
         own.append(entry)
-        self._changed_one()
+        self.changes += 1  # (inline: this runs once per branch and shape at registration)
+        if self.changes >= self.limit:
+            self.compact()
 
     def discard(self, shape_id: int, entry: int) -> None:
         """Remove one occurrence of `entry` from the shape (nothing if it has none)."""
@@ -100,7 +106,7 @@ class ShapeSlots:
             if len(where):
                 row[where[0]] = row[n - 1]
                 self.count[shape_id] = n - 1
-                self._changed_one()
+                self._changed()
             return
         own = self.changed.get(shape_id)
         if own is None:
@@ -112,7 +118,7 @@ class ShapeSlots:
         if not own:
             del self.changed[shape_id]
             self.count[shape_id] = 0
-        self._changed_one()
+        self._changed()
 
     def __contains__(self, shape_id: int) -> bool:
         """The shape has an entry."""
@@ -164,12 +170,15 @@ class ShapeSlots:
             return parts[0] if parts else _EMPTY
         return np.concatenate(parts)
 
-    def _changed_one(self) -> None:
+    def _changed(self) -> None:
         """One entry added or removed: rebuild once the changes since the last rebuild
         reach a quarter of what a rebuild reads (so each change costs O(1) amortised)."""
         self.changes += 1
-        if self.changes >= _MIN_CHANGED and 4 * self.changes >= self.ids + len(self.flat):
+        if self.changes >= self.limit:
             self.compact()
+
+    def _set_limit(self) -> None:
+        self.limit = max(_MIN_CHANGED, (self.ids + len(self.flat) + 3) // 4)
 
     def compact(self) -> None:
         """Rebuild the rows with every changed shape's entries (`changed` left empty)."""
@@ -194,6 +203,7 @@ class ShapeSlots:
         self.flat = flat
         self.changed = {}
         self.debt = self.changes = 0
+        self._set_limit()
 
     def nbytes(self) -> int:
         """About the memory it holds."""
