@@ -391,7 +391,7 @@ class Engine:
                             raise
                         on_error(position, record, e)
             with self._lock:
-                self._index.settle()
+                self._index.compact()
         except BaseException:
             for query_id in reversed(done):
                 self.unregister(query_id)

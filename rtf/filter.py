@@ -94,7 +94,7 @@ class QueryIndex(ABC):
         found, truncated = self.solutions(triples, virtual, limit)
         return [], found, truncated
 
-    def settle(self) -> None:
+    def compact(self) -> None:
         """After many changes at once (`Engine.register_many`): lay out what matching
         reads compactly now rather than piecemeal later (default: nothing)."""
 
@@ -302,7 +302,7 @@ class IndexedQueries(QueryIndex):
         self.filter_evaluations_shared += solver.memo.shared
         return groups, out, truncated
 
-    def settle(self) -> None:
+    def compact(self) -> None:
         self.table.slots.compact()
 
     def stats(self) -> dict:

@@ -4,8 +4,6 @@ particular order of triples), and counted by id each once (`shape_ids`)."""
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -49,7 +47,7 @@ def test_settle_and_shape_ids_read_both_parts_as_one_mapping(part):
         for sid in ids:
             expected.setdefault(sid, []).append(("s", "p", str(t)))
     assert bool(hits) == bool(expected)
-    assert sorted(hits.shape_ids(attrgetter("id")).tolist()) == sorted(expected)  # each once
+    assert sorted(hits.shape_ids().tolist()) == sorted(expected)  # each once
     hits.settle()
     assert not hits.chunks
     assert {shape.id: sorted(found) for shape, found in hits.items()} == {k: sorted(v) for k, v in expected.items()}

@@ -14,9 +14,12 @@ tests) calls `settle`, which moves the chunks into the dict.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 
 _NO_IDS = np.zeros(0, dtype=np.int64)
+_ID = attrgetter("id")
 #: Chunks of at most this many shapes go into the dict when added.
 _SMALL_CHUNK = 8
 
@@ -31,7 +34,7 @@ class Hits(dict):
 
     __slots__ = ("chunks", "table")
 
-    def __init__(self, table=None):
+    def __init__(self, table):
         super().__init__()
         #: (int64 array of distinct shape ids, the triple that satisfies each of them)
         self.chunks: list[tuple[np.ndarray, tuple]] = []
@@ -41,39 +44,35 @@ class Hits(dict):
     def __bool__(self) -> bool:
         return dict.__len__(self) > 0 or any(len(ids) for ids, _ in self.chunks)
 
-    def add_chunk(self, ids: np.ndarray, triple: tuple) -> None:
-        """Shapes `ids` (distinct) are each satisfied by `triple`. A few go into the dict at once: numpy's fixed cost per call would
-        outweigh what a chunk saves (a selective publication's literals match a handful)."""
-        if len(ids) > _SMALL_CHUNK:
-            self.chunks.append((ids, triple))
-        elif len(ids):
-            self._settle_one(ids, triple)
-
-    def _settle_one(self, ids: np.ndarray, triple: tuple) -> None:
-        for shape in self.table.shape_at[ids].tolist():
+    def add(self, shapes, triple: tuple) -> None:
+        """Each of `shapes` is satisfied by `triple` (a dict entry each)."""
+        for shape in shapes:
             found = self.get(shape)
             if found is None:
                 self[shape] = [triple]
             else:
                 found.append(triple)
 
-    def shape_ids(self, id_of) -> np.ndarray:
-        """The ids of every shape in either part, each once (`id_of` reads a shape's id)."""
-        keyed = np.fromiter(map(id_of, self), np.int64, dict.__len__(self)) if dict.__len__(self) else _NO_IDS
-        chunks = self.chunks
-        if not chunks:
-            return keyed
-        parts = [ids for ids, _ in chunks]
-        if len(keyed):
-            parts.append(keyed)
-        ids = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        return np.unique(ids) if len(parts) > 1 else ids
+    def add_chunk(self, ids: np.ndarray, triple: tuple) -> None:
+        """Shapes `ids` (distinct) are each satisfied by `triple`. A few go into the dict at
+        once: numpy's fixed cost per call would outweigh what a chunk saves (a selective
+        publication's literals match a handful)."""
+        if len(ids) > _SMALL_CHUNK:
+            self.chunks.append((ids, triple))
+        elif len(ids):
+            self.add(self.table.shape_at[ids].tolist(), triple)
+
+    def shape_ids(self) -> np.ndarray:
+        """The ids of every shape in either part, each once."""
+        n = dict.__len__(self)
+        parts = [ids for ids, _ in self.chunks]
+        if n or not parts:
+            parts.append(np.fromiter(map(_ID, self), np.int64, n) if n else _NO_IDS)
+        return parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
 
     def settle(self) -> "Hits":
         """Move every chunk into the dict (shape -> triples); return self."""
-        chunks = self.chunks
-        if chunks:
-            for ids, triple in chunks:
-                self._settle_one(ids, triple)
-            self.chunks = []
+        for ids, triple in self.chunks:
+            self.add(self.table.shape_at[ids].tolist(), triple)
+        self.chunks = []
         return self

@@ -26,7 +26,6 @@ import sys
 from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -47,7 +46,6 @@ from rtf.query.text import compile_ft, index_alternatives, is_plain_disjunction,
 
 WILDCARD_CONTENT = "*"
 _NO_SLOTS = np.zeros(0, dtype=np.int32)
-_ID = attrgetter("id")
 
 
 _VAR_CONTENTS = tuple(f"?{k}" for k in range(4))  # one string each, for every shape
@@ -534,7 +532,7 @@ class QueryTable:
         if self.structures:
             satisfied.settle()  # the value tests and structures read the shapes themselves
         # One numpy gather of the shapes' slots by id: no Python step, no list read per shape.
-        marks = self.slots.gather(satisfied.shape_ids(_ID))
+        marks = self.slots.gather(satisfied.shape_ids())
         if len(marks):
             parts.append(self._counted(marks))
         if self.structures:

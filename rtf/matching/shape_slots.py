@@ -73,24 +73,13 @@ class ShapeSlots:
             self.ids = shape_id + 1
             self._set_limit()
 
-    def _own(self, shape_id: int) -> array | None:
-        """The shape's entries as its own growable array (moved out of the rows), or None."""
-        n = int(self.count[shape_id])
-        if n >= 0:
-            self.count[shape_id] = -1
-            if n:
-                start = int(self.start[shape_id])
-                own = self.changed[shape_id] = array("i", self.flat[start:start + n].tobytes())
-                return own
-            return None
-        return self.changed.get(shape_id)
-
     def add(self, shape_id: int, entry: int) -> None:
         own = self.changed.get(shape_id)  # a shape added to since the rebuild: no numpy read
-        if own is None:
-            own = self._own(shape_id)
-            if own is None:
-                own = self.changed[shape_id] = array("i")
+        if own is None:  # its row (maybe empty) moves out into an array of its own
+            n = max(int(self.count[shape_id]), 0)
+            start = int(self.start[shape_id])
+            own = self.changed[shape_id] = array("i", self.flat[start:start + n].tobytes())
+            self.count[shape_id] = -1
         own.append(entry)
         self.changes += 1  # (inline: this runs once per branch and shape at registration)
         if self.changes >= self.limit:
@@ -204,11 +193,6 @@ class ShapeSlots:
         self.changed = {}
         self.debt = self.changes = 0
         self._set_limit()
-
-    def nbytes(self) -> int:
-        """About the memory it holds."""
-        return (self.start.nbytes + self.count.nbytes + self.flat.nbytes
-                + sum(len(a) * 4 + 64 for a in self.changed.values()))
 
 
 def _positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -59,14 +59,8 @@ class RTFmIndex(ShapeIndex):
                 s, p, o = t
                 literal = o[0] == '"'
                 for node in object_nodes(s, p, o, is_virtual):
-                    shapes = node.shapes
-                    if shapes:
-                        for shape in shapes:
-                            found = hits.get(shape)
-                            if found is None:
-                                hits[shape] = [t]
-                            else:
-                                found.append(t)
+                    if node.shapes:
+                        hits.add(node.shapes, t)
                     if literal and node.worded is not None:  # by id: no object per shape
                         hits.add_chunk(node.worded.matched_ids(text_index(lexical_form(o))), t)
 

@@ -91,14 +91,8 @@ class RTFsIndex(ShapeIndex):
             for t in group:
                 s, p, o = t
                 for node in object_nodes(s, p, o, is_virtual):
-                    plain = node.shapes
-                    if plain:
-                        for shape in plain:
-                            found = hits.get(shape)
-                            if found is None:
-                                hits[shape] = [t]
-                            else:
-                                found.append(t)
+                    if node.shapes:
+                        hits.add(node.shapes, t)
                     worded = node.worded
                     if worded and o[0] == '"':
                         matched = by_literal.get(o)
