@@ -148,12 +148,13 @@ def fulltext_holds(shape: TupleShape, obj: str, texts: dict | None = None) -> bo
     publication's literals' word indexes so far, filled as they are made)."""
     if not is_literal(obj):
         return False
+    check = shape.check or shape.checker()
     if texts is None:
-        return shape.check(text_index(lexical_form(obj)))
+        return check(text_index(lexical_form(obj)))
     text = texts.get(obj)
     if text is None:
         text = texts[obj] = text_index(lexical_form(obj))
-    return shape.check(text)
+    return check(text)
 
 
 def only_subject(triples: list[Triple]) -> str | None:

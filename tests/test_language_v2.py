@@ -367,3 +367,22 @@ def test_an_optional_adds_no_shape_and_no_tuple_to_the_index():
         b.register(with_optional, "q")
         assert a.stats()["tuples"] == b.stats()["tuples"] == 2, algorithm
         assert a.stats()["shapes"] == b.stats()["shapes"], algorithm
+
+
+@pytest.mark.parametrize("algorithm", ["rtfs", "rtfm", "ibroker"])
+def test_a_shapes_check_is_made_at_the_first_literal_that_needs_it_and_after_pickling(algorithm):
+    import pickle
+
+    engine = Engine(algorithm)
+    engine.register('ASK { ?s <http://p> ?t FILTER ftcontains(?t, "a b c") }', "q")
+    shape = _ftor_shape(engine)
+    assert shape.needs_check and shape.check is None  # registration compiles nothing
+
+    def pub(text: str) -> Publication:
+        return Publication("p", [("<http://s>", "<http://p>", f'"{text}"')])
+
+    # "a b x b c" holds both keys (the bigrams "a b" and "b c") but not the phrase.
+    for e in (engine, pickle.loads(pickle.dumps(engine))):
+        assert not e.match(pub("a b x b c"))
+        assert _ftor_shape(e).check is not None
+        assert [m.query_id for m in e.match(pub("x a b c"))] == ["q"]

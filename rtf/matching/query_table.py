@@ -140,8 +140,8 @@ class TupleShape:
     (words, prefixes) tuples, one per ``ftor`` alternative, of which a
     literal must hold all of at least one (empty when nothing is certain:
     the shape is then verified on every literal reaching its structure).
-    `needs_check` says the expression says more than its keys; `check` then
-    decides it on a text (`rtf.query.text.compile_ft`). Most shapes have one
+    `needs_check` says the expression says more than its keys; `checker()` then
+    decides it on a text (`rtf.query.text.compile_ft`, compiled at the first check). Most shapes have one
     alternative of words only: those are kept as the words alone (`_keys`),
     two tuples fewer a shape.
     """
@@ -160,8 +160,9 @@ class TupleShape:
         else:
             self._keys = ()
             self.needs_check = False
-        #: the whole full-text constraint as a function of a TextIndex, when it needs checking
-        self.check = compile_ft(self.fulltext) if self.needs_check else None
+        #: the whole full-text constraint as a function of a TextIndex: made when first
+        #: needed (`checker`), as most shapes are never checked
+        self.check = None
         self.structures: SlotList | None = None
         self.is_type_path = self.predicate == _TYPE_PATH
         # Where a triple's binding row comes from: the first position of ?1, ?2, ...
@@ -171,6 +172,13 @@ class TupleShape:
                 firsts[c] = i
         self.row_positions = _shared(tuple(firsts[c] for c in sorted(firsts, key=_var_number)))
 
+    def checker(self):
+        """The whole full-text constraint as a function of a `TextIndex` (made once)."""
+        check = self.check
+        if check is None:
+            check = self.check = compile_ft(self.fulltext)
+        return check
+
     def __getstate__(self):
         # `check` is a closure, which cannot be pickled (Spark ships engines): made again.
         return None, {name: getattr(self, name) for name in self.__slots__ if name != "check"}
@@ -178,7 +186,7 @@ class TupleShape:
     def __setstate__(self, state) -> None:
         for name, value in state[1].items():
             setattr(self, "_keys" if name == "alternatives" else name, value)  # an older rtf's name
-        self.check = compile_ft(self.fulltext) if self.needs_check else None
+        self.check = None
 
     @property
     def structure(self) -> tuple[str, str, str]:
