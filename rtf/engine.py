@@ -390,8 +390,7 @@ class Engine:
                         if on_error is None:
                             raise
                         on_error(position, record, e)
-            with self._lock:
-                self._index.compact()
+            self._index.compact()  # (this method holds the engine's lock)
         except BaseException:
             for query_id in reversed(done):
                 self.unregister(query_id)

@@ -148,7 +148,7 @@ def fulltext_holds(shape: TupleShape, obj: str, texts: dict | None = None) -> bo
     publication's literals' word indexes so far, filled as they are made)."""
     if not is_literal(obj):
         return False
-    check = shape.check or shape.checker()
+    check = shape.checker()
     if texts is None:
         return check(text_index(lexical_form(obj)))
     text = texts.get(obj)
@@ -211,17 +211,17 @@ class IndexedQueries(QueryIndex):
         self.index.collect(triples, virtual, hits)
         checked: dict[tuple[int, str], bool] = {}
         texts: dict = {}
+
+        def holds(shape: TupleShape, literal: str) -> bool:  # once per (shape, literal)
+            key = (shape.id, literal)
+            ok = checked.get(key)
+            if ok is None:
+                ok = checked[key] = fulltext_holds(shape, literal, texts)
+            return ok
+
         failed = []
         for shape in list(filter(_NEEDS_CHECK, hits)):  # no Python step for the others
-            found = hits[shape]
-            kept = []
-            for t in found:
-                key = (shape.id, t[2])
-                ok = checked.get(key)
-                if ok is None:
-                    ok = checked[key] = fulltext_holds(shape, t[2], texts)
-                if ok:
-                    kept.append(t)
+            kept = [t for t in hits[shape] if holds(shape, t[2])]
             if kept:
                 hits[shape] = kept
             else:
@@ -234,14 +234,7 @@ class IndexedQueries(QueryIndex):
             flagged = ids[flags]  # no Python step for the others
             if not len(flagged):
                 continue
-            literal, wrong = t[2], []
-            for n, (sid, shape) in enumerate(zip(flagged.tolist(), table.shape_at[flagged].tolist())):
-                key = (sid, literal)
-                ok = checked.get(key)
-                if ok is None:
-                    ok = checked[key] = fulltext_holds(shape, literal, texts)
-                if not ok:
-                    wrong.append(n)
+            wrong = [n for n, shape in enumerate(table.shape_at[flagged].tolist()) if not holds(shape, t[2])]
             if wrong:
                 chunks[k] = (np.delete(ids, np.flatnonzero(flags)[wrong]), t)
         return hits

@@ -64,11 +64,13 @@ class Hits(dict):
 
     def shape_ids(self) -> np.ndarray:
         """The ids of every shape in either part, each once."""
-        n = dict.__len__(self)
         parts = [ids for ids, _ in self.chunks]
-        if n or not parts:
-            parts.append(np.fromiter(map(_ID, self), np.int64, n) if n else _NO_IDS)
-        return parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
+        n = dict.__len__(self)
+        if n:
+            parts.append(np.fromiter(map(_ID, self), np.int64, n))
+        if len(parts) < 2:
+            return parts[0] if parts else _NO_IDS
+        return np.unique(np.concatenate(parts))
 
     def settle(self) -> "Hits":
         """Move every chunk into the dict (shape -> triples); return self."""

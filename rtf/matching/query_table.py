@@ -141,9 +141,9 @@ class TupleShape:
     literal must hold all of at least one (empty when nothing is certain:
     the shape is then verified on every literal reaching its structure).
     `needs_check` says the expression says more than its keys; `checker()` then
-    decides it on a text (`rtf.query.text.compile_ft`, compiled at the first check). Most shapes have one
-    alternative of words only: those are kept as the words alone (`_keys`),
-    two tuples fewer a shape.
+    decides it on a text (`rtf.query.text.compile_ft`, compiled at the first
+    check). Most shapes have one alternative of words only: those are kept as
+    the words alone (`_keys`), two tuples fewer a shape.
     """
 
     __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "_keys",
