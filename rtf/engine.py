@@ -21,6 +21,7 @@ import functools
 import gc
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from os import PathLike
@@ -183,6 +184,9 @@ class Engine:
         #: analysis (a saved index's): they are not parsed again.
         self._parsed_here = False
         self._lock = threading.RLock()
+        #: match lists whose records are still to be read from `_queries` (`_records_of`)
+        #: (by id: a match list compares as a list and has no hash)
+        self._unsettled: weakref.WeakValueDictionary[int, Matches] = weakref.WeakValueDictionary()
 
     @_synchronized
     def register(self, query: str | Query, query_id: str | None = None,
@@ -259,6 +263,7 @@ class Engine:
         if query_id not in self._queries:
             raise KeyError(f"no registered query with id {query_id!r}")
         self._index.remove(query_id)
+        self._settle()
         self._asks -= self._queries.pop(query_id).is_ask
         self._queries = shrunk(self._queries)
 
@@ -301,19 +306,38 @@ class Engine:
         # Parallel lists, built in C: no Python object per match until one is read. The
         # groups hold the queries' records (the index keeps them by slot): no lookup by id,
         # which at 100K queries cost a third of a publication's time in cache misses.
+        # The records are read from `_queries` only if asked for (`_records_of`).
         if len(groups) == 1 and not found:  # the common case: one answer shared by all
             group = groups[0]  # in id order
-            return Matches(group.ids, [group.solutions] * len(group.ids), group.records, truncated,
-                           self._asks > 0, group.subscribers)
-        records = {}
-        for group in groups:
-            found.update(dict.fromkeys(group.ids, group.solutions))
-            records.update(zip(group.ids, group.records))
-        qids = sorted(found)
-        sols = list(map(found.__getitem__, qids))
-        queries = self._queries
-        records.update((q, queries[q]) for q in found.keys() - records.keys())
-        return Matches(qids, sols, list(map(records.__getitem__, qids)), truncated, self._asks > 0)
+            matches = Matches(group.ids, [group.solutions] * len(group.ids), None, truncated,
+                              self._asks > 0, group.subscribers, self._records_of)
+        else:
+            subscribers = {}
+            for group in groups:
+                found.update(dict.fromkeys(group.ids, group.solutions))
+                subscribers.update(zip(group.ids, group.subscribers))
+            qids = sorted(found)
+            queries = self._queries
+            subscribers.update((q, queries[q].subscriber) for q in found.keys() - subscribers.keys())
+            matches = Matches(qids, list(map(found.__getitem__, qids)), None, truncated, self._asks > 0,
+                              list(map(subscribers.__getitem__, qids)), self._records_of)
+        if matches:
+            self._unsettled[id(matches)] = matches
+        return matches
+
+    def _records_of(self, query_ids: list[str]) -> list[RegisteredQuery]:
+        """The records of `query_ids`, for a match list that reads them (`Matches.registered`)."""
+        with self._lock:
+            return list(map(self._queries.__getitem__, query_ids))
+
+    def _settle(self) -> None:
+        """Before a query leaves `_queries`: every match list made earlier takes its
+        records now, so that it keeps answering as it did when it was made."""
+        unsettled = self._unsettled
+        if unsettled:
+            for matches in list(unsettled.values()):
+                matches.settle()
+            unsettled.clear()
 
     def match_many(self, publications: Iterable[PublicationLike]) -> Iterator[Matches]:
         """`match` each of `publications` in turn: an iterator of their match lists, in input order.
@@ -344,6 +368,7 @@ class Engine:
         # A lock cannot be pickled (Spark broadcasts engines): each copy gets its own.
         state = self.__dict__.copy()
         del state["_lock"]
+        state.pop("_unsettled", None)  # (what a copy of the engine matched is its own)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -353,6 +378,7 @@ class Engine:
         self.__dict__.setdefault("text_analysis", None)  # pickled by an older rtf
         self.__dict__.setdefault("_parsed_here", False)
         self._lock = threading.RLock()
+        self._unsettled = weakref.WeakValueDictionary()
 
     @_synchronized
     def register_many(self, records: Iterable[tuple],
@@ -481,6 +507,7 @@ class Engine:
         """For `rtf.io.builder.IndexBuilder`: the records of `ids` -- every query of the index -- taken
         out with the index itself, their ids kept as taken (for duplicates and the
         automatic ids). The engine then answers nothing but `register` again."""
+        self._settle()
         records = [self._queries[query_id] for query_id in ids]
         for query_id in ids:
             self._queries[query_id] = None  # type: ignore[assignment]

@@ -40,10 +40,9 @@ _NEEDS_CHECK = attrgetter("needs_check")
 
 class Group(NamedTuple):
     """Queries that share one set of solutions (`QueryIndex.solution_groups`), in query-id
-    order: their records (what each was added with, or a `QueryKey`), ids and subscribers
-    (the records' ``subscriber``), gathered by slot without reading the records."""
+    order: their ids and subscribers (the records' ``subscriber``), gathered by slot
+    without reading the records."""
 
-    records: list
     ids: list[str]
     subscribers: list
     solutions: frozenset
@@ -84,13 +83,11 @@ class QueryIndex(ABC):
     def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None
                         ) -> tuple[list[Group], Solutions, set[str]]:
         """`solutions` as (groups, rest, truncated): each group a `Group`, queries
-        that share one set of solutions, their records (the `record` each was
-        added with, or a `rtf.matching.query_table.QueryKey`), ids and
-        subscribers in query-id order (no query in two groups or in `rest`); `rest`
-        the other queries' solutions by id. An index that answers many queries
-        alike (star queries about the publication's subject) hands them over
-        without a dict entry each, and the caller gets their records without
-        looking each up; this default puts everything in `rest`."""
+        that share one set of solutions, their ids and subscribers in query-id
+        order (no query in two groups or in `rest`); `rest` the other queries'
+        solutions by id. An index that answers many queries alike (star queries
+        about the publication's subject) hands them over without a dict entry
+        each; this default puts everything in `rest`."""
         found, truncated = self.solutions(triples, virtual, limit)
         return [], found, truncated
 
@@ -270,7 +267,7 @@ class IndexedQueries(QueryIndex):
                 for code in np.unique(known_codes).tolist():
                     var = table.answer_vars[code]
                     found = solver.subject_solutions(var) if var else UNIT
-                    groups.append(Group(*table.records_by_id(known_slots[known_codes == code]), found))
+                    groups.append(Group(*table.by_id(known_slots[known_codes == code]), found))
                 slots = slots[~known]
         if len(slots):
             hits.settle()  # the other branches read their shapes' triples
@@ -278,7 +275,7 @@ class IndexedQueries(QueryIndex):
         branches = table.branches
         solve = solver.solve
         truncated: set[str] = set()
-        for slot in slots.tolist():
+        for slot in np.sort(slots).tolist():  # (in slot order: the same answers run to run)
             rb = branches[slot]
             found, cut = solve(rb, limit)
             if not found:
@@ -297,7 +294,7 @@ class IndexedQueries(QueryIndex):
         return groups, out, truncated
 
     def compact(self) -> None:
-        self.table.slots.compact()
+        self.table.compact()
 
     def stats(self) -> dict:
         s = {"queries": len(self.table), "tuples": self.table.tuple_count,

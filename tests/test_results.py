@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import pickle
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -86,3 +87,37 @@ def test_matches_keep_what_matched_after_the_query_is_unregistered():
                      {"publication": "http://ex/a", "query": "q1", "subscriber": "alice",
                       "bindings": [{"s": "<http://ex/a>"}]}]
     assert engine.match(pub) == [Match("q0", None, frozenset({()}), True)]
+
+
+@pytest.mark.parametrize("algorithm", ["naive", "rtfs", "rtfm", "ibroker"])
+def test_records_read_late_are_those_of_the_queries_that_matched(algorithm):
+    """`Matches.registered` is read from the engine only when asked for: a list read after
+    its queries were unregistered, and their ids taken by other queries, still gives the
+    records that matched. Lists nobody holds any more are not kept by the engine."""
+    engine = Engine(algorithm)
+    star = 'SELECT ?s WHERE { ?s <http://ex/p> ?o }'
+    joined = 'SELECT ?s ?t WHERE { ?s <http://ex/p> ?o . ?t <http://ex/q> ?o }'
+    for qid, sub in (("a", "alice"), ("b", None), ("c", "carol")):
+        engine.register(star, qid, subscriber=sub)
+    engine.register(joined, "j", subscriber="jo")
+    engine.register("ASK { ?s <http://ex/q> ?o }", "k")
+    pub = Publication("http://ex/x", [("<http://ex/x>", "<http://ex/p>", "<http://ex/o>"),
+                                      ("<http://ex/y>", "<http://ex/q>", "<http://ex/o>")])
+    before = {qid: engine.get(qid) for qid in "abcjk"}
+    first, second = engine.match(pub), engine.match(pub)
+    gone = engine.match(pub)
+    del gone
+    assert len(engine._unsettled) == 2
+    for qid in "acj":
+        engine.unregister(qid)
+    engine.register("ASK { ?s <http://ex/p> ?o }", "a", subscriber="mallory")
+    engine.register(star, "c")
+    for found in (first, second):
+        assert found.query_ids == ["a", "b", "c", "j", "k"]
+        assert all(r is before[q] for q, r in zip(found.query_ids, found.registered))
+        assert [(m.subscriber, m.is_ask) for m in found] == [
+            ("alice", False), (None, False), ("carol", False), ("jo", False), (None, True)]
+    assert not engine._unsettled
+    later = engine.match(pub)
+    assert [(m.query_id, m.subscriber, m.is_ask) for m in later] == [
+        ("a", "mallory", True), ("b", None, False), ("c", None, False), ("k", None, True)]

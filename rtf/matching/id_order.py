@@ -39,7 +39,7 @@ class IdOrder:
         `registered` is the number of queries in the table."""
         ranks = self.ranks
         if ranks is not None:
-            return slots[np.argsort(ranks[slots], kind="stable")]
+            return slots[np.argsort(ranks[slots])]  # distinct ranks: no need for a stable sort
         ids = slot_id[slots].tolist()
         order = sorted(range(len(ids)), key=ids.__getitem__)
         self.debt += len(ids)
@@ -53,6 +53,6 @@ def _ranks(slot_id: np.ndarray) -> np.ndarray:
     live = np.flatnonzero(slot_id != None)  # element-wise: free slots hold None
     ids = slot_id[live].tolist()
     order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.intp)
-    ranks = np.full(len(slot_id), -1, dtype=np.int64)
+    ranks = np.full(len(slot_id), -1, dtype=np.int32 if len(slot_id) < 2**31 else np.int64)
     ranks[live[order]] = np.arange(len(order))
     return ranks

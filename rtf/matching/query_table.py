@@ -26,14 +26,14 @@ import sys
 from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rtf.matching.hits import Hits
 from rtf.matching.id_order import IdOrder
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
-from rtf.matching.shape_slots import ShapeSlots
+from rtf.matching.pivots import Pivots
 from rtf.matching.star import StarPlan, star_plan
 from rtf.matching.structures import SlotList, Structures, grown
 from rtf.matching.value_tests import ValueTests, exact_star
@@ -132,7 +132,7 @@ class TupleShape:
     """One distinct (S, P, O, F) with variables renamed by position.
 
     The branches that count the shape are kept by its `id` in the query
-    table (`QueryTable.slots`); a branch with value tests is counted by them
+    table (`QueryTable.pivots`); a branch with value tests is counted by them
     instead, and its shapes through its structure (`structures`: the ids of
     the structures holding the shape, a `SlotList`, None when none; see
     `rtf.matching.structures`).
@@ -338,12 +338,6 @@ def needed_columns_shared(names: list[tuple[str, ...]], outside: set[str]):
     return found
 
 
-class QueryKey(NamedTuple):
-    """A query's record in the table when its owner gave none: only its id."""
-
-    id: str
-
-
 @dataclass
 class QueryTable:
     """Query id -> branches, branch slots, and the shapes they share.
@@ -361,14 +355,12 @@ class QueryTable:
     #: slot -> number of marks the branch needs: its distinct shapes, or for a branch with
     #: value tests its conjunctions (its shapes are its structure's); -1: free slot
     need: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int64))
-    #: slot -> its query's record (None for a free slot), for answering slots in bulk:
-    #: the `record` given to `add` (an engine's registration record), else a `QueryKey`;
-    #: either way it has the query's ``id``
-    slot_record: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
-    #: slot -> its query's id (None for a free slot): gathered without touching the records
+    #: slot -> its query's id (None for a free slot), for answering slots in bulk
     slot_id: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
     #: slot -> its record's ``subscriber`` (None when it has none), gathered the same way
     slot_subscriber: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
+    #: slots whose subscriber is not None (none: the subscribers are not gathered)
+    subscribed: int = 0
     #: slot -> index in `answer_vars` of a branch whose answer on a one-subject
     #: publication is known without looking (a query's only branch, a star on the
     #: subject: {var: subject}, or the unit solution for ""); -1 for the others
@@ -381,8 +373,8 @@ class QueryTable:
     structures: Structures = field(default_factory=Structures)
     #: freed slots, reused first (an array: no int object per free slot stays alive)
     _free: array = field(default_factory=lambda: array("i"))
-    #: shape id -> the slots of the branches that count the shape (`rtf.matching.shape_slots`)
-    slots: ShapeSlots = field(default_factory=ShapeSlots)
+    #: the counted branches' shapes, each branch under its pivot (`rtf.matching.pivots`)
+    pivots: Pivots = field(default_factory=Pivots)
     #: ids of removed shapes, reused first (so `slots` follows the shapes alive)
     _free_shapes: array = field(default_factory=lambda: array("i"))
     #: shape id -> the shape (None: a free id), and whether its full text needs a check:
@@ -397,8 +389,8 @@ class QueryTable:
     def add(self, query_id: str, query: Query, record=None) -> tuple[list[TupleShape], list[RegisteredBranch]]:
         """Register a query; return the shapes that are new (to be indexed) and its branches.
 
-        `record` (anything with the query's ``id``; default a `QueryKey`) is what
-        the slots answered in bulk hand back (`slot_record`).
+        `record` (an engine's registration record, or None) gives the
+        ``subscriber`` that the slots answered in bulk hand back (`by_id`).
 
         Nothing is changed until every tuple is known to be valid, so a query
         that fails leaves the table as it was.
@@ -407,8 +399,6 @@ class QueryTable:
             raise ValueError(f"a query with id {query_id!r} is already registered")
         from rtf.matching.optional import optional_part
         optional = optional_part(query)
-        if record is None:
-            record = QueryKey(query_id)
         self.id_order.changed()
         planned = []
         for b in query.branches:
@@ -448,15 +438,15 @@ class QueryTable:
                 self.structures.join(rb.slot, distinct)
                 self.need[rb.slot] = len(tests.conjunctions)
             else:
-                add = self.slots.add
-                for shape in distinct:
-                    add(shape.id, rb.slot)
+                self.pivots.add(rb.slot, list(dict.fromkeys(shape.id for shape in shapes)))
                 self.need[rb.slot] = len(distinct)
             plans.append(tests)
             self.branches[rb.slot] = rb
-            self.slot_record[rb.slot] = record
             self.slot_id[rb.slot] = query_id
-            self.slot_subscriber[rb.slot] = getattr(record, "subscriber", None)
+            subscriber = getattr(record, "subscriber", None)
+            if subscriber is not None:
+                self.slot_subscriber[rb.slot] = subscriber
+                self.subscribed += 1
             self.tuple_count += len(shapes)
             # A star answer would skip the OPTIONAL groups: such a branch is joined.
             rb.star = star_plan(rb) if optional is None else None
@@ -476,7 +466,7 @@ class QueryTable:
     def _place(self, shape: TupleShape) -> None:
         """Make a new shape known by its id."""
         sid = shape.id
-        self.slots.reserve(sid)
+        self.pivots.reserve(sid)
         if sid >= len(self.shape_at):
             self.shape_at = grown(self.shape_at, sid + 1, None)
             self.shape_check = grown(self.shape_check, sid + 1, False)
@@ -488,11 +478,13 @@ class QueryTable:
             self.answer_vars.append(var)
         return self.answer_vars.index(var)
 
-    def records_by_id(self, slots: np.ndarray) -> tuple[list, list[str], list]:
-        """(records, ids, subscribers) of `slots` (one slot per query), in query-id order."""
+    def by_id(self, slots: np.ndarray) -> tuple[list[str], list]:
+        """(ids, subscribers) of `slots` (one slot per query), in query-id order."""
         ordered = self.id_order.ordered(self.slot_id, slots, len(self.queries))
-        return (self.slot_record[ordered].tolist(), self.slot_id[ordered].tolist(),
-                self.slot_subscriber[ordered].tolist())
+        ids = self.slot_id[ordered].tolist()
+        if not self.subscribed:
+            return ids, [None] * len(ids)
+        return ids, self.slot_subscriber[ordered].tolist()
 
     def _take_slot(self) -> int:
         if self._free:
@@ -500,7 +492,7 @@ class QueryTable:
         slot = len(self.branches)
         self.branches.append(None)
         if slot >= len(self.need):
-            for name, empty in (("need", -1), ("slot_record", None), ("slot_id", None), ("slot_subscriber", None),
+            for name, empty in (("need", -1), ("slot_id", None), ("slot_subscriber", None),
                                ("slot_answer", -1)):
                 setattr(self, name, grown(getattr(self, name), slot + 1, empty))
         return slot
@@ -509,11 +501,10 @@ class QueryTable:
         """Unregister a query; return the shapes no branch uses any more (to prune)."""
         emptied = []
         for rb in self.queries.pop(query_id):
-            counted = not self.structures.leave(rb.slot)
+            if not self.structures.leave(rb.slot):  # counted by its shapes
+                self.pivots.remove(rb.slot)
             for shape in set(rb.shapes):
-                if counted:
-                    self.slots.discard(shape.id, rb.slot)
-                if shape.structures is None and shape.id not in self.slots:
+                if shape.structures is None and not self.pivots.used(shape.id):
                     del self.shapes[shape.key]
                     self._free_shapes.append(shape.id)
                     self.shape_at[shape.id] = None
@@ -523,9 +514,10 @@ class QueryTable:
             self.tuple_count -= len(rb.shapes)
             self.need[rb.slot] = -1
             self.branches[rb.slot] = None
-            self.slot_record[rb.slot] = None
             self.slot_id[rb.slot] = None
-            self.slot_subscriber[rb.slot] = None
+            if self.slot_subscriber[rb.slot] is not None:
+                self.slot_subscriber[rb.slot] = None
+                self.subscribed -= 1
             self.slot_answer[rb.slot] = -1
             self._free.append(rb.slot)
         self.shapes = shrunk(self.shapes)
@@ -534,15 +526,14 @@ class QueryTable:
 
     def complete_slots(self, satisfied: Hits, memo=None) -> np.ndarray:
         """Slots of the branches all of whose shapes are among `satisfied` (shape ->
-        its triples) and all of whose value tests some value satisfies, ascending.
-        `memo` is the publication's `rtf.matching.shared_predicates.EvaluationMemo`."""
+        its triples) and all of whose value tests some value satisfies, each once, in no
+        particular order. `memo` is the publication's `rtf.matching.shared_predicates.EvaluationMemo`."""
         parts = []
         if self.structures:
             satisfied.settle()  # the value tests and structures read the shapes themselves
-        # One numpy gather of the shapes' slots by id: no Python step, no list read per shape.
-        marks = self.slots.gather(satisfied.shape_ids())
-        if len(marks):
-            parts.append(self._counted(marks))
+        # The branches pivoted on the satisfied shapes, their other shapes looked up: numpy
+        # calls over the candidates, no Python step per shape or branch.
+        parts.append(self.pivots.complete(satisfied.shape_ids()))
         if self.structures:
             # The branches with value tests: their conjunctions counted, only where a
             # structure is complete, then each candidate's structure looked up.
@@ -554,9 +545,7 @@ class QueryTable:
         parts = [p for p in parts if len(p)]
         if len(parts) < 2:
             return parts[0] if parts else _NO_SLOTS
-        complete = np.concatenate(parts)  # two disjoint sets of slots
-        complete.sort()
-        return complete
+        return np.concatenate(parts)  # two disjoint sets of slots
 
     def _counted(self, marks: np.ndarray) -> np.ndarray:
         """The slots whose marks in `marks` reach their `need`, ascending."""
@@ -567,6 +556,11 @@ class QueryTable:
             return slots[counts == need[slots]]
         counts = np.bincount(marks, minlength=len(need))
         return np.flatnonzero(counts == need)
+
+    def compact(self) -> None:
+        """After many registrations at once: every branch's pivot chosen again, the rows
+        laid out anew (`rtf.matching.pivots.Pivots.repivot`)."""
+        self.pivots.repivot()
 
     def __len__(self) -> int:
         return len(self.queries)

@@ -1,8 +1,8 @@
-"""Shape id -> the integers that use the shape (branch slots, structure ids), kept flat.
+"""Shape id -> a multiset of integers (the slots of the branches pivoted on it), kept flat.
 
-Counting which branches are complete (`rtf.matching.query_table.QueryTable.complete_slots`)
-starts by gathering the slots of every shape a publication satisfies: ~600
-shapes at 100,000 full-text queries. Kept as one small array per shape,
+Finding which branches are complete (`rtf.matching.pivots.Pivots.complete`)
+starts by gathering the slots pivoted on every shape a publication
+satisfies: ~600 shapes at 100,000 full-text queries. Kept as one small array per shape,
 that gather reads four objects a shape scattered over the heap (the shape,
 its list, the array, its buffer); the cache misses made it a quarter of a
 publication's time.
@@ -158,6 +158,19 @@ class ShapeSlots:
         if len(parts) < 2:
             return parts[0] if parts else _EMPTY
         return np.concatenate(parts)
+
+    def fill(self, ids: np.ndarray, entries: np.ndarray) -> None:
+        """Lay out every row at once: ``entries[k]`` (int32) under ``ids[k]`` (known ids),
+        the table holding nothing before."""
+        if self.changed or len(self.flat):
+            raise ValueError("fill lays out an empty ShapeSlots")
+        n = self.ids
+        count = np.bincount(ids, minlength=n).astype(np.int32)
+        self.flat = entries[np.argsort(ids, kind="stable")]
+        self.start = np.zeros(len(self.start), dtype=np.int32 if len(self.flat) < 2**31 else np.int64)
+        self.start[:n] = np.cumsum(count) - count
+        self.count[:n] = count
+        self._set_limit()
 
     def _changed(self) -> None:
         """One entry added or removed: rebuild once the changes since the last rebuild

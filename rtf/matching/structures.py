@@ -18,7 +18,7 @@ stored. Branches without value tests are counted by their shapes as before.
 
 Each shape keeps the ids of the structures it is in (``TupleShape.structures``,
 a `SlotList`, None when none): a shape is in use while a branch counts it
-(its row in ``QueryTable.slots``) or a structure holds it.
+(its pivot in ``QueryTable.pivots``) or a structure holds it.
 """
 
 from __future__ import annotations
