@@ -264,10 +264,12 @@ class IndexedQueries(QueryIndex):
             known = codes >= 0
             if known.any():
                 known_slots, known_codes = slots[known], codes[known]
-                for code in np.unique(known_codes).tolist():
+                present = np.flatnonzero(np.bincount(known_codes))  # a few codes: no sort
+                for code in present.tolist():
                     var = table.answer_vars[code]
                     found = solver.subject_solutions(var) if var else UNIT
-                    groups.append(Group(*table.by_id(known_slots[known_codes == code]), found))
+                    chosen = known_slots if len(present) == 1 else known_slots[known_codes == code]
+                    groups.append(Group(*table.by_id(chosen), found))
                 slots = slots[~known]
         if len(slots):
             hits.settle()  # the other branches read their shapes' triples

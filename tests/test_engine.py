@@ -155,3 +155,19 @@ def test_matches_stay_in_query_id_order_as_queries_come_and_go(algorithm):
         got = [m.query_id for m in engine.match(pub)]
         assert got == sorted(got) == [m.query_id for m in naive.match(pub)], step
     assert ranked == {True, False}  # both ways were taken
+
+
+@pytest.mark.parametrize("algorithm", ["naive", "rtfm", "rtfs", "ibroker"])
+def test_star_answers_of_several_variables_on_one_subject(algorithm):
+    """A one-subject publication completes star queries answered without a join, by
+    projected variable ("s", "x") or as ASK: each group gets its own answer."""
+    engine = Engine(algorithm)
+    for i, q in enumerate(['SELECT ?s WHERE { ?s <http://ex/p> ?o }', 'ASK { ?s <http://ex/p> ?o }',
+                           'SELECT ?x WHERE { ?x <http://ex/p> ?o }', 'SELECT ?s WHERE { ?s <http://ex/q> ?o }',
+                           'ASK { ?s <http://ex/q> ?o }', 'SELECT ?s WHERE { ?s <http://ex/r> ?o }']):
+        engine.register(q, f"q{i}")
+    pub = Publication("http://ex/a", [("<http://ex/a>", "<http://ex/p>", '"1"'),
+                                      ("<http://ex/a>", "<http://ex/q>", '"2"')])
+    assert [(m.query_id, m.is_ask, m.bindings) for m in engine.match(pub)] == [
+        ("q0", False, [{"s": "<http://ex/a>"}]), ("q1", True, []), ("q2", False, [{"x": "<http://ex/a>"}]),
+        ("q3", False, [{"s": "<http://ex/a>"}]), ("q4", True, [])]
