@@ -375,7 +375,7 @@ class QueryTable:
     _free: array = field(default_factory=lambda: array("i"))
     #: the counted branches' shapes, each branch under its pivot (`rtf.matching.pivots`)
     pivots: Pivots = field(default_factory=Pivots)
-    #: ids of removed shapes, reused first (so `slots` follows the shapes alive)
+    #: ids of removed shapes, reused first (so the per-shape arrays follow the shapes alive)
     _free_shapes: array = field(default_factory=lambda: array("i"))
     #: shape id -> the shape (None: a free id), and whether its full text needs a check:
     #: what shapes found by id (`rtf.matching.hits.Hits` chunks) are read through
