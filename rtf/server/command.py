@@ -69,8 +69,17 @@ def _serve(args) -> int:
               f"index {s['from']} + {s['replayed']} replayed in {s['seconds']} s"
               f"{', auth on' if tokens else ', no auth'}; data {data})", file=sys.stderr, flush=True)
 
+    class Server(uvicorn.Server):
+        """uvicorn's server, remembering the signals that stopped it."""
+
+        signals: list[int] = []
+
+        def handle_exit(self, sig, frame) -> None:
+            self.signals = [*self.signals, sig]
+            super().handle_exit(sig, frame)
+
     app = create_app(broker, tokens, on_ready=ready)
-    server = uvicorn.Server(uvicorn.Config(
+    server = Server(uvicorn.Config(
         app, log_level=args.log_level, access_log=args.log_level in ("info", "debug"),
         timeout_graceful_shutdown=5, lifespan="on"))
     try:
@@ -78,6 +87,11 @@ def _serve(args) -> int:
     finally:
         sock.close()
         os.close(lock)
+    if signal.SIGINT in server.signals:
+        # uvicorn raises Ctrl-C again once it has shut down, but asyncio's runner turns
+        # that into a cancel of a task that may have ended already: then run() returns
+        # normally, and the exit status would be 0 by chance. It is 130, always.
+        raise KeyboardInterrupt
     return 0
 
 
