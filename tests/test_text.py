@@ -7,11 +7,11 @@ own syntax, and the answer worked out by hand from the spec.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rtf.query.model import FTAnd, FTNear, FTNot, FTOr
-from rtf.query.text import FullTextError, TextIndex, parse_ft_string, required_words, words
+from rtf.query.model import FTAnd, FTNear, FTNot, FTOr, FTTerm, FTWord
+from rtf.query.text import FullTextError, TextIndex, compile_ft, parse_ft_string, required_words, words
 
 
 def T(s):
@@ -144,3 +144,26 @@ def test_ftnear_agrees_with_its_definition(tokens, lo, extra):
                    for i, x in enumerate(tokens) if x == "a"
                    for j, y in enumerate(tokens) if y == "b" and j > i)
     assert TextIndex(tokens).matches(near("a", "b", lo, hi)) is expected
+
+
+_VOCAB = ["rio", "games", "gold", "go", "gol", "olympic"]
+_ft_words = st.builds(FTWord, st.sampled_from(_VOCAB), st.booleans())
+_ft_terms = st.lists(_ft_words, min_size=1, max_size=3).map(lambda ws: FTTerm(tuple(ws)))
+_ft_near = st.builds(lambda l, r, lo, extra, o: FTNear(l, r, lo, lo + extra, o),
+                     _ft_terms, _ft_terms, st.integers(0, 3), st.integers(0, 3), st.booleans())
+_ft_exprs = st.recursive(
+    _ft_terms | _ft_near,
+    lambda inner: (st.lists(inner, min_size=2, max_size=4).map(lambda xs: FTAnd(tuple(xs)))
+                   | st.lists(inner, min_size=2, max_size=4).map(lambda xs: FTOr(tuple(xs)))
+                   | inner.map(FTNot)),
+    max_leaves=8)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_ft_exprs, st.lists(st.sampled_from(_VOCAB + ["other"]), max_size=14))
+def test_compiled_full_text_answers_as_the_evaluator(expr, tokens):
+    """`compile_ft` (the indexed engines' checks, compiled to closures) answers what
+    `TextIndex.matches` (the reference engine's evaluator) answers, for any nesting
+    of phrases, prefixes, ftand, ftor, ftnot and ftnear."""
+    text = " ".join(tokens)
+    assert compile_ft(expr)(TextIndex.of(text)) == TextIndex.of(text).matches(expr)
