@@ -25,7 +25,7 @@ from unittest import mock
 
 import pyoxigraph as ox
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rtf.cli import main
@@ -105,6 +105,9 @@ DTD_SPELLINGS = ["<!DOCTYPE rdf:RDF>", "<!doctype rdf:RDF []>", "<!DocType r [<!
 @given(dtd=st.sampled_from(DTD_SPELLINGS), where=st.sampled_from(["prolog", "after-root",
                                                                    "inside", "comment"]),
        padding=st.integers(0, 5000), reference=st.booleans())
+# Found by this test in a CI run: the parser stops at `&e;` (an unknown entity) before it
+# reads the DTD after the root; the DTD must still be what the refusal names.
+@example(dtd="<!DOCTYPE rdf:RDF>", where="after-root", padding=1830, reference=True)
 def test_fuzz_a_dtd_anywhere_is_refused_with_its_line(dtd, where, padding, reference):
     """Any spelling of a DTD, before, inside or after the root element (pyoxigraph
     reads one after it), after enough padding to fall across the parser's reads."""

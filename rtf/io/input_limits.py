@@ -54,6 +54,9 @@ class BadLine(NamedTuple):
 
     line: int | None
     message: str
+    #: called before the bad line ends the file (when invalid lines are not skipped):
+    #: the RDF/XML reader's look for a DTD further on (`RefuseDtd.refuse_further`)
+    before_refusing: Callable[[], None] | None = None
 
 
 def overlong_line(line: int) -> BadLine:
@@ -137,3 +140,10 @@ class RefuseDtd:
                                    self._source, line)
         self._tail = window[-64:]
         return data
+
+    def refuse_further(self) -> None:
+        """Read the rest of the file for a DTD, raising its refusal if there is one: the
+        parse failed for good (an entity the parser did not know, say, which a DTD
+        after the root element may declare), and the DTD is the reason to give."""
+        while self.read(1 << 16):
+            pass

@@ -278,7 +278,8 @@ def _stream_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stat
     the terms made are counted against the document's `ExpansionBudget`.
     """
     row = ExpansionBudget(source, _ONE_KEY[keys], lambda: f.bytes_read).row
-    quads = ox.parse(RefuseDtd(f, source) if fmt == ox.RdfFormat.RDF_XML else f, fmt)
+    guard = RefuseDtd(f, source) if fmt == ox.RdfFormat.RDF_XML else None
+    quads = ox.parse(guard or f, fmt)
     while True:
         batch: list[tuple[str, ...]] = []
         bad = None
@@ -289,7 +290,7 @@ def _stream_batches(f: GuardedReader, fmt: ox.RdfFormat, keys: KeyFunction, stat
                     break
         except SyntaxError as error:
             if f.broken is None:
-                bad = BadLine(error.lineno, _describe(error))
+                bad = BadLine(error.lineno, _describe(error), guard and guard.refuse_further)
         except MemoryError as error:
             f.broken = overlong_term(error)
         if batch:
@@ -522,6 +523,8 @@ def _read_file(raw: IO[bytes], label: str, fmt: ox.RdfFormat, by_graph: bool,
             return
         error = PublicationError(bad.message, source=label, line=bad.line)
         if not skip_invalid:
+            if isinstance(bad, BadLine) and bad.before_refusing is not None:
+                bad.before_refusing()
             raise error
         stats.skipped_lines += 1
         if len(stats.errors) < MAX_KEPT_ERRORS:
