@@ -523,7 +523,7 @@ def _read_file(raw: IO[bytes], label: str, fmt: ox.RdfFormat, by_graph: bool,
             return
         error = PublicationError(bad.message, source=label, line=bad.line)
         if not skip_invalid:
-            if isinstance(bad, BadLine) and bad.before_refusing is not None:
+            if bad.before_refusing is not None:
                 bad.before_refusing()
             raise error
         stats.skipped_lines += 1

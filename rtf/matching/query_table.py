@@ -8,16 +8,16 @@ A *tuple shape* is what an index stores: the tuple with its variables
 renamed by position inside the tuple (``(?x, p, ?y)`` and ``(?a, p, ?b)``
 both become ``(?1, p, ?2)``, as G-ToPSS labels variables ``*1, *2``), plus
 its full-text constraint. Equal shapes from different queries are stored
-once and share every node of the index; the shape keeps the slots of the
-branches that use it. When a publication triple satisfies a shape, it
-yields one binding row: the values of ``?1, ?2, ...``.
+once and share every node of the index, known by a small integer id. When
+a publication triple satisfies a shape, it yields one binding row: the
+values of ``?1, ?2, ...``.
 
-Completion is counted, set-at-a-time: a branch needs its distinct shapes
-all satisfied, so the slots of every satisfied shape are gathered into
-one array by the shapes' ids (`rtf.matching.shape_slots`) and counted with
-numpy; the slots whose count equals
-their branch's number of distinct shapes are complete. The cost follows the
-shapes a publication satisfies, never the number of queries stored.
+Completion is decided set-at-a-time: a branch needs its distinct shapes all
+satisfied. Each branch is listed under one of them, its pivot, and only the
+branches pivoted on a satisfied shape have their other shapes looked up
+(`rtf.matching.pivots`); a branch with value tests is counted by its
+conjunctions and its structure instead (`rtf.matching.structures`). The
+cost follows the candidates, never the number of queries stored.
 """
 
 from __future__ import annotations
@@ -352,8 +352,8 @@ class QueryTable:
     shapes: dict[tuple, TupleShape] = field(default_factory=dict)
     #: slot -> branch (None for a free slot)
     branches: list[RegisteredBranch | None] = field(default_factory=list)
-    #: slot -> number of marks the branch needs: its distinct shapes, or for a branch with
-    #: value tests its conjunctions (its shapes are its structure's); -1: free slot
+    #: slot -> for a branch with value tests, the conjunction marks it needs (`_counted`;
+    #: its shapes are its structure's); -1 for the others (counted by `pivots`) and free slots
     need: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int64))
     #: slot -> its query's id (None for a free slot), for answering slots in bulk
     slot_id: np.ndarray = field(default_factory=lambda: np.full(64, None, dtype=object))
@@ -431,15 +431,13 @@ class QueryTable:
                     new_shapes.append(shape)
                 shapes.append(shape)
             rb.shapes = tuple(shapes)
-            distinct = set(shapes)
             tests = self.values.plan(b, shapes, names)  # counted like shapes (rtf.matching.value_tests)
             self.values.add(rb.slot, tests)
             if tests.conjunctions:  # counted by its conjunctions, its shapes by its structure
-                self.structures.join(rb.slot, distinct)
+                self.structures.join(rb.slot, set(shapes))
                 self.need[rb.slot] = len(tests.conjunctions)
             else:
                 self.pivots.add(rb.slot, list(dict.fromkeys(shape.id for shape in shapes)))
-                self.need[rb.slot] = len(distinct)
             plans.append(tests)
             self.branches[rb.slot] = rb
             self.slot_id[rb.slot] = query_id
