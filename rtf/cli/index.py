@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-from rtf.cli.arguments import add_text_analysis_options, text_analysis_of
+from rtf.cli.arguments import add_text_analysis_options, positive_int, text_analysis_of
 from rtf.errors import RtfError
 from rtf.io.files import STDIO, OutputIsInputError, folder_locked, same_file
 from rtf.io.queries import QueryFileError, iter_queries, load_queries, register_all
@@ -63,7 +63,7 @@ def cmd_build(args) -> int:
 
     # A chunk of queries indexed at a time, then written out: the memory of a few queries.
     builder = IndexBuilder(Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args)))
-    register_all(builder, iter_queries(args.queries), args.queries)
+    register_all(builder, iter_queries(args.queries), args.queries, workers=args.workers)
     with _locked(args.output):
         size = builder.save(args.output)
     print(f"rtf index: {args.output}: {len(builder)} queries, {args.algorithm}, {size} bytes",
@@ -91,7 +91,7 @@ def cmd_add(args) -> int:
     with _locked(args.index):
         engine = Engine.load(args.index)
         before = len(engine)
-        register_all(engine, records, args.queries)
+        register_all(engine, records, args.queries, workers=args.workers)
         size = engine.save(args.index)
     print(f"rtf index: {args.index}: added {len(engine) - before} queries, "
           f"{len(engine)} in all, {size} bytes", file=sys.stderr)
@@ -130,6 +130,7 @@ def add_command(sub) -> None:
     q.add_argument("--algorithm", default="rtfs", choices=ALGORITHMS, help="engine (default: rtfs)")
     q.add_argument("--taxonomy", metavar="ONTO", help="ontology saved with the index for a/rdfs:subClassOf*")
     q.add_argument("--output", required=True, metavar="IDX", help="the index file to write (replaced atomically)")
+    _workers_option(q)
     add_text_analysis_options(q)
     q.set_defaults(func=cmd_build)
 
@@ -149,6 +150,7 @@ def add_command(sub) -> None:
                     "rtf index add q.idx --queries alert.rq       (its id: alert)")
     q.add_argument("index", metavar="IDX", help="the index file to update")
     q.add_argument("--queries", required=True, metavar="MORE", help="JSON Lines of queries, or a .rq file")
+    _workers_option(q)
     q.set_defaults(func=cmd_add)
 
     q = _subcommand(commands, "remove", "unregister queries from an index, in place (atomic)",
@@ -158,6 +160,12 @@ def add_command(sub) -> None:
     q.add_argument("index", metavar="IDX", help="the index file to update")
     q.add_argument("--ids", required=True, nargs="+", metavar="ID", help="ids of the queries to remove")
     q.set_defaults(func=cmd_remove)
+
+
+def _workers_option(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                   help="with N > 1, N processes parse the queries while this one indexes them "
+                        "(the same index, in about the indexing's time when a core is free; default 1)")
 
 
 def _subcommand(commands, name: str, help: str, description: str, *examples: str) -> argparse.ArgumentParser:

@@ -62,7 +62,9 @@ live input:
   FILE is followed, read again from its start.
 
 several cores:
-  --workers N forks N processes once the queries are registered (each has the
+  --workers N first parses the queries in N processes while this one indexes
+  them (rtf.io.parse_ahead: the same index), then forks N processes once the
+  queries are registered (each has the
   engine without reloading it) and sends them batches of publications; the
   output is the one-process output, in the same order. Live feeds are best
   served by one process (a batch waits for its publications). In --stats,
@@ -126,7 +128,7 @@ def add_command(sub) -> None:
                    help='add "explain": per solution, the branch that matched and each '
                         "ftcontains with the literal, the character spans and words that satisfied it")
     p.add_argument("--workers", type=positive_int, default=1, metavar="N",
-                   help="match in N processes (the same output, in the same order)")
+                   help="parse the queries, then match, in N processes (the same output, in the same order)")
     add_text_analysis_options(p)
     p.set_defaults(func=cmd_match)
 
@@ -217,7 +219,7 @@ def cmd_match(args) -> int:
         # build, which exits after saving, reads them one by one for a lower peak).
         records = load_queries(args.queries, problems)
         rss_before = current_rss_mb()
-        register_all(engine, records, args.queries, problems)
+        register_all(engine, records, args.queries, problems, workers=getattr(args, "workers", 1) or 1)
         index_rss_mb = current_rss_mb() - rss_before
         if problems:
             report_skipped_queries(problems)
@@ -298,33 +300,15 @@ def match_in_processes(engine, render, pubs, workers: int):
     engine (loaded once, shared copy-on-write) without pickling it; this
     process reads the input and sends batches of publications.
     """
-    import multiprocessing
-    import signal
     from itertools import islice
 
+    from rtf.io.processes import forked_pool
+
     _WORKER.update(engine=engine, render=render)
-    context = multiprocessing.get_context("fork")
     batches = iter(lambda: [(p.id, p.triples) for p in islice(pubs, WORKER_BATCH)], [])
-    # SIGTERM is held while the workers are forked, and each releases it only once
-    # it has the default action (`_quiet_worker`): a SIGTERM that reached a worker
-    # still holding the parent's Python handler would be dropped when the handler
-    # changed, and the pool's terminate() would then wait for it forever.
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    try:
-        pool = context.Pool(workers, initializer=_quiet_worker)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-    with pool:
+    with forked_pool(workers) as pool:
         for results in pool.imap(_match_batch, batches):
             yield from results
-
-
-def _quiet_worker() -> None:
-    """In a worker: SIGTERM (the pool's way to stop it) just ends it, as before the
-    parent's handler (`rtf.cli.Terminated`, for the parent's cleanups) was inherited."""
-    import signal
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def _match_batch(batch: list) -> list:

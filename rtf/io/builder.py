@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from rtf.io import store
 from rtf.io.files import write_atomically
+from rtf.io.parse_ahead import parse_ahead
 
 if TYPE_CHECKING:  # the engine is handed in: rtf.engine sits a layer above rtf.io
     from rtf.engine import Engine
@@ -56,12 +57,18 @@ class IndexBuilder:
         self._chunk = BUILD_CHUNK if chunk is None else chunk
 
     def register_many(self, records: Iterable[tuple],
-                      on_error: Callable[[int, tuple, Exception], None] | None = None) -> int:
-        """Register the records (as `Engine.register_many` takes them); return how many were.
+                      on_error: Callable[[int, tuple, Exception], None] | None = None,
+                      workers: int = 1) -> int:
+        """Register the records (as `Engine.register_many` takes them, `workers` too); return
+        how many were.
 
         `on_error` positions count from the first record of this call."""
-        records = iter(records)
         engine, done, start, taken = self._engine, 0, 0, 0
+        if type(workers) is not int or workers < 1:
+            raise ValueError(f"workers must be a positive int, not {workers!r}")
+        # One pool of parsers for the whole build, ahead of the chunks (rtf.io.parse_ahead).
+        ahead = parse_ahead(records, workers, engine.text_analysis) if workers > 1 else None
+        records = iter(records) if ahead is None else ahead
 
         def shifted(position: int, record: tuple, e: Exception) -> None:
             on_error(start + position, record, e)
@@ -91,6 +98,8 @@ class IndexBuilder:
                     return done
                 start += taken
         finally:
+            if ahead is not None:
+                ahead.close()
             if was_enabled:
                 gc.enable()
 

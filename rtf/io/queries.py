@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rtf.errors import QueryError, RtfError
+from rtf.io.parse_ahead import CHUNK, IN_FLIGHT
 from rtf.io.progress import progress
 
 
@@ -185,18 +187,24 @@ def json_problem(value) -> str | None:
     return None
 
 
-def register_all(engine, records, source: str, problems: list[str] | None = None) -> None:
+def register_all(engine, records, source: str, problems: list[str] | None = None,
+                 workers: int = 1) -> None:
     """Register every record, or none: the first bad query is an error naming it.
 
     With a `problems` list, a bad query or a duplicate id is reported there
     (file, line, id and reason) and skipped; the others are registered.
-    The records go to the engine as one batch (`Engine.register_many`), read as
-    they come (an iterator such as `iter_queries` is never held whole).
+    The records go to the engine as one batch (`Engine.register_many`, which
+    parses ahead in `workers` processes), read as they come (an iterator such
+    as `iter_queries` is never held whole).
     """
-    current: dict = {}
+    # The records read and not yet registered, by position: with workers, reading runs
+    # ahead of registering by at most what the parsers hold (rtf.io.parse_ahead).
+    recent: deque = deque(maxlen=workers * IN_FLIGHT * CHUNK + 1)
 
-    def refused(_position: int, _record: tuple, e: Exception) -> None:
-        rec = current  # register_many reports a record as soon as it refuses it
+    def refused(position: int, _record: tuple, e: Exception) -> None:
+        while recent[0][0] < position:  # (those before it were registered)
+            recent.popleft()
+        rec = recent[0][1]
         if isinstance(e, QueryError):
             if rec.get("whole_file") and e.line is not None:  # a .rq file: the query's position is the file's
                 error = QueryFileError(f"{source}:{e.line}:{e.column}: query {rec['id']!r}: {e.message}")
@@ -209,12 +217,11 @@ def register_all(engine, records, source: str, problems: list[str] | None = None
         problems.append(str(error))
 
     def batch() -> Iterator[tuple]:
-        nonlocal current
-        for rec in progress(records, "registering", unit="q"):
-            current = rec
+        for position, rec in enumerate(progress(records, "registering", unit="q")):
+            recent.append((position, rec))
             yield rec["query"], rec["id"], rec["subscriber"], rec.get("metadata")
 
-    engine.register_many(batch(), refused)
+    engine.register_many(batch(), refused, workers=workers)
 
 
 def report_skipped_queries(problems: list[str]) -> None:

@@ -58,15 +58,19 @@ def parse_query(text: str) -> Query:
     """
     if not isinstance(text, str):
         raise TypeError(f"a query is a string, not {type(text).__name__}")
-    # Full-text words are analysed by the engine's text analysis: such parses are cached apart.
-    analysis = current_analysis()
-    key = text if analysis is None else f"{analysis!r}\0{text}"
+    key = cache_key(text, current_analysis())
     query = PARSE_CACHE.get(key)
     if query is None:
         size = check_text(text)
         query = _parse(text)
         PARSE_CACHE.put(key, query, size)
     return query
+
+
+def cache_key(text: str, analysis) -> str:
+    """`text`'s key in `PARSE_CACHE` under text analysis `analysis` (None: the default):
+    full-text words are analysed by the engine's text analysis, so such parses are cached apart."""
+    return text if analysis is None else f"{analysis!r}\0{text}"
 
 
 def _parse(text: str) -> Query:

@@ -1,0 +1,122 @@
+"""Query texts parsed ahead in forked processes while this one indexes them (``--workers``).
+
+Registering a query is parsing it (Lark, ~110 µs a selective query) and
+indexing it (~80 µs), one after the other. With `workers` > 1,
+`Engine.register_many` and `rtf.io.builder.IndexBuilder` hand the texts to
+that many forked processes, `CHUNK` at a time and a few chunks ahead, and
+index what comes back, in order, while the next chunks are being parsed:
+on two cores the two halves overlap.
+
+Nothing changes in what is registered. A worker parses exactly as this
+process would (`rtf.parser.parse_query`, under the engine's text analysis);
+its queries come back pickled, and their terms are shared again as they
+are unpickled (`rtf.query.terms.shared`). A text a worker could not parse
+comes back as it was, and this process parses it itself, so a bad query is
+refused with the same error, line and column, at the same position of the
+batch; a chunk whose answer cannot come back (an error in the pool) is
+parsed here the same way.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
+from itertools import islice
+
+from rtf.io.processes import forked_pool
+from rtf.parser import PARSE_CACHE, cache_key, parse_query
+from rtf.query.text import analysed
+
+#: Query texts a worker parses at a time (amortises the pickling both ways).
+CHUNK = 2048
+#: Chunks sent ahead per worker before the first comes back.
+IN_FLIGHT = 3
+
+
+class Ahead:
+    """A query text (`text`) parsed by a worker under the engine's text analysis (`query`):
+    what `parse_ahead` puts in a record in place of the text. `Engine.register` takes it
+    as the text already parsed, and never from elsewhere."""
+
+    __slots__ = ("query", "text")
+
+    def __init__(self, query, text: str):
+        self.query = query
+        self.text = text
+
+
+def original(record):
+    """`record` as it was given to `parse_ahead` (its text in place of an `Ahead`)."""
+    if isinstance(record, tuple) and record and type(record[0]) is Ahead:
+        return (record[0].text, *record[1:])
+    return record
+
+
+_ANALYSIS: dict = {}  # the workers' text analysis, inherited through fork
+
+
+def parse_ahead(records: Iterable, workers: int, analysis=None) -> Iterator:
+    """`records` (``(query, ...)`` tuples, as `Engine.register_many` takes them), in order,
+    each whose query is a text a worker parsed under `analysis` with an `Ahead` for it.
+
+    Reads at most ``workers * IN_FLIGHT * CHUNK`` records ahead of the one it
+    yields. The workers are stopped when the iterator ends or is closed.
+    """
+    records = iter(records)
+    _ANALYSIS["analysis"] = analysis
+    pending: deque = deque()
+    with forked_pool(workers, _ignore_interrupts) as pool:
+        while True:
+            while len(pending) < workers * IN_FLIGHT:
+                chunk = list(islice(records, CHUNK))
+                if not chunk:
+                    break
+                texts = [_text_of(record) for record in chunk]
+                # A text this process parsed or received before is not sent again (as
+                # `parse_query` would not parse it again): its query is the one cached.
+                known = [None if text is None else PARSE_CACHE.get(cache_key(text, analysis)) for text in texts]
+                sent = [text if query is None else None for text, query in zip(texts, known)]
+                pending.append((chunk, texts, known, pool.apply_async(_parse_chunk, (sent,))))
+            if not pending:
+                return
+            chunk, texts, known, result = pending.popleft()
+            try:
+                parsed = result.get()
+            except Exception:  # the answer did not come back (an error in the pool): parsed here
+                parsed = [None] * len(chunk)
+            for record, text, query, new in zip(chunk, texts, known, parsed):
+                if query is None and new is not None:
+                    # One object for equal texts, as when parsed here: cached as `parse_query` caches.
+                    key = cache_key(text, analysis)
+                    query = PARSE_CACHE.get(key)
+                    if query is None:
+                        PARSE_CACHE.put(key, new)
+                        query = new
+                yield record if query is None else (Ahead(query, text), *record[1:])
+
+
+def _text_of(record) -> str | None:
+    """The query text of `record`, or None (not a text: it goes to the engine as it is)."""
+    if isinstance(record, tuple) and record and type(record[0]) is str:
+        return record[0]
+    return None
+
+
+def _ignore_interrupts() -> None:
+    """In a worker: a Ctrl-C reaches the whole process group; the parent stops the pool."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _parse_chunk(texts: list) -> list:
+    """In a worker: each text's parsed query, or None where it has none or fails to parse."""
+    analysis = _ANALYSIS.get("analysis")
+    parsed: list = []
+    with analysed(analysis) if analysis is not None else nullcontext():
+        for text in texts:
+            try:
+                parsed.append(None if text is None else parse_query(text))
+            except Exception:  # this process parses it again and reports it
+                parsed.append(None)
+    return parsed
