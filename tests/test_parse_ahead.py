@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import subprocess
+import sys
+import textwrap
 from dataclasses import replace
 
 import pytest
@@ -174,3 +177,25 @@ def test_equal_texts_are_one_query_as_in_one_process():
     many.register_many(texts, workers=2)
     many.register_many([(texts[0][0], "later")], workers=2)
     assert len({id(many.get(qid).query) for _, qid in texts} | {id(many.get("later").query)}) == 4
+
+
+def test_workers_parse_while_another_thread_holds_the_parse_cache_lock():
+    """A thread of the parent holding the parse cache's lock when the workers fork would
+    leave it held for ever in them: they get fresh locks (`rtf.parser.cache.fork_safe`).
+    Run in a process of its own: without them, it would never end."""
+    script = textwrap.dedent(f"""
+        import threading, time
+        from rtf.io.parse_ahead import Ahead, parse_ahead
+        from rtf.parser import PARSE_CACHE
+        held, done = threading.Event(), threading.Event()
+        def hold():
+            with PARSE_CACHE._lock:
+                held.set()
+                time.sleep(1.0)  # the workers fork meanwhile
+        threading.Thread(target=hold).start()
+        held.wait()
+        out = list(parse_ahead([({RIO.format("held")!r}, "q%d" % k) for k in range(12)], 2, None))
+        print(sorted(set(type(r[0]).__name__ for r in out)))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "['Ahead']", result.stderr[-2000:]

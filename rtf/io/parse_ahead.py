@@ -66,7 +66,7 @@ def parse_ahead(records: Iterable, workers: int, analysis=None) -> Iterator:
     records = iter(records)
     _ANALYSIS["analysis"] = analysis
     pending: deque = deque()
-    with forked_pool(workers, _ignore_interrupts) as pool:
+    with forked_pool(workers, _start_worker) as pool:
         while True:
             while len(pending) < workers * IN_FLIGHT:
                 chunk = list(islice(records, CHUNK))
@@ -103,8 +103,9 @@ def _text_of(record) -> str | None:
     return None
 
 
-def _ignore_interrupts() -> None:
-    """In a worker: a Ctrl-C reaches the whole process group; the parent stops the pool."""
+def _start_worker() -> None:
+    """In a worker: a Ctrl-C reaches the whole process group, and the parent stops the pool.
+    (The parser's caches get locks of their own at the fork: `rtf.parser.cache.fork_safe`.)"""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 

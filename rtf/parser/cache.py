@@ -8,9 +8,29 @@ text larger than `max_entry_bytes`.
 
 from __future__ import annotations
 
+import os
+import weakref
 from collections import OrderedDict
 from threading import Lock
 from typing import Any
+
+#: Objects whose `_lock` a forked child gets anew (`fork_safe`).
+_LOCKED: weakref.WeakSet = weakref.WeakSet()
+
+
+def fork_safe(obj) -> None:
+    """Give `obj` a fresh ``_lock`` in every process forked from now on: another thread
+    may hold the parent's when it forks (workers parsing ahead, `rtf.io.parse_ahead`),
+    and in the child no thread would ever release it."""
+    _LOCKED.add(obj)
+
+
+def _fresh_locks() -> None:
+    for obj in list(_LOCKED):
+        obj._lock = Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_locks)
 
 
 class ParseCache:
@@ -27,6 +47,7 @@ class ParseCache:
         self.total_bytes = 0
         self._entries: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._lock = Lock()  # get() reorders: two threads must not interleave
+        fork_safe(self)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -43,6 +43,7 @@ from typing import Callable, TypeVar
 
 from lark import Lark, Token, Tree
 
+from rtf.parser.cache import fork_safe
 from rtf.parser.first_chars import first_chars
 
 _T = TypeVar("_T")
@@ -72,6 +73,7 @@ class TemplateCache:
         self.tokens = 0
         self._templates: dict = {}
         self._lock = Lock()  # for put and evict; a template in use is out of the dict
+        fork_safe(self)
         self._scan = None
         try:  # Lark's root lexer: its terminals in Lark's order, compiled into one pattern
             lexer = parser.parser.lexer
