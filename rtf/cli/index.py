@@ -29,6 +29,7 @@ EPILOG = """\
 examples:
   rtf index build --queries examples/dbpedia_queries.jsonl --algorithm rtfs \\
                   --taxonomy ../shared/data/dbpedia/ontology/dbpedia_2015-10.nt.gz --output q.idx
+  rtf index build --queries many.jsonl --output many.idx --workers 2   (parsed in 2 more processes)
   rtf index info q.idx
   rtf index add q.idx --queries more.jsonl
   rtf index remove q.idx --ids q3 q7
