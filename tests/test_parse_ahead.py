@@ -199,3 +199,26 @@ def test_workers_parse_while_another_thread_holds_the_parse_cache_lock():
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "['Ahead']", result.stderr[-2000:]
+
+
+def test_an_error_of_the_records_comes_in_its_turn():
+    """Reading runs ahead of registering: an error raised by the records' iterator is
+    raised where one process would have met it, after an earlier bad query."""
+    def records():
+        for k in range(40):
+            if k == 25:
+                raise RuntimeError("the query file breaks at record 25")
+            yield (BAD[0] if k == 3 else RIO.format(f"w{k}"), f"q{k}")
+
+    for workers in (1, 2):
+        with pytest.raises(QueryError):  # the bad query at 3, not the break at 25
+            Engine().register_many(records(), workers=workers)
+        seen = []
+        with pytest.raises(RuntimeError, match="record 25"):
+            Engine().register_many(records(), lambda pos, rec, e: seen.append(pos), workers=workers)
+        assert seen == [3]
+    out = []
+    with pytest.raises(RuntimeError, match="record 25"):
+        for record in parse_ahead(records(), 2):
+            out.append(record)
+    assert len(out) == 25

@@ -62,15 +62,24 @@ def parse_ahead(records: Iterable, workers: int, analysis=None) -> Iterator:
     each whose query is a text a worker parsed under `analysis` with an `Ahead` for it.
 
     Reads at most ``workers * IN_FLIGHT * CHUNK`` records ahead of the one it
-    yields. The workers are stopped when the iterator ends or is closed.
+    yields; an error raised by `records` is raised once the records before it
+    are yielded, where reading them one by one would have raised it (so a bad
+    query earlier in a batch is still the first error). The workers are
+    stopped when the iterator ends or is closed.
     """
     records = iter(records)
     _ANALYSIS["analysis"] = analysis
     pending: deque = deque()
+    failure: Exception | None = None
     with forked_pool(workers, _start_worker) as pool:
         while True:
-            while len(pending) < workers * IN_FLIGHT:
-                chunk = list(islice(records, CHUNK))
+            while failure is None and len(pending) < workers * IN_FLIGHT:
+                chunk = []
+                try:
+                    for record in islice(records, CHUNK):
+                        chunk.append(record)
+                except Exception as e:  # raised in its turn, below
+                    failure = e
                 if not chunk:
                     break
                 texts = [_text_of(record) for record in chunk]
@@ -80,6 +89,8 @@ def parse_ahead(records: Iterable, workers: int, analysis=None) -> Iterator:
                 sent = [text if query is None else None for text, query in zip(texts, known)]
                 pending.append((chunk, texts, known, pool.apply_async(_parse_chunk, (sent,))))
             if not pending:
+                if failure is not None:
+                    raise failure
                 return
             chunk, texts, known, result = pending.popleft()
             try:
