@@ -222,3 +222,15 @@ def test_an_error_of_the_records_comes_in_its_turn():
         for record in parse_ahead(records(), 2):
             out.append(record)
     assert len(out) == 25
+
+
+def test_without_workers_to_fork_the_records_are_parsed_here(monkeypatch):
+    def no_fork(*args, **kwargs):
+        raise OSError(11, "Resource temporarily unavailable")
+    monkeypatch.setattr(parse_ahead_module, "forked_pool", no_fork)
+    texts = [(RIO.format(f"w{k}"), f"q{k}") for k in range(7)]
+    assert list(parse_ahead(texts, 2)) == texts
+    one, many = Engine(), Engine()
+    one.register_many(texts)
+    many.register_many(texts, workers=2)
+    assert many.to_bytes() == one.to_bytes()

@@ -14,7 +14,8 @@ are unpickled (`rtf.query.terms.shared`). A text a worker could not parse
 comes back as it was, and this process parses it itself, so a bad query is
 refused with the same error, line and column, at the same position of the
 batch; a chunk whose answer cannot come back (an error in the pool) is
-parsed here the same way.
+parsed here the same way, and so is everything where no process can be
+forked.
 """
 
 from __future__ import annotations
@@ -71,7 +72,12 @@ def parse_ahead(records: Iterable, workers: int, analysis=None) -> Iterator:
     _ANALYSIS["analysis"] = analysis
     pending: deque = deque()
     failure: Exception | None = None
-    with forked_pool(workers, _start_worker) as pool:
+    try:
+        pool = forked_pool(workers, _start_worker)
+    except (OSError, ValueError):  # no fork on this system, or no room for a process: parsed here
+        yield from records
+        return
+    with pool:
         while True:
             while failure is None and len(pending) < workers * IN_FLIGHT:
                 chunk = []
