@@ -32,7 +32,7 @@ from rtf.errors import IndexFileError, QueryError, QueryTooComplexError, RtfErro
 from rtf.filter import QueryIndex
 from rtf.io import store
 from rtf.io.metadata import Metadata, frozen
-from rtf.io.parse_ahead import Ahead, original, parse_ahead
+from rtf.io.parse_ahead import Ahead, original, parsed_ahead
 from rtf.io.publication import PublicationLike, as_publication
 from rtf.io.taxonomy import Taxonomy
 from rtf.matching.query_table import bulk_memos, shrunk
@@ -417,9 +417,7 @@ class Engine:
         queries, ids and errors, in about the time of the indexing alone when
         a core is free for the parsing.
         """
-        if type(workers) is not int or workers < 1:
-            raise ValueError(f"workers must be a positive int, not {workers!r}")
-        ahead = parse_ahead(records, workers, self.text_analysis) if workers > 1 else None
+        ahead = parsed_ahead(records, workers, self.text_analysis)
         done: list[str] = []
         was_enabled = gc.isenabled()
         gc.disable()

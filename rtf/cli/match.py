@@ -204,6 +204,7 @@ def cmd_match(args) -> int:
 
     t0 = time.perf_counter()
     problems: list[str] | None = None  # the queries --skip-invalid left out (none from an index)
+    workers = getattr(args, "workers", 1) or 1  # (rtf demo has no --workers)
     if getattr(args, "index", None):  # a saved index: loaded, no query parsed
         from rtf.cli.index import load_index_engine
         rss_before = current_rss_mb()
@@ -219,7 +220,7 @@ def cmd_match(args) -> int:
         # build, which exits after saving, reads them one by one for a lower peak).
         records = load_queries(args.queries, problems)
         rss_before = current_rss_mb()
-        register_all(engine, records, args.queries, problems, workers=getattr(args, "workers", 1) or 1)
+        register_all(engine, records, args.queries, problems, workers=workers)
         index_rss_mb = current_rss_mb() - rss_before
         if problems:
             report_skipped_queries(problems)
@@ -241,7 +242,6 @@ def cmd_match(args) -> int:
     read_stats = ReadStats()
     publications = matches = 0
     filter_s = 0.0
-    workers = getattr(args, "workers", 1) or 1
     # Bytes, written to the binary file under the text layer: no encoding of the whole text.
     with contextlib.nullcontext(binary_stdout()) if to_stdout else atomic_output(args.output, encoding=None) as out:
         try:

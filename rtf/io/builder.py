@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from rtf.io import store
 from rtf.io.files import write_atomically
-from rtf.io.parse_ahead import parse_ahead
+from rtf.io.parse_ahead import parsed_ahead
 
 if TYPE_CHECKING:  # the engine is handed in: rtf.engine sits a layer above rtf.io
     from rtf.engine import Engine
@@ -64,10 +64,8 @@ class IndexBuilder:
 
         `on_error` positions count from the first record of this call."""
         engine, done, start, taken = self._engine, 0, 0, 0
-        if type(workers) is not int or workers < 1:
-            raise ValueError(f"workers must be a positive int, not {workers!r}")
         # One pool of parsers for the whole build, ahead of the chunks (rtf.io.parse_ahead).
-        ahead = parse_ahead(records, workers, engine.text_analysis) if workers > 1 else None
+        ahead = parsed_ahead(records, workers, engine.text_analysis)
         records = iter(records) if ahead is None else ahead
 
         def shifted(position: int, record: tuple, e: Exception) -> None:

@@ -55,7 +55,16 @@ def original(record):
     return record
 
 
-_ANALYSIS: dict = {}  # the workers' text analysis, inherited through fork
+def parsed_ahead(records: Iterable, workers: int, analysis=None) -> Iterator | None:
+    """`parse_ahead` of `records` with `workers` > 1; None with 1 (the records are parsed by
+    the engine as they come). ValueError unless `workers` is a positive int. The caller
+    closes the iterator when it is done with it (the workers stop then)."""
+    if type(workers) is not int or workers < 1:
+        raise ValueError(f"workers must be a positive int, not {workers!r}")
+    return parse_ahead(records, workers, analysis) if workers > 1 else None
+
+
+_ANALYSIS: dict = {}  # a worker's text analysis, set as it starts (`_start_worker`)
 
 
 def parse_ahead(records: Iterable, workers: int, analysis=None) -> Iterator:
@@ -69,11 +78,10 @@ def parse_ahead(records: Iterable, workers: int, analysis=None) -> Iterator:
     stopped when the iterator ends or is closed.
     """
     records = iter(records)
-    _ANALYSIS["analysis"] = analysis
     pending: deque = deque()
     failure: Exception | None = None
     try:
-        pool = forked_pool(workers, _start_worker)
+        pool = forked_pool(workers, _start_worker, (analysis,))
     except (OSError, ValueError):  # no fork on this system, or no room for a process: parsed here
         yield from records
         return
@@ -123,11 +131,13 @@ def _text_of(record) -> str | None:
     return None
 
 
-def _start_worker() -> None:
-    """In a worker: a Ctrl-C reaches the whole process group, and the parent stops the pool.
-    (The parser's caches get locks of their own at the fork: `rtf.parser.cache.fork_safe`.)"""
+def _start_worker(analysis) -> None:
+    """In a worker: it parses under `analysis`; a Ctrl-C reaches the whole process group,
+    and the parent stops the pool. (The parser's caches get locks of their own at the
+    fork: `rtf.parser.cache.fork_safe`.)"""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _ANALYSIS["analysis"] = analysis
 
 
 def _parse_chunk(texts: list) -> list:
