@@ -72,6 +72,12 @@ class IndexFileError(RtfError, ValueError):
     Nothing is loaded when it is raised."""
 
 
+class WorkerLostError(RtfError, RuntimeError):
+    """A forked worker process (``--workers``) ended abruptly: killed, for instance by
+    the system when memory ran out. The results it was computing are lost; the
+    command stops instead of waiting for them."""
+
+
 def position(text: str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of a character offset."""
     line = text.count("\n", 0, offset) + 1

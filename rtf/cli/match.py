@@ -289,6 +289,8 @@ def cmd_match(args) -> int:
 
 #: Publications sent to a worker process at a time (amortises the pickling).
 WORKER_BATCH = 32
+#: Batches sent ahead per worker (the input is read as far as that, no further).
+WORKER_AHEAD = 4
 
 _WORKER: dict = {}  # a worker process's engine and renderer, inherited through fork
 
@@ -298,7 +300,9 @@ def match_in_processes(engine, render, pubs, workers: int):
 
     The processes are forked after the queries are registered, so each has the
     engine (loaded once, shared copy-on-write) without pickling it; this
-    process reads the input and sends batches of publications.
+    process reads the input and sends batches of publications, a few ahead
+    of the results it writes. `rtf.errors.WorkerLostError` if a worker ends
+    abruptly (the lines written so far are those of the publications before).
     """
     from itertools import islice
 
@@ -307,7 +311,7 @@ def match_in_processes(engine, render, pubs, workers: int):
     _WORKER.update(engine=engine, render=render)
     batches = iter(lambda: [(p.id, p.triples) for p in islice(pubs, WORKER_BATCH)], [])
     with forked_pool(workers) as pool:
-        for results in pool.imap(_match_batch, batches):
+        for _, results in pool.ordered_map(_match_batch, batches, WORKER_AHEAD * workers):
             yield from results
 
 

@@ -13,14 +13,13 @@ its queries come back pickled, and their terms are shared again as they
 are unpickled (`rtf.query.terms.shared`). A text a worker could not parse
 comes back as it was, and this process parses it itself, so a bad query is
 refused with the same error, line and column, at the same position of the
-batch; a chunk whose answer cannot come back (an error in the pool) is
-parsed here the same way, and so is everything where no process can be
-forked.
+batch; a chunk whose answer cannot come back (an error in the pool, or a
+worker that ended abruptly: then every chunk left) is parsed here the same
+way, and so is everything where no process can be forked.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import replace
@@ -77,40 +76,15 @@ def parse_ahead(records: Iterable, workers: int, analysis=None) -> Iterator:
     query earlier in a batch is still the first error). The workers are
     stopped when the iterator ends or is closed.
     """
-    records = iter(records)
-    pending: deque = deque()
-    failure: Exception | None = None
     try:
         pool = forked_pool(workers, _start_worker, (analysis,))
     except (OSError, ValueError):  # no fork on this system, or no room for a process: parsed here
         yield from records
         return
     with pool:
-        while True:
-            while failure is None and len(pending) < workers * IN_FLIGHT:
-                chunk = []
-                try:
-                    for record in islice(records, CHUNK):
-                        chunk.append(record)
-                except Exception as e:  # raised in its turn, below
-                    failure = e
-                if not chunk:
-                    break
-                texts = [_text_of(record) for record in chunk]
-                # A text this process parsed or received before is not sent again (as
-                # `parse_query` would not parse it again): its query is the one cached.
-                known = [None if text is None else PARSE_CACHE.get(cache_key(text, analysis)) for text in texts]
-                sent = [text if query is None else None for text, query in zip(texts, known)]
-                pending.append((chunk, texts, known, pool.apply_async(_parse_chunk, (sent,))))
-            if not pending:
-                if failure is not None:
-                    raise failure
-                return
-            chunk, texts, known, result = pending.popleft()
-            try:
-                parsed = result.get()
-            except Exception:  # the answer did not come back (an error in the pool): parsed here
-                parsed = [None] * len(chunk)
+        for (chunk, texts, known, _), parsed in pool.ordered_map(
+                _parse_chunk, _chunks(iter(records), analysis), workers * IN_FLIGHT,
+                argument=_sent, fallback=_parse_here):
             for record, text, query, new in zip(chunk, texts, known, parsed):
                 if query is None and new is not None:
                     # One object for equal texts, as when parsed here: cached as `parse_query` caches.
@@ -122,6 +96,41 @@ def parse_ahead(records: Iterable, workers: int, analysis=None) -> Iterator:
                         query = replace(new, text=text)
                         PARSE_CACHE.put(key, query)
                 yield record if query is None else (Ahead(query, text), *record[1:])
+
+
+def _chunks(records: Iterator, analysis) -> Iterator[tuple]:
+    """``(records, their texts, the queries already cached, the texts to send)``, `CHUNK`
+    records at a time; an error of `records` is raised after the chunk read before it."""
+    while True:
+        chunk = []
+        try:
+            for record in islice(records, CHUNK):
+                chunk.append(record)
+        except Exception:
+            if chunk:
+                yield _prepared(chunk, analysis)
+            raise
+        if not chunk:
+            return
+        yield _prepared(chunk, analysis)
+
+
+def _prepared(chunk: list, analysis) -> tuple:
+    texts = [_text_of(record) for record in chunk]
+    # A text this process parsed or received before is not sent again (as
+    # `parse_query` would not parse it again): its query is the one cached.
+    known = [None if text is None else PARSE_CACHE.get(cache_key(text, analysis)) for text in texts]
+    sent = [text if query is None else None for text, query in zip(texts, known)]
+    return chunk, texts, known, sent
+
+
+def _sent(item: tuple) -> list:
+    return item[3]
+
+
+def _parse_here(item: tuple) -> list:
+    """A chunk whose parse did not come back: its records go to the engine as they are."""
+    return [None] * len(item[0])
 
 
 def _text_of(record) -> str | None:
