@@ -150,3 +150,42 @@ def test_a_worker_killed_while_writing_a_large_result_never_hangs():
     with forked_pool(2) as pool:
         with pytest.raises(WorkerLostError):
             list(pool.ordered_map(_huge_then_killed, range(4), 2))
+
+
+INTERRUPTED = textwrap.dedent("""
+    import sys, time
+    from rtf import Engine
+    from rtf.cli.match import match_in_processes
+    from rtf.io.publication import Publication
+
+    def render(pub, found):
+        time.sleep(0.005)
+        return (pub.id + "\\n").encode()
+
+    engine = Engine()
+    engine.register('SELECT ?s WHERE { ?s <http://ex/p> ?o }', "q")
+    pubs = (Publication(f"p{k}", [(f"<http://ex/s{k}>", "<http://ex/p>", '"x"')]) for k in range(100000))
+    try:
+        for n, (text, _, _) in enumerate(match_in_processes(engine, render, pubs, 2)):
+            if n == 100:
+                print("started", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(130)
+""")
+
+
+def test_ctrl_c_stops_the_workers_at_once_without_tracebacks():
+    # Ctrl-C reaches the whole process group: before, the pool's workers each
+    # printed a traceback and the command waited for them (30 s and more here).
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and out.strip() == "interrupted", err[-2000:]
+    assert "Traceback" not in err, err[-2000:]
