@@ -166,4 +166,24 @@ def test_compiled_full_text_answers_as_the_evaluator(expr, tokens):
     `TextIndex.matches` (the reference engine's evaluator) answers, for any nesting
     of phrases, prefixes, ftand, ftor, ftnot and ftnear."""
     text = " ".join(tokens)
-    assert compile_ft(expr)(TextIndex.of(text)) == TextIndex.of(text).matches(expr)
+    expected = TextIndex.of(text).matches(expr)
+    assert compile_ft(expr)(TextIndex.of(text)) == expected
+    # On one index, after the evaluator and again: the positions each caches agree.
+    shared = TextIndex.of(text)
+    check = compile_ft(expr)
+    assert shared.matches(expr) == expected and check(shared) == expected and check(shared) == expected
+
+
+_whole_words = st.builds(FTWord, st.sampled_from(["a", "b", "c"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_whole_words, min_size=2, max_size=3), st.lists(st.sampled_from(["a", "b", "c"]), max_size=10))
+def test_compiled_phrases_of_whole_words_answer_as_the_evaluator(words_, tokens):
+    """Phrases of two and three whole words, alone and beside a proximity under ftor
+    (compiled to their own closures, and tried before the proximity)."""
+    term = FTTerm(tuple(words_))
+    expected = any(tokens[i:i + len(words_)] == [w.text for w in words_] for i in range(len(tokens)))
+    assert compile_ft(term)(TextIndex(tokens)) is expected
+    either = FTOr((near("a", "c", 1, 2), term))
+    assert compile_ft(either)(TextIndex(tokens)) == TextIndex(tokens).matches(either)

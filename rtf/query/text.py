@@ -190,9 +190,21 @@ class TextIndex:
         """Start positions of the consecutive `words` (uncached: `occurrences` caches)."""
         first = self.word_positions(words[0])
         if len(words) > 1 and first:
+            if len(words) == 2:  # most phrases: one set, no inner loop
+                second = set(self.word_positions(words[1]))
+                return [p for p in first if p + 1 in second] if second else []
             rest = [set(self.word_positions(w)) for w in words[1:]]
             first = [p for p in first if all((p + k) in s for k, s in enumerate(rest, 1))]
         return first
+
+    def starts_of(self, key: str, words: tuple[FTWord, ...]) -> list[int]:
+        """`occurrences` of the term of `words`, cached under `key` (a string naming
+        them, `term_key`: its hash is kept, where a term's is computed at each lookup)."""
+        cache = self._cache
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = self.starts(words)
+        return found
 
     def matches(self, expr: FTExpr) -> bool:
         """Evaluate a full-text expression on this text."""
@@ -240,9 +252,26 @@ def compile_ft(expr: FTExpr):
                 text = word.text
                 return lambda ti: text in ti.positions
             return lambda ti: ti.has_word(word)
+        if len(words_) == 2 and not words_[0].prefix and not words_[1].prefix:
+            first, second = words_[0].text, words_[1].text
+
+            def phrase(ti) -> bool:  # `starts` of two whole words, stopping at the first
+                positions = ti.positions
+                a = positions.get(first)
+                if not a:
+                    return False
+                b = positions.get(second)
+                if not b:
+                    return False
+                following = set(b)
+                return any(p + 1 in following for p in a)
+            return phrase
         return lambda ti: bool(ti.starts(words_))
+    # ftand and ftor have no side effects: their operands are tried cheapest first
+    # (a word's test is a lookup, a proximity's a search), so that a common word
+    # ftor a rare proximity is mostly decided by the word.
     if isinstance(expr, FTAnd):
-        parts = tuple(compile_ft(o) for o in expr.operands)
+        parts = tuple(compile_ft(o) for o in sorted(expr.operands, key=_check_cost))
         if len(parts) == 2:
             a, b = parts
             return lambda ti: a(ti) and b(ti)
@@ -251,14 +280,49 @@ def compile_ft(expr: FTExpr):
         plain = plain_alternatives(expr)
         if plain is not None:
             return lambda ti: not plain.isdisjoint(ti.word_set)
-        parts = tuple(compile_ft(o) for o in expr.operands)
+        parts = tuple(compile_ft(o) for o in sorted(expr.operands, key=_check_cost))
+        if len(parts) == 2:
+            a, b = parts
+            return lambda ti: a(ti) or b(ti)
         return lambda ti: any(p(ti) for p in parts)
     if isinstance(expr, FTNot):
         inner = compile_ft(expr.operand)
         return lambda ti: not inner(ti)
     if isinstance(expr, FTNear):
-        return lambda ti: ti._near(expr)
+        return _compile_near(expr)
     raise TypeError(f"not a full-text expression: {expr!r}")
+
+
+def _check_cost(expr: FTExpr) -> int:
+    """A rank of how much testing `expr` on a text costs: a whole word, a phrase or
+    prefix, a combination, a proximity (sorted is stable: equal ranks keep their order)."""
+    if isinstance(expr, FTTerm):
+        return 0 if len(expr.words) == 1 and not expr.words[0].prefix else 1
+    return 3 if isinstance(expr, FTNear) else 2
+
+
+def term_key(term: FTTerm) -> str:
+    """A string naming `term`'s words (no word holds a control character), for caches."""
+    return "\x1f".join(w.text + ("\x1e" if w.prefix else "") for w in term.words)
+
+
+def _compile_near(e: FTNear):
+    """`TextIndex._near` of `e` with its terms' positions looked up by string keys."""
+    left, right = e.left.words, e.right.words
+    left_key, right_key = term_key(e.left), term_key(e.right)
+    left_len, right_len, lo, hi, ordered = len(left), len(right), e.min, e.max, e.ordered
+
+    def near(ti) -> bool:
+        a = ti.starts_of(left_key, left)
+        if not a:
+            return False
+        b = ti.starts_of(right_key, right)
+        if not b:
+            return False
+        if _follows(a, left_len, b, lo, hi):
+            return True
+        return not ordered and _follows(b, right_len, a, lo, hi)
+    return near
 
 
 def _follows(first: list[int], first_len: int, second: list[int], lo: int, hi: int) -> bool:
