@@ -60,12 +60,17 @@ def test_a_parse_worker_killed_leaves_the_rest_parsed_here(monkeypatch):
     assert len(many) == 41
 
 
+def _results_before(error, match: str, fn, n: int) -> list:
+    """The results `ordered_map` gives over range(n) before it raises `error`."""
+    got = []
+    with forked_pool(2) as pool, pytest.raises(error, match=match):
+        for _, value in pool.ordered_map(fn, range(n), 4):
+            got.append(value)
+    return got
+
+
 def test_a_killed_worker_stops_ordered_map_with_worker_lost():
-    with forked_pool(2) as pool:
-        got = []
-        with pytest.raises(WorkerLostError, match="ended abruptly"):
-            for _, value in pool.ordered_map(_square, range(40), 4):
-                got.append(value)
+    got = _results_before(WorkerLostError, "ended abruptly", _square, 40)
     assert got == [n * n for n in range(len(got))] and len(got) <= 13
 
 
@@ -128,12 +133,7 @@ def _fails_on_three(n: int) -> int:
 
 
 def test_a_task_error_is_raised_as_it_is_in_turn_and_a_fallback_takes_its_place():
-    with forked_pool(2) as pool:
-        got = []
-        with pytest.raises(KeyError, match="no 3"):
-            for _, value in pool.ordered_map(_fails_on_three, range(10), 4):
-                got.append(value)
-        assert got == [0, 1, 2]
+    assert _results_before(KeyError, "no 3", _fails_on_three, 10) == [0, 1, 2]
     with forked_pool(2) as pool:
         out = list(pool.ordered_map(_fails_on_three, range(6), 4, fallback=lambda n: -n))
     assert out == [(0, 0), (1, 1), (2, 2), (3, -3), (4, 4), (5, 5)]
