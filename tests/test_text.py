@@ -187,3 +187,28 @@ def test_compiled_phrases_of_whole_words_answer_as_the_evaluator(words_, tokens)
     assert compile_ft(term)(TextIndex(tokens)) is expected
     either = FTOr((near("a", "c", 1, 2), term))
     assert compile_ft(either)(TextIndex(tokens)) == TextIndex(tokens).matches(either)
+
+
+def _starts(term: FTTerm, tokens: list[str]) -> list[int]:
+    n = len(term.words)
+    return [i for i in range(len(tokens) - n + 1) if tokens[i:i + n] == [w.text for w in term.words]]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_whole_words, min_size=1, max_size=2), st.lists(_whole_words, min_size=1, max_size=2),
+       st.integers(0, 2), st.integers(0, 2), st.booleans(), st.lists(st.sampled_from(["a", "b", "c"]), max_size=10))
+def test_ftnear_of_phrases_agrees_with_the_spec(left, right, lo, extra, ordered, tokens):
+    """Spec section 3: some occurrence of B starts after some occurrence of A ends, with
+    lo..hi words strictly between them; with ``unordered`` either may come first. The
+    reference evaluator and the compiled checks share `_near_holds`: this is their
+    independent check, with terms and phrases of different lengths."""
+    a, b = FTTerm(tuple(left)), FTTerm(tuple(right))
+    hi = lo + extra
+
+    def follows(x: FTTerm, y: FTTerm) -> bool:
+        return any(j - (i + len(x.words)) in range(lo, hi + 1)
+                   for i in _starts(x, tokens) for j in _starts(y, tokens))
+    expected = follows(a, b) or (not ordered and follows(b, a))
+    expr = FTNear(a, b, lo, hi, ordered)
+    assert TextIndex(tokens).matches(expr) is expected
+    assert compile_ft(expr)(TextIndex(tokens)) is expected

@@ -178,16 +178,11 @@ class TextIndex:
         return sorted(p for w in found for p in self.positions[w])
 
     def occurrences(self, term: FTTerm) -> list[int]:
-        """Start positions of `term` (a word or a phrase), increasing."""
-        key = ("occ", term)
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        first = self._cache[key] = self.starts(term.words)
-        return first
+        """Start positions of `term` (a word or a phrase), increasing (cached, `starts_of`)."""
+        return self.starts_of(term_key(term), term.words)
 
     def starts(self, words: tuple[FTWord, ...]) -> list[int]:
-        """Start positions of the consecutive `words` (uncached: `occurrences` caches)."""
+        """Start positions of the consecutive `words` (uncached: `starts_of` caches)."""
         first = self.word_positions(words[0])
         if len(words) > 1 and first:
             if len(words) == 2:  # most phrases: one set, no inner loop
@@ -198,8 +193,8 @@ class TextIndex:
         return first
 
     def starts_of(self, key: str, words: tuple[FTWord, ...]) -> list[int]:
-        """`occurrences` of the term of `words`, cached under `key` (a string naming
-        them, `term_key`: its hash is kept, where a term's is computed at each lookup)."""
+        """`starts` of `words`, cached under `key` (their `term_key`: a string, whose hash
+        Python keeps, where a term's is computed at each lookup)."""
         cache = self._cache
         found = cache.get(key)
         if found is None:
@@ -227,13 +222,8 @@ class TextIndex:
         raise TypeError(f"not a full-text expression: {expr!r}")
 
     def _near(self, e: FTNear) -> bool:
-        a = self.occurrences(e.left)
-        b = self.occurrences(e.right)
-        if not a or not b:
-            return False
-        if _follows(a, len(e.left.words), b, e.min, e.max):
-            return True
-        return not e.ordered and _follows(b, len(e.right.words), a, e.min, e.max)
+        return _near_holds(self.occurrences(e.left), len(e.left.words), self.occurrences(e.right),
+                           len(e.right.words), e.min, e.max, e.ordered)
 
 
 def compile_ft(expr: FTExpr):
@@ -307,22 +297,27 @@ def term_key(term: FTTerm) -> str:
 
 
 def _compile_near(e: FTNear):
-    """`TextIndex._near` of `e` with its terms' positions looked up by string keys."""
+    """`TextIndex._near` of `e`, its terms' keys made once (the right term's positions
+    are not looked up when the left one does not occur)."""
     left, right = e.left.words, e.right.words
     left_key, right_key = term_key(e.left), term_key(e.right)
     left_len, right_len, lo, hi, ordered = len(left), len(right), e.min, e.max, e.ordered
 
     def near(ti) -> bool:
         a = ti.starts_of(left_key, left)
-        if not a:
-            return False
-        b = ti.starts_of(right_key, right)
-        if not b:
-            return False
-        if _follows(a, left_len, b, lo, hi):
-            return True
-        return not ordered and _follows(b, right_len, a, lo, hi)
+        return bool(a) and _near_holds(a, left_len, ti.starts_of(right_key, right), right_len, lo, hi, ordered)
     return near
+
+
+def _near_holds(a: list[int], a_len: int, b: list[int], b_len: int, lo: int, hi: int,
+                ordered: bool) -> bool:
+    """Starts `a` (of a term of `a_len` words) ftnear(lo, hi) starts `b`, in that order
+    unless not `ordered`."""
+    if not a or not b:
+        return False
+    if _follows(a, a_len, b, lo, hi):
+        return True
+    return not ordered and _follows(b, b_len, a, lo, hi)
 
 
 def _follows(first: list[int], first_len: int, second: list[int], lo: int, hi: int) -> bool:
