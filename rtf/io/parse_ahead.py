@@ -82,13 +82,12 @@ def parse_ahead(records: Iterable, workers: int, analysis=None) -> Iterator:
         yield from records
         return
     with pool:
-        for (chunk, texts, known, _), parsed in pool.ordered_map(
+        for (chunk, texts, keys, known, _), parsed in pool.ordered_map(
                 _parse_chunk, _chunks(iter(records), analysis), workers * IN_FLIGHT,
                 argument=_sent, fallback=_parse_here):
-            for record, text, query, new in zip(chunk, texts, known, parsed):
+            for record, text, key, query, new in zip(chunk, texts, keys, known, parsed):
                 if query is None and new is not None:
                     # One object for equal texts, as when parsed here: cached as `parse_query` caches.
-                    key = cache_key(text, analysis)
                     query = PARSE_CACHE.get(key)
                     if query is None:
                         # Its text is this one, not a copy: the record's string lives on in the
@@ -99,7 +98,8 @@ def parse_ahead(records: Iterable, workers: int, analysis=None) -> Iterator:
 
 
 def _chunks(records: Iterator, analysis) -> Iterator[tuple]:
-    """``(records, their texts, the queries already cached, the texts to send)``, `CHUNK`
+    """``(records, their texts, their parse-cache keys, the queries already cached, the
+    texts to send)``, `CHUNK`
     records at a time; an error of `records` is raised after the chunk read before it."""
     while True:
         chunk = []
@@ -117,15 +117,16 @@ def _chunks(records: Iterator, analysis) -> Iterator[tuple]:
 
 def _prepared(chunk: list, analysis) -> tuple:
     texts = [_text_of(record) for record in chunk]
+    keys = [None if text is None else cache_key(text, analysis) for text in texts]
     # A text this process parsed or received before is not sent again (as
     # `parse_query` would not parse it again): its query is the one cached.
-    known = [None if text is None else PARSE_CACHE.get(cache_key(text, analysis)) for text in texts]
+    known = [None if key is None else PARSE_CACHE.get(key) for key in keys]
     sent = [text if query is None else None for text, query in zip(texts, known)]
-    return chunk, texts, known, sent
+    return chunk, texts, keys, known, sent
 
 
 def _sent(item: tuple) -> list:
-    return item[3]
+    return item[4]
 
 
 def _parse_here(item: tuple) -> list:
@@ -141,11 +142,9 @@ def _text_of(record) -> str | None:
 
 
 def _start_worker(analysis) -> None:
-    """In a worker: it parses under `analysis`; a Ctrl-C reaches the whole process group,
-    and the parent stops the pool. (The parser's caches get locks of their own at the
-    fork: `rtf.parser.cache.fork_safe`.)"""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """In a worker: it parses under `analysis`. (The parser's caches get locks of their
+    own at the fork, `rtf.parser.cache.fork_safe`; a Ctrl-C, which reaches the whole
+    process group, ends the worker quietly, `rtf.io.processes`.)"""
     _ANALYSIS["analysis"] = analysis
 
 

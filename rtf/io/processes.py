@@ -108,15 +108,12 @@ class ForkedPool:
                 continue
             try:
                 result = self._receive()
-            except WorkerLostError:
+            except Exception as e:
                 if fallback is None:
                     raise
-                lost = True
-                self.close()
-                result = fallback(item)
-            except Exception:
-                if fallback is None:
-                    raise
+                if isinstance(e, WorkerLostError):  # nothing more is sent: the rest is computed here
+                    lost = True
+                    self.close()
                 result = fallback(item)
             yield item, result
 
