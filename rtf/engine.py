@@ -307,7 +307,8 @@ class Engine:
         pub = as_publication(publication)
         triples = list(pub.triples)
         virtual = self.taxonomy.expand(triples)
-        groups, found, truncated = self._index.solution_groups(triples, virtual, self.max_solutions)
+        groups, found, truncated = self._index.solution_groups(triples, virtual, self.max_solutions,
+                                                               pub.now_key())
         if truncated:
             self._truncated += len(truncated)
         # Parallel lists, built in C: no Python object per match until one is read. The

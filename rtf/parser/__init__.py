@@ -22,7 +22,8 @@ from lark.exceptions import UnexpectedInput
 
 from rtf.errors import QueryTooComplexError
 from rtf.parser.blank_nodes import check_blank_node_scopes
-from rtf.parser.build import BUILTIN_PREFIXES, QueryBuilder
+from rtf.parser.algebra import AlgebraBuilder
+from rtf.parser.build import BUILTIN_PREFIXES, OutsideFragment, QueryBuilder
 from rtf.parser.cache import ParseCache
 from rtf.parser.diagnose import diagnose
 from rtf.parser.grammar import grammar_text, lark_parser
@@ -124,7 +125,10 @@ def _build(text: str, tree, reused: bool = False) -> Query:
         check_nesting(tree)
     check_blank_node_scopes(tree, text)
     try:
-        return QueryBuilder(text).build(tree)
+        try:
+            return QueryBuilder(text).build(tree)
+        except OutsideFragment:  # valid, beyond version 2: its algebra answers (version 3)
+            return AlgebraBuilder(text).build(tree)
     except RecursionError:  # pragma: no cover - check_nesting keeps every recursion shallow
         raise QueryTooComplexError("the query is nested too deeply", 1, 1) from None
 

@@ -52,6 +52,7 @@ ERROR
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from functools import lru_cache
 
 from rtf.query.functions import FUNCTIONS, XSD_CASTS, arithmetic, boolean_key
@@ -59,11 +60,15 @@ from rtf.query.model import (
     And,
     Arithmetic,
     Call,
+    Coalesce,
     Compare,
     Contains,
     EffectiveBoolean,
+    Exists,
     FtContains,
+    If,
     In,
+    IriCall,
     Lang,
     LangMatches,
     Not,
@@ -170,7 +175,7 @@ def _build(expr) -> Compiled:
         raise _NotAnExpression(f"not a filter expression: {expr!r}")
     try:
         compiled = build(expr)
-        if operand_variables(expr):
+        if operand_variables(expr) or _volatile(expr):
             return compiled
         # No variables: the value is the same for every solution.
         value = compiled({})
@@ -229,6 +234,9 @@ def _operand(op) -> Compiled:
         return _call(op)
     if isinstance(op, Arithmetic):
         return _arithmetic(op)
+    value_builder = _VALUE_BUILDERS.get(type(op))
+    if value_builder is not None:
+        return value_builder(op)
     if type(op) in _BUILDERS:  # a condition used as a value: true/false as xsd:boolean
         condition = _build(op)
 
@@ -244,6 +252,8 @@ def _call(op: Call) -> Compiled:
     if op.name == "bound":
         name = op.args[0].name
         return lambda solution: boolean_key(name in solution)
+    if op.name in _CONTEXT_FUNCTIONS:
+        return _context_call(op)
     function = FUNCTIONS.get(op.name) or XSD_CASTS.get(op.name)
     if function is None:
         raise _NotAnExpression(f"unknown function: {op.name!r}")
@@ -467,3 +477,138 @@ _BUILDERS = {
     LangMatches: _lang_matches, EffectiveBoolean: _effective_boolean, In: _in,
     And: _and, Or: _or, Not: _not,
 }
+
+
+# ------------------------------------------------------- version 3: values
+
+
+class EvaluationContext:
+    """What an expression of version 3 reads beyond its solution, set by the algebra's
+    evaluator (`rtf.algebra.evaluate`) for the duration of one query's evaluation:
+    `exists` (``EXISTS``: does a pattern have a solution under these bindings), the
+    instant of ``NOW()`` and the blank nodes of ``BNODE()``."""
+
+    __slots__ = ("exists", "now", "fresh", "bnodes")
+
+    def __init__(self, exists, now: str | None, fresh):
+        self.exists = exists
+        self.now = now
+        self.fresh = fresh  # () -> a blank node the publication does not hold
+        self.bnodes: dict = {}
+
+    def bnode(self, solution, label) -> str:
+        """A fresh blank node; ``BNODE(label)`` is the same one for the same label
+        within one solution, another in another solution (SPARQL 1.1, 17.4.2.9)."""
+        if label is not None:
+            key = (id(solution), label)
+            found = self.bnodes.get(key)
+            if found is not None and found[0] is solution:
+                return found[1]
+        node = self.fresh()
+        if label is not None:
+            self.bnodes[key] = (solution, node)
+        return node
+
+
+#: The evaluation context of the query being evaluated (None outside one: then
+#: ``EXISTS``, ``NOW()`` and ``BNODE()`` are errors).
+CONTEXT: ContextVar[EvaluationContext | None] = ContextVar("rtf_evaluation", default=None)
+
+_CONTEXT_FUNCTIONS = frozenset({"now", "rand", "uuid", "struuid", "bnode"})
+
+
+def _volatile(expr) -> bool:
+    """An expression whose value is not fixed by its variables (it must not be folded)."""
+    if isinstance(expr, Exists):
+        return True
+    if isinstance(expr, Call):
+        return expr.name in _CONTEXT_FUNCTIONS or any(_volatile(a) for a in expr.args)
+    for name in getattr(expr, "__slots__", ()):
+        value = getattr(expr, name, None)
+        if isinstance(value, tuple):
+            if any(_volatile(v) for v in value if not isinstance(v, (str, int))):
+                return True
+        elif value is not None and not isinstance(value, (str, int, bool)) and _volatile(value):
+            return True
+    return False
+
+
+def _context_call(op: Call) -> Compiled:
+    from rtf.query.functions import rand_key, struuid_key, uuid_key
+    name = op.name
+    if name == "now":
+        def now(solution):
+            context = CONTEXT.get()
+            return ERROR if context is None or context.now is None else context.now
+        return now
+    if name == "rand":
+        return lambda solution: rand_key()
+    if name == "uuid":
+        return lambda solution: uuid_key()
+    if name == "struuid":
+        return lambda solution: struuid_key()
+    arg = _operand(op.args[0]) if op.args else None  # bnode
+
+    def bnode(solution):
+        context = CONTEXT.get()
+        if context is None:
+            return ERROR
+        if arg is None:
+            return context.bnode(solution, None)
+        key = arg(solution)
+        if key is ERROR or key[0] != '"' or (key[-1] != '"' and literal_parts(key).datatype != XSD_STRING):
+            return ERROR  # a simple literal or an xsd:string
+        return context.bnode(solution, key)
+    return bnode
+
+
+def _if(op: If) -> Compiled:
+    condition, then, otherwise = _operand(op.condition), _operand(op.then), _operand(op.otherwise)
+
+    def choose(solution):
+        key = condition(solution)
+        if key is ERROR:
+            return ERROR
+        chosen = effective_boolean(key)
+        if chosen is ERROR:
+            return ERROR
+        return then(solution) if chosen else otherwise(solution)
+    return choose
+
+
+def _coalesce(op: Coalesce) -> Compiled:
+    args = tuple(_total(_operand(a)) for a in op.args)
+
+    def first(solution):
+        for arg in args:
+            key = arg(solution)
+            if key is not ERROR:
+                return key
+        return ERROR
+    return first
+
+
+def _iri_call(op: IriCall) -> Compiled:
+    from rtf.query.functions import iri_function
+    arg, base = _operand(op.arg), op.base
+
+    def make(solution):
+        key = arg(solution)
+        return ERROR if key is ERROR else iri_function(key, base)
+    return make
+
+
+def _exists(expr: Exists) -> Compiled:
+    pattern, negated = expr.pattern, expr.negated
+
+    def exists(solution):
+        context = CONTEXT.get()
+        if context is None:
+            return ERROR
+        found = context.exists(pattern, solution)
+        return not found if negated else found
+    return exists
+
+
+_VALUE_BUILDERS = {If: _if, Coalesce: _coalesce, IriCall: _iri_call}
+_BUILDERS[Exists] = _exists

@@ -1,0 +1,111 @@
+"""A version-3 query over one publication: what its match reports (spec section 5).
+
+`run(query, dataset)` evaluates the query's algebra and gives the match's
+payload, or None when the publication does not match:
+
+- ``SELECT``: its distinct rows, each a tuple of (variable, term key) pairs
+  in projection order with the unbound variables left out; a `frozenset`,
+  or an `OrderedRows` tuple (each row where it first occurs) when the query
+  ends in ``ORDER BY``; None when the result has no solution;
+- ``ASK``: the unit row set when true, None when false;
+- ``CONSTRUCT``: the constructed triples (`Triples`), None when there are
+  none. A template triple with an unbound variable, a literal subject or a
+  predicate that is not an IRI is left out; a template's blank nodes are
+  fresh for each solution.
+
+``NOW()`` is the dataset's instant, one per publication; ``BNODE()`` and the
+template's blank nodes are named so as not to clash with the publication's.
+"""
+
+from __future__ import annotations
+
+from rtf.algebra.evaluate import evaluate
+from rtf.algebra.graph import Dataset
+from rtf.algebra.model import AlgebraQuery
+from rtf.query.expressions import CONTEXT, EvaluationContext
+from rtf.query.terms import BlankNode, Variable
+
+#: The one solution of an ASK query, as the indexes answer it.
+UNIT_ROWS = frozenset({()})
+
+
+class OrderedRows(tuple):
+    """The distinct rows of an ``ORDER BY`` query, in order (a tuple: compared in order)."""
+
+    __slots__ = ()
+
+
+class Triples(frozenset):
+    """The triples a ``CONSTRUCT`` match carries: (subject, predicate, object) keys."""
+
+    __slots__ = ()
+
+
+def run(query: AlgebraQuery, dataset: Dataset):
+    """The match payload of `query` on `dataset` (see the module), or None."""
+    fresh = _FreshBlankNodes(dataset)
+    context = EvaluationContext(lambda pattern, bound: bool(evaluate(pattern, dataset, bound)),
+                                dataset.now, fresh)
+    token = CONTEXT.set(context)
+    try:
+        solutions = evaluate(query.pattern, dataset)
+        if query.form == "ASK":
+            return UNIT_ROWS if solutions else None
+        if query.form == "CONSTRUCT":
+            triples = construct(query.template, solutions, fresh)
+            return Triples(triples) if triples else None
+    finally:
+        CONTEXT.reset(token)
+    if not solutions:
+        return None
+    names = query.projection
+    rows = dict.fromkeys(tuple((n, s[n]) for n in names if n in s) for s in solutions)
+    return OrderedRows(rows) if query.ordered else frozenset(rows)
+
+
+def construct(template, solutions: list[dict], fresh) -> list[tuple[str, str, str]]:
+    """The template instantiated by each solution, each triple once, in order."""
+    out: dict[tuple[str, str, str], None] = {}
+    for solution in solutions:
+        blanks: dict[str, str] = {}
+        for pattern in template:
+            triple = []
+            for position, term in enumerate(pattern.terms):
+                if isinstance(term, Variable):
+                    key = solution.get(term.name)
+                elif isinstance(term, BlankNode):
+                    key = blanks.get(term.label)
+                    if key is None:
+                        key = blanks[term.label] = fresh()
+                else:
+                    try:
+                        key = term.key
+                    except (ValueError, AttributeError):
+                        key = None
+                if key is None or (position == 0 and key[0] == '"') or (position == 1 and key[0] != "<"):
+                    break
+                triple.append(key)
+            else:
+                out[(triple[0], triple[1], triple[2])] = None
+    return list(out)
+
+
+class _FreshBlankNodes:
+    """Blank nodes that the publication does not hold: ``_:g1``, ``_:g2``..., skipping any
+    label the publication uses."""
+
+    __slots__ = ("dataset", "count", "used")
+
+    def __init__(self, dataset: Dataset):
+        self.dataset = dataset
+        self.count = 0
+        self.used: set[str] | None = None
+
+    def __call__(self) -> str:
+        if self.used is None:
+            self.used = {t for triple in self.dataset.graph.triples for t in triple if t[0] == "_"}
+        while True:
+            self.count += 1
+            node = f"_:g{self.count}"
+            if node not in self.used:
+                return node
