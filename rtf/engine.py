@@ -246,6 +246,8 @@ class Engine:
                                      "with text analysis: register the query text")
                 query = query.text
             parsed = parse_query(query) if isinstance(query, str) else query
+            if parsed.algebra is None and not parsed.patterns and parsed.text:
+                parsed = parse_query(parsed.text)  # a version-3 query loaded from an index
             for pattern in parsed.patterns:
                 for term in pattern.terms:
                     if isinstance(term, (IRI, Literal)):

@@ -320,6 +320,11 @@ class AlgebraQuery:
     def __str__(self) -> str:
         return f"{self.form} {self.pattern}"
 
+    def lines(self, indent: str = "") -> list[str]:
+        """The algebra as an indented tree (`rtf.algebra.describe`)."""
+        from rtf.algebra.describe import algebra_lines
+        return algebra_lines(self.pattern, indent)
+
 
 __all__ = [
     "Link", "Inverse", "Sequence", "Alternative", "ZeroOrMore", "OneOrMore", "ZeroOrOne",

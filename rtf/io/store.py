@@ -23,22 +23,17 @@ no eval, only JSON and the whitelisted constructors. Decompression is
 capped by the header's length, itself capped (`MAX_BODY_BYTES`,
 `MAX_RATIO`): a zlib bomb is an `IndexFileError`, never a MemoryError.
 
-Both ways stream: the writer (`IndexWriter`) encodes and compresses a few
-thousand values at a time and puts the head line in front at the end (so
-`rtf index build` can write queries as it registers them, a chunk at a
-time, learning `next_id` last), and the reader decompresses and decodes
-one line at a time, so neither holds the whole body uncompressed.
+Both ways stream: the writer (`IndexWriter`) encodes and compresses a few thousand values
+at a time and puts the head line in front at the end (so `rtf index build` writes queries as it
+registers them, learning `next_id` last), and the reader decodes one line at a time.
 
-This module knows the file, not the engine: `encode_index` writes a
-`SavedIndex` (algorithm, solution cap, taxonomy, parsed queries) and
-`decode_index` reads one back; `rtf.engine.Engine.save`, `load`,
-`to_bytes` and `from_bytes` turn an engine into one and back.
+This module knows the file, not the engine (`encode_index`, `decode_index`;
+`Engine.save`, `load`, `to_bytes` and `from_bytes` turn an engine into one and back).
+A version-3 query is stored as its text, parsed again on load.
 
-Loading is all-or-nothing: the header, checksum and version are verified,
-the whole body is decoded and a new `Engine` is built; any problem raises
-`IndexFileError` and nothing is returned. Saving is atomic: a temporary
-file beside the target, fsync, rename, fsync of the folder
-(`rtf.io.files.write_atomically`).
+Loading is all-or-nothing (header, checksum and version verified, the whole body decoded,
+a new `Engine` built; else `IndexFileError`). Saving is atomic: a temporary file beside the
+target, fsync, rename, fsync of the folder (`rtf.io.files.write_atomically`).
 """
 
 from __future__ import annotations
@@ -68,6 +63,8 @@ from rtf.query.terms import shared
 MAGIC = b"RTFINDEX"
 #: Version of the layout; a file of any other version is refused.
 FORMAT_VERSION = 3
+#: The text rule of the stored words (head's "text_rule": spec section 5's); older files: refused.
+TEXT_RULE = 3
 #: magic and version: the start of every version's header.
 PREAMBLE = struct.Struct("<8sI")
 #: magic, version (uint32), flags (uint32), body length as stored (uint64), body length
@@ -117,9 +114,10 @@ CLASS_NAMES: list[str] = list(MODEL_CLASSES)
 #: values (patterns, conjuncts, branches) are already stored once each in
 #: the file; sharing them again would hash them recursively for nothing.
 _SHARED_CLASSES = frozenset((terms.IRI, terms.Variable, model.FTWord))
-#: The fields stored of each class: all its dataclass fields, but a query's branches,
-#: which loading decomposes again from its patterns and filters.
-_FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls) if (cls, f.name) != (model.Query, "branches"))
+#: The fields stored of each class: all its dataclass fields, but a query's branches (loading
+#: decomposes them again) and algebra (a version-3 query is stored as its text, parsed on load).
+_NOT_STORED = {(model.Query, "branches"), (model.Query, "algebra")}
+_FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls) if (cls, f.name) not in _NOT_STORED)
            for cls in MODEL_CLASSES.values() if dataclasses.is_dataclass(cls)}
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -292,6 +290,7 @@ class IndexWriter:
             return self._file
         self._flush_queries()
         head = {"algorithm": algorithm, "max_solutions": max_solutions, "next_id": next_id,
+                "text_rule": TEXT_RULE,
                 "taxonomy": {c: list(ps) for c, ps in taxonomy.parent_table().items()},
                 "classes": CLASS_NAMES}
         if text_analysis is not None:  # absent: the spec's default words
@@ -467,6 +466,9 @@ def _head(head, source: str) -> tuple[str, int, int, Taxonomy, list, dict | None
 
     if type(head) is not dict:
         raise bad("the index's first line is not an object")
+    if head.get("text_rule") != TEXT_RULE:
+        raise bad("the index was written by an rtf whose words split at combining marks "
+                  "(before language version 3); rebuild it with `rtf index build`")
     algorithm = head.get("algorithm")
     if not isinstance(algorithm, str):
         raise bad(f"unknown algorithm {algorithm!r}")

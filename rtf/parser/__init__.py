@@ -5,15 +5,24 @@
 >>> q.projection, len(q.branches), str(q.branches[0].tuples[0].fulltext)
 (('a',), 1, '("rio" ftand "games")')
 
+A query inside the fragment of spec sections 1-4 (version 2) is built as
+branches the indexes answer by themselves (`rtf.parser.build`); any other
+SPARQL 1.1 query (version 3: spec section 5) is built as its algebra, which
+answers it, and branches that only find it (`rtf.parser.algebra`):
+
+>>> q = parse_query("SELECT ?s (COUNT(?o) AS ?n) { ?s ?p ?o } GROUP BY ?s")
+>>> q.algebra is not None, len(q.branches)
+(True, 1)
+
 Errors are `rtf.errors.QuerySyntaxError` (the text is not in the language:
 line, column, what was found and what was expected) or
-`rtf.errors.UnsupportedQueryError` (valid SPARQL outside the spec, named),
+`rtf.errors.UnsupportedQueryError` (valid SPARQL the contract refuses, named),
 both `QueryError` s with ``line`` and ``column``; nothing else escapes.
 
->>> parse_query("SELECT * { ?s ?p ?o MINUS { ?s ?q ?v } }")
+>>> parse_query("SELECT * { ?s ?p ?o SERVICE <http://x/> { ?s ?q ?v } }")
 Traceback (most recent call last):
   ...
-rtf.errors.UnsupportedQueryError: line 1, column 21: unsupported construct: MINUS
+rtf.errors.UnsupportedQueryError: line 1, column 21: unsupported construct: SERVICE (federated queries are not evaluated)
 """
 
 from __future__ import annotations

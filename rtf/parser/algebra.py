@@ -132,6 +132,26 @@ class AlgebraBuilder(QueryBuilder):
         return Query(form, projection, False, (), (), presearch_branches(algebra), self.text,
                      None, algebra)
 
+    def refuse_outside_contract(self, query: Tree) -> None:
+        """Raise `UnsupportedQueryError` for what no version of the contract accepts:
+        DESCRIBE, FROM / FROM NAMED, GRAPH and SERVICE (spec section 5)."""
+        if query.data == "describe_query":
+            raise _unsupported("DESCRIBE", query.children[0])
+        stack = [query]
+        while stack:
+            node = stack.pop()
+            kind = node.data
+            if kind == "dataset_clause":
+                named = any(isinstance(c, Token) and c.type == "NAMED" for c in node.children)
+                raise _unsupported("FROM NAMED (dataset clause)" if named else "FROM (dataset clause)",
+                                   node.children[0], "a query reads the publication, its default graph")
+            if kind == "graph_pattern":
+                raise _unsupported("GRAPH", node.children[0],
+                                   "a publication is one default graph, with no named graphs")
+            if kind == "service_pattern":
+                raise _unsupported("SERVICE", node.children[0], "federated queries are not evaluated")
+            stack.extend(c for c in reversed(node.children) if isinstance(c, Tree))
+
     @staticmethod
     def _parts(query: Tree, clause: bool = True):
         nodes = [c for c in query.children if isinstance(c, Tree) and c.data != "dataset_clause"]
@@ -484,11 +504,13 @@ class AlgebraBuilder(QueryBuilder):
         distinct = any(isinstance(c, Token) and c.type == "DISTINCT" for c in node.children)
         args = [c for c in node.children[1:] if not (isinstance(c, Token) and c.type == "DISTINCT")]
         separator = None
-        if len(args) >= 3 and isinstance(args[-2], Token) and args[-2].type == "SEPARATOR":
+        if len(args) >= 4 and isinstance(args[-3], Token) and args[-3].type == "SEPARATOR":
             if name != "group_concat":
-                raise _syntax("SEPARATOR belongs to GROUP_CONCAT", args[-2])
+                raise _syntax("SEPARATOR belongs to GROUP_CONCAT", args[-3])
+            if str(args[-2]) != "=":
+                raise _syntax(f"expected SEPARATOR = \"...\", not {args[-2]!s}", args[-2])
             separator = string_value(args[-1])
-            args = args[:-2]
+            args = args[:-3]
         arg = args[0]
         if isinstance(arg, Token) and arg.type == "STAR":
             if name != "count":

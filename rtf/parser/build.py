@@ -149,26 +149,6 @@ class QueryBuilder:
                 ns, iri = decl.children
                 self.prefixes[str(ns)[:-1]] = self.resolve(iri)
 
-    def refuse_outside_contract(self, query: Tree) -> None:
-        """Raise `UnsupportedQueryError` for what no version of the contract accepts:
-        DESCRIBE, FROM / FROM NAMED, GRAPH and SERVICE (spec section 5)."""
-        if query.data == "describe_query":
-            raise _unsupported("DESCRIBE", query.children[0])
-        stack = [query]
-        while stack:
-            node = stack.pop()
-            kind = node.data
-            if kind == "dataset_clause":
-                named = any(isinstance(c, Token) and c.type == "NAMED" for c in node.children)
-                raise _unsupported("FROM NAMED (dataset clause)" if named else "FROM (dataset clause)",
-                                   node.children[0], "a query reads the publication, its default graph")
-            if kind == "graph_pattern":
-                raise _unsupported("GRAPH", node.children[0],
-                                   "a publication is one default graph, with no named graphs")
-            if kind == "service_pattern":
-                raise _unsupported("SERVICE", node.children[0], "federated queries are not evaluated")
-            stack.extend(c for c in reversed(node.children) if isinstance(c, Tree))
-
     def build(self, tree: Tree) -> Query:
         prologue, query, *trailing = tree.children
         self.prologue(prologue)
@@ -176,7 +156,7 @@ class QueryBuilder:
             raise OutsideFragment(trailing[0].data if trailing else query.data)
         children = query.children
         if any(c.data == "dataset_clause" for c in children):
-            self.refuse_outside_contract(query)
+            raise OutsideFragment("dataset clause")  # refused by name (`rtf.parser.algebra`)
         if children[-1].children:  # solution_modifier
             raise OutsideFragment("solution modifier")
         if query.data == "ask_query":

@@ -52,9 +52,9 @@ ERROR
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from functools import lru_cache
 
+from rtf.query.context import CONTEXT, EvaluationContext  # noqa: F401 (re-exported)
 from rtf.query.functions import FUNCTIONS, XSD_CASTS, arithmetic, boolean_key
 from rtf.query.model import (
     And,
@@ -481,38 +481,6 @@ _BUILDERS = {
 
 # ------------------------------------------------------- version 3: values
 
-
-class EvaluationContext:
-    """What an expression of version 3 reads beyond its solution, set by the algebra's
-    evaluator (`rtf.algebra.evaluate`) for the duration of one query's evaluation:
-    `exists` (``EXISTS``: does a pattern have a solution under these bindings), the
-    instant of ``NOW()`` and the blank nodes of ``BNODE()``."""
-
-    __slots__ = ("exists", "now", "fresh", "bnodes")
-
-    def __init__(self, exists, now: str | None, fresh):
-        self.exists = exists
-        self.now = now
-        self.fresh = fresh  # () -> a blank node the publication does not hold
-        self.bnodes: dict = {}
-
-    def bnode(self, solution, label) -> str:
-        """A fresh blank node; ``BNODE(label)`` is the same one for the same label
-        within one solution, another in another solution (SPARQL 1.1, 17.4.2.9)."""
-        if label is not None:
-            key = (id(solution), label)
-            found = self.bnodes.get(key)
-            if found is not None and found[0] is solution:
-                return found[1]
-        node = self.fresh()
-        if label is not None:
-            self.bnodes[key] = (solution, node)
-        return node
-
-
-#: The evaluation context of the query being evaluated (None outside one: then
-#: ``EXISTS``, ``NOW()`` and ``BNODE()`` are errors).
-CONTEXT: ContextVar[EvaluationContext | None] = ContextVar("rtf_evaluation", default=None)
 
 _CONTEXT_FUNCTIONS = frozenset({"now", "rand", "uuid", "struuid", "bnode"})
 

@@ -524,6 +524,8 @@ class Query:
 
     def describe(self) -> str:
         """The decomposition, as a person reads it (what ``rtf check`` prints)."""
+        if self.algebra is not None:
+            return self._describe_algebra()
         lines = [f"form:        {self.form}{' DISTINCT' if self.distinct else ''}"]
         if not self.is_ask:
             lines.append("projection:  " + (" ".join("?" + v for v in self.projection) or "(none)"))
@@ -537,13 +539,35 @@ class Query:
                 lines.append("filters:")
                 lines += [f"  {f}" for f in self.filters]
         lines.append(f"branches:    {len(self.branches)} (disjunctive normal form)")
+        lines += self._branch_lines()
+        return "\n".join(lines)
+
+    def _describe_algebra(self) -> str:
+        lines = [f"form:        {self.form} (language version 3: its SPARQL algebra answers it)"]
+        if self.form == "SELECT":
+            lines.append("projection:  " + (" ".join("?" + v for v in self.projection) or "(none)"))
+        if self.form == "CONSTRUCT":
+            lines.append("template:")
+            lines += [f"  {t}" for t in self.algebra.template]
+        lines.append("algebra:")
+        lines += self.algebra.lines("  ")  # (rtf.algebra.describe)
+        if not self.branches:
+            lines.append("presearch:   none (evaluated for every publication)")
+        else:
+            lines.append(f"presearch:   {len(self.branches)} branch(es): the query is evaluated on a "
+                         "publication that holds a triple for each tuple of one of them")
+        lines += self._branch_lines()
+        return "\n".join(lines)
+
+    def _branch_lines(self) -> list[str]:
+        lines = []
         for i, b in enumerate(self.branches, 1):
             lines.append(f"  branch {i}:")
             for j, t in enumerate(b.tuples, 1):
                 lines.append(f"    t{j} {t}")
             for r in b.residual:
                 lines.append(f"    residual FILTER {r}")
-        return "\n".join(lines)
+        return lines
 
 
 __all__ = [
