@@ -63,12 +63,21 @@ def numeric(key: str):
 # ------------------------------------------------------------- lexical forms
 
 
+def _plain_decimal(value: Decimal) -> str:
+    """`value` without exponent nor trailing fraction zeros, every digit kept.
+
+    (``Decimal.normalize`` would round to the context's 28 digits.)
+    """
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
 def _decimal_lexical(value: Decimal) -> str:
     """The canonical xsd:decimal form: no exponent, at least one fraction digit."""
-    text = format(value.normalize(), "f")
-    if "." not in text:
-        text += ".0"
-    return "0.0" if text in ("-0.0", "-0") else text
+    text = _plain_decimal(value)
+    return text if "." in text else text + ".0"
 
 
 def _shortest(kind: int, value: float) -> Decimal:
@@ -108,13 +117,6 @@ def number_key(kind: int, value, integer: bool) -> str:
     return literal_key(_scientific(kind, value), XSD_FLOAT if kind == FLOAT else XSD_DOUBLE)
 
 
-def _integral_or_decimal(value: Decimal) -> str:
-    """XPath's string of an xs:decimal: an integer's digits, else the canonical decimal."""
-    if value == value.to_integral_value():
-        return str(int(value))
-    return format(value.normalize(), "f")
-
-
 def xpath_number_string(kind: int, value, integer: bool) -> str:
     """The string XPath casts a number to (``xs:string``), F&O 3.1 §19.1.2.2.
 
@@ -125,13 +127,13 @@ def xpath_number_string(kind: int, value, integer: bool) -> str:
     and ``"-0"``.
     """
     if kind == DECIMAL:
-        return str(int(value)) if integer else _integral_or_decimal(Decimal(value))
+        return str(int(value)) if integer else _plain_decimal(Decimal(value))
     if value != value or value in (_INF, -_INF):
         return _scientific(kind, value)
     if value == 0:
         return "-0" if math.copysign(1.0, value) < 0 else "0"
     if 1e-6 <= abs(value) < 1e6:
-        return _integral_or_decimal(_shortest(kind, value))
+        return _plain_decimal(_shortest(kind, value))
     return _scientific(kind, value)
 
 
@@ -225,12 +227,21 @@ def _rounding(for_float, for_decimal):
     return _unary(compute)
 
 
+def _abs(kind, value, integer):
+    # Decimal's abs() and - round to the context's 28 digits; copy_abs and copy_negate do not.
+    return value.copy_abs() if isinstance(value, Decimal) else abs(value)
+
+
+def _negate(kind, value, integer):
+    return value.copy_negate() if isinstance(value, Decimal) else -value
+
+
 FUNCTIONS = {
-    "abs": _unary(lambda kind, value, integer: abs(value)),
+    "abs": _unary(_abs),
     # Ties go toward positive infinity: half up above zero, half down below.
     "round": _rounding(_float_round, lambda d: ROUND_HALF_UP if d >= 0 else ROUND_HALF_DOWN),
     "ceil": _rounding(_float_integral(math.ceil), lambda d: ROUND_CEILING),
     "floor": _rounding(_float_integral(math.floor), lambda d: ROUND_FLOOR),
-    "-": _unary(lambda kind, value, integer: -value),
+    "-": _unary(_negate),
     "+": lambda key: key if numeric(key) is not None else ERROR,
 }
