@@ -71,7 +71,8 @@ def as_oxigraph_sees(k: str) -> str:
     return k if seen is None else seen
 
 
-_NUMERIC = {XSD + t for t in ("integer", "decimal", "float", "double")}
+#: Datatypes whose literals Oxigraph turns into values (and writes back canonically).
+_BY_VALUE = {XSD + t for t in ("integer", "decimal", "float", "double", "boolean", "dateTime", "date")}
 
 
 def _datatype(k: str):
@@ -80,12 +81,18 @@ def _datatype(k: str):
 
 
 def same_result(ours, theirs) -> bool:
-    """Our result (a key or ERROR) against Oxigraph's (a key or None)."""
+    """Our result (a key or ERROR) against Oxigraph's (a key or None).
+
+    Literals of the datatypes Oxigraph reads as values compare by value
+    (``"1"^^xsd:boolean`` is its ``"true"``); other terms as terms.
+    """
     if ours is ERROR or theirs is None:
         return ours is ERROR and theirs is None
-    if _datatype(ours) in _NUMERIC and _datatype(ours) == _datatype(theirs):
-        a, b = typed_value(ours)[1], typed_value(theirs)[1]
-        return a == b or (a != a and b != b)
+    if _datatype(ours) in _BY_VALUE and _datatype(ours) == _datatype(theirs):
+        a, b = typed_value(ours), typed_value(theirs)
+        if a is not None and b is not None:  # valid literals: compare values
+            a, b = a[1], b[1]
+            return a == b or (a != a and b != b)
     if theirs.startswith("_:"):
         return ours.startswith("_:")
     return ours == theirs
