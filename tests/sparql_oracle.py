@@ -98,6 +98,12 @@ def same_result(ours, theirs) -> bool:
     return ours == theirs
 
 
+def in_oxigraphs_range(k: str) -> bool:
+    """Oxigraph's integers are 64-bit (and its decimals 128-bit): a bigger one is no number to it."""
+    value = typed_value(k) if k[0] == '"' else None
+    return value is None or value[0] != 0 or abs(value[1]) < 2 ** 62
+
+
 def decimal_close(ours: str, theirs: str, digits: int = 17) -> bool:
     """Two decimal keys equal to `digits` places (Oxigraph keeps 18 fraction digits)."""
     a, b = typed_value(ours)[1], typed_value(theirs)[1]
