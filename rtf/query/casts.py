@@ -49,9 +49,10 @@ from rtf.query.literals import (
     XSD_STRING,
     boolean_key,
     string_key,
+    typed_key,
 )
 from rtf.query.numerics import DECIMAL, DOUBLE, FLOAT, number_key, numeric, xpath_number_string
-from rtf.query.terms import literal_key, literal_parts
+from rtf.query.terms import literal_parts
 from rtf.query.values import (
     _INF,
     _PARSERS,
@@ -95,10 +96,10 @@ def _from_string(lexical: str, target: str):
     lexical = lexical.strip(_WHITESPACE)
     if target == XSD_DATETIME:
         canonical = canonical_date_time(lexical)
-        return ERROR if canonical is None else literal_key(canonical, XSD_DATETIME)
+        return ERROR if canonical is None else typed_key(canonical, XSD_DATETIME)
     if target == XSD_DATE:
         canonical = canonical_date(lexical)
-        return ERROR if canonical is None else literal_key(canonical, XSD_DATE)
+        return ERROR if canonical is None else typed_key(canonical, XSD_DATE)
     parsed = _PARSERS[target](lexical, target)
     if parsed is None:
         return ERROR
@@ -122,7 +123,7 @@ def _from_literal(key: str, parts, target: str):
             canonical = canonical_date(parts.lexical, source)
         else:
             return ERROR
-        return ERROR if canonical is None else literal_key(canonical, target)
+        return ERROR if canonical is None else typed_key(canonical, target)
     n = numeric(key)
     if n is not None:
         kind, value, integer = n

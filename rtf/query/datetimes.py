@@ -20,9 +20,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from decimal import Decimal
 
-from rtf.query.literals import XSD_DATE, XSD_DATETIME, integer_key, string_key
+from rtf.query.memo import bounded_by_chars
+from rtf.query.literals import XSD_DATE, XSD_DATETIME, integer_key, string_key, typed_key
 from rtf.query.numerics import DECIMAL, number_key
-from rtf.query.terms import XSD, literal_key, literal_parts
+from rtf.query.terms import XSD, literal_parts
 from rtf.query.values import _DATE, _DATETIME, _PARSERS, ERROR, _valid_date
 
 __all__ = ["FUNCTIONS", "now_key", "date_time_fields", "date_time_parts", "canonical_date_time",
@@ -65,8 +66,12 @@ def date_time_fields(lexical: str, datatype: str):
     return y, mo, d, h, int(minute), seconds, tz
 
 
+@bounded_by_chars(1 << 20, weight=2)
 def date_time_parts(key: str, with_date: bool = False):
-    """`date_time_fields` of a key: an xsd:dateTime (or with `with_date` an xsd:date), else None."""
+    """`date_time_fields` of a key: an xsd:dateTime (or with `with_date` an xsd:date), else None.
+
+    Cached: the same dates come back solution after solution.
+    """
     if key[0] != '"' or key[-1] == '"':
         return None
     parts = literal_parts(key)
@@ -89,7 +94,7 @@ def _seconds(key):
 
 def _timezone_of(key):
     """The lexical timezone of a dateTime or date: ``""`` when it has none, None when not one."""
-    parts = date_time_parts(key, with_date=True)
+    parts = date_time_parts(key, True)
     if parts is None:
         return None
     return parts[6] or ""
@@ -101,12 +106,12 @@ def _timezone_duration(key):
     if not tz:
         return ERROR
     if tz == "Z":
-        return literal_key("PT0S", _DAY_TIME_DURATION)
+        return typed_key("PT0S", _DAY_TIME_DURATION)
     hours, minutes = int(tz[1:3]), int(tz[4:6])
     if hours == minutes == 0:
-        return literal_key("PT0S", _DAY_TIME_DURATION)
+        return typed_key("PT0S", _DAY_TIME_DURATION)
     duration = "PT" + (f"{hours}H" if hours else "") + (f"{minutes}M" if minutes else "")
-    return literal_key(("-" if tz[0] == "-" else "") + duration, _DAY_TIME_DURATION)
+    return typed_key(("-" if tz[0] == "-" else "") + duration, _DAY_TIME_DURATION)
 
 
 def _tz(key):
@@ -177,7 +182,7 @@ def now_key(instant: datetime) -> str:
     else:
         sign = "-" if minutes < 0 else "+"
         text += f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-    return literal_key(text, XSD_DATETIME)
+    return typed_key(text, XSD_DATETIME)
 
 
 FUNCTIONS = {

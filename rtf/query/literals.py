@@ -24,7 +24,7 @@ import re
 from rtf.query.terms import RDF_LANGSTRING, XSD, XSD_STRING, literal_key, literal_parts
 
 __all__ = [
-    "TRUE_KEY", "FALSE_KEY", "EMPTY_KEY", "boolean_key", "integer_key", "string_key",
+    "TRUE_KEY", "FALSE_KEY", "EMPTY_KEY", "boolean_key", "integer_key", "typed_key", "string_key",
     "string_parts", "simple_lexical", "compatible", "XSD_INTEGER", "XSD_DECIMAL",
     "XSD_FLOAT", "XSD_DOUBLE", "XSD_BOOLEAN", "XSD_DATETIME", "XSD_DATE", "XSD_STRING",
     "RDF_LANGSTRING",
@@ -47,11 +47,16 @@ def boolean_key(value: bool) -> str:
 
 def integer_key(value: int) -> str:
     """The canonical xsd:integer key of an int (no sign for zero, no leading zeros)."""
-    return f'"{value}"^^<{XSD_INTEGER}>'
+    return typed_key(str(value), XSD_INTEGER)
 
 
 # What the canonical N-Triples writer escapes in a lexical form.
 _NEEDS_ESCAPE = re.compile(r'[\x00-\x1f\x7f"\\]')
+
+
+def typed_key(lexical: str, datatype: str) -> str:
+    """The key of a typed literal whose lexical form needs no escape (a number, a date...)."""
+    return f'"{lexical}"^^<{datatype}>'
 
 
 def string_key(lexical: str, lang: str | None = None) -> str:

@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_DOWN, ROUND_HALF_UP, Decimal
 
-from rtf.query.literals import XSD_DECIMAL, XSD_DOUBLE, XSD_FLOAT, XSD_INTEGER, integer_key
-from rtf.query.terms import literal_key, literal_parts
+from rtf.query.literals import XSD_DECIMAL, XSD_DOUBLE, XSD_FLOAT, integer_key, typed_key
+from rtf.query.terms import literal_parts
 
 # The lexical-space machinery of the values module, shared rather than written twice.
 from rtf.query.values import (
@@ -113,8 +113,8 @@ def number_key(kind: int, value, integer: bool) -> str:
     if kind == DECIMAL:
         if integer:
             return integer_key(int(value))
-        return literal_key(_decimal_lexical(Decimal(value)), XSD_DECIMAL)
-    return literal_key(_scientific(kind, value), XSD_FLOAT if kind == FLOAT else XSD_DOUBLE)
+        return typed_key(_decimal_lexical(Decimal(value)), XSD_DECIMAL)
+    return typed_key(_scientific(kind, value), XSD_FLOAT if kind == FLOAT else XSD_DOUBLE)
 
 
 def xpath_number_string(kind: int, value, integer: bool) -> str:

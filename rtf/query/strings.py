@@ -241,6 +241,19 @@ def xpath_replacement(replacement: str, groups: int):
     return tuple(p for p in parts if p != "")
 
 
+@lru_cache(maxsize=4096)
+def _replacer(pattern_key: str, flags: str, replacement: str):
+    """The compiled pattern and the parsed replacement of a REPLACE call, or `ERROR`."""
+    program = _program(pattern_key, flags)
+    if program is ERROR or program.search(b"") is not None:
+        return ERROR  # FORX0003: a pattern that matches the empty string
+    parts = (replacement,) if "q" in flags else xpath_replacement(replacement, program.groups)
+    if parts is ERROR:
+        return ERROR
+    # RE2 matches UTF-8: working on bytes saves translating every offset back to str
+    return program, tuple(p.encode("utf-8") if p.__class__ is str else p for p in parts)
+
+
 def _replace(text_key, pattern_key, replacement_key, flags_key=None):
     """REPLACE: XPath fn:replace of every non-overlapping match; the result keeps the text's kind."""
     s = string_parts(text_key)
@@ -248,22 +261,22 @@ def _replace(text_key, pattern_key, replacement_key, flags_key=None):
     flags = "" if flags_key is None else simple_lexical(flags_key)
     if s is None or replacement is None or flags is None:
         return ERROR
-    program = _program(pattern_key, flags)
-    if program is ERROR or program.search(b"") is not None:
-        return ERROR  # FORX0003: a pattern that matches the empty string
-    parts = (replacement,) if "q" in flags else xpath_replacement(replacement, program.groups)
-    if parts is ERROR:
+    prepared = _replacer(pattern_key, flags, replacement)
+    if prepared is ERROR:
         return ERROR
-    text = s[0]
-    out: list[str] = []
+    program, parts = prepared
+    text = s[0].encode("utf-8")
+    out: list[bytes] = []
     at = 0
     for m in program.finditer(text):
         out.append(text[at:m.start()])
         for part in parts:
-            out.append(part if part.__class__ is str else (m.group(part) or ""))
+            out.append(part if part.__class__ is bytes else (m.group(part) or b""))
         at = m.end()
+    if not out:
+        return text_key  # no match: the text as it was
     out.append(text[at:])
-    return string_key("".join(out), s[1])
+    return string_key(b"".join(out).decode("utf-8"), s[1])
 
 
 FUNCTIONS = {
