@@ -742,3 +742,23 @@ def test_float_and_double_cast_exactly(x, width):
     else:
         assert typed_value(as_integer)[1] == int(x)           # truncated toward zero
         assert typed_value(as_decimal)[1] == Decimal(x)       # the binary value, exactly
+
+
+_REFERENCES = st.one_of(st.sampled_from(["", "c", "../c", "./a/../b?x#y", "//host/p", "?q", "#f", "g:h",
+                                         "http://a/b/../c", "http://[x", "a b", "é/ü", "%41", "a>b",
+                                         "x\\u0041", "urn:x"]),
+                        oracle.texts)
+_BASES = st.sampled_from([None, "http://example.org/a/b", "urn:x:y", "http://ex/a?q#f", "file:///tmp/x"])
+
+
+@ORACLE
+@given(reference=_REFERENCES, base=_BASES, as_iri=st.booleans())
+def test_iri_agrees_with_oxigraph(reference, base, as_iri):
+    argument = literal_key(reference)
+    if as_iri:
+        assume(iri_function(argument, base) is not ERROR)
+        argument = iri_function(argument, base)  # an IRI is returned as it is
+    ours = iri_function(argument, base)
+    assert ours is ERROR or (ours[0] == "<" and ours == str(__import__("pyoxigraph").NamedNode(ours[1:-1])))
+    theirs = oracle.oxigraph(f"IRI({argument})", prefix=f"BASE <{base}>" if base else "")
+    assert oracle.same_result(ours, theirs), (reference, base, ours, theirs)
