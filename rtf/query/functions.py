@@ -97,7 +97,7 @@ _RANGES = {"substr": (2, 3), "regex": (2, 3), "replace": (3, 4), "concat": (0, N
 #: any number), the context functions and ``bound`` included.
 FUNCTION_ARITIES: dict[str, tuple[int, int | None]] = {
     **{name: _RANGES.get(name, (2, 2) if name in _TWO else (1, 1))
-       for name in FUNCTIONS if name not in "+-"},
+       for name in FUNCTIONS if name not in ("+", "-")},
     "bound": (1, 1), "iri": (1, 1), "uri": (1, 1), "bnode": (0, 1),
     "now": (0, 0), "uuid": (0, 0), "struuid": (0, 0), "rand": (0, 0),
 }

@@ -90,30 +90,36 @@ def _substr(source, start, length=None):
     return string_key(text[begin:end] if end > begin else "", lang)
 
 
+def _compatible_pair(a, b):
+    """The ``(lexical, lang)`` of two argument-compatible string literals (§17.4.3.1.2), else None."""
+    sa, sb = string_parts(a), string_parts(b)
+    return None if sa is None or sb is None or not compatible(sa, sb) else (sa, sb)
+
+
 def _pair_test(test):
     """STRSTARTS, STRENDS, CONTAINS: argument-compatible strings in, an xsd:boolean out."""
     def function(a, b):
-        sa, sb = string_parts(a), string_parts(b)
-        if sa is None or sb is None or not compatible(sa, sb):
-            return ERROR
-        return boolean_key(test(sa[0], sb[0]))
+        pair = _compatible_pair(a, b)
+        return ERROR if pair is None else boolean_key(test(pair[0][0], pair[1][0]))
     return function
 
 
-def _strbefore(a, b):
-    sa, sb = string_parts(a), string_parts(b)
-    if sa is None or sb is None or not compatible(sa, sb):
-        return ERROR
-    at = sa[0].find(sb[0])
-    return EMPTY_KEY if at < 0 else string_key(sa[0][:at], sa[1])
+def _around(after: bool):
+    """STRBEFORE / STRAFTER: the text before / after the first occurrence, of the first's kind.
 
-
-def _strafter(a, b):
-    sa, sb = string_parts(a), string_parts(b)
-    if sa is None or sb is None or not compatible(sa, sb):
-        return ERROR
-    at = sa[0].find(sb[0])
-    return EMPTY_KEY if at < 0 else string_key(sa[0][at + len(sb[0]):], sa[1])
+    No occurrence gives the empty simple literal; an empty second argument
+    occurs at the start.
+    """
+    def function(a, b):
+        pair = _compatible_pair(a, b)
+        if pair is None:
+            return ERROR
+        (text, lang), (piece, _) = pair
+        at = text.find(piece)
+        if at < 0:
+            return EMPTY_KEY
+        return string_key(text[at + len(piece):] if after else text[:at], lang)
+    return function
 
 
 def _encode_for_uri(key):
@@ -284,7 +290,7 @@ FUNCTIONS = {
     "ucase": _string_function(str.upper), "lcase": _string_function(str.lower),
     "strstarts": _pair_test(str.startswith), "strends": _pair_test(str.endswith),
     "contains": _pair_test(lambda a, b: b in a),
-    "strbefore": _strbefore, "strafter": _strafter,
+    "strbefore": _around(after=False), "strafter": _around(after=True),
     "encode_for_uri": _encode_for_uri, "concat": _concat,
     "langmatches": _langmatches, "strlang": _strlang, "strdt": _strdt,
     "regex": _regex, "replace": _replace,
