@@ -40,8 +40,6 @@ above replace that fallback. ORDER BY DESC is the caller's reverse.
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from rtf.query.memo import bounded_by_chars
 from rtf.query.terms import literal_parts
 from rtf.query.values import (
@@ -53,6 +51,7 @@ from rtf.query.values import (
     DOUBLE,
     ERROR,
     STRING,
+    _to_double,
     typed_value,
 )
 
@@ -80,14 +79,20 @@ def order_key(key):
 
 
 def _number_order(kind: int, value):
-    """(class, exact value): NaN, -INF, finite numbers by exact value, +INF."""
+    """(class, nearest double, exact value): NaN, -INF, finite numbers, +INF.
+
+    The nearest double decides almost every comparison fast; rounding to it
+    never reverses an order, so the exact value (Python compares ints,
+    Decimals and floats exactly) only breaks its ties.
+    """
     if kind == DECIMAL:
-        return (2, value)
+        approx = _to_double(value)
+        return (2, approx, value)  # a decimal too large for a double is beyond every double
     if value != value:
-        return (0, 0)
+        return (0, 0.0, 0)
     if value in (_INF, -_INF):
-        return (3 if value > 0 else 1, 0)
-    return (2, Decimal(value))  # the exact binary value; -0.0 is 0
+        return (3 if value > 0 else 1, 0.0, 0)
+    return (2, value, value)  # -0.0 is 0
 
 
 @bounded_by_chars(4 << 20, weight=3)
