@@ -46,7 +46,7 @@ The readings taken, set against the spec's text and the W3C tests
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from rtf.query.literals import integer_key, string_key, string_parts
 from rtf.query.numerics import DECIMAL, number_key, numeric, numeric_op
@@ -119,12 +119,12 @@ AGGREGATES = {
 }
 
 
-def _distinct(values: Sequence) -> list:
+def _distinct(values: Iterable) -> list:
     """The values without repeats, in first-seen order (`ERROR` kept once)."""
     return list(dict.fromkeys(values))
 
 
-def aggregate(name: str, values: Sequence, *, distinct: bool = False, separator: str = " "):
+def aggregate(name: str, values: Iterable, *, distinct: bool = False, separator: str = " "):
     """The aggregate `name` (COUNT, SUM, AVG, MIN, MAX, SAMPLE, GROUP_CONCAT) of a group's values.
 
     `values` holds one entry per solution of the group: a term key, or
@@ -135,6 +135,5 @@ def aggregate(name: str, values: Sequence, *, distinct: bool = False, separator:
         function = AGGREGATES[name.lower()]
     except KeyError:
         raise ValueError(f"not a SPARQL aggregate: {name!r}") from None
-    if distinct:
-        values = _distinct(values)
+    values = _distinct(values) if distinct else list(values)
     return function(values, separator)

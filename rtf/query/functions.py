@@ -93,13 +93,14 @@ _TWO = {"sameterm", "strstarts", "strends", "contains", "strbefore", "strafter",
         "langmatches", "strlang", "strdt"}
 _RANGES = {"substr": (2, 3), "regex": (2, 3), "replace": (3, 4), "concat": (0, None)}
 
-#: Numbers of arguments of every function written by name, as ``(min, max)`` (max None:
-#: any number), the context functions and ``bound`` included.
+#: Numbers of arguments of every function SPARQL writes by name, as ``(min, max)`` (max
+#: None: any number): those of `FUNCTIONS`, the context functions, and the special forms
+#: written like functions (BOUND, BNODE, IF, COALESCE).
 FUNCTION_ARITIES: dict[str, tuple[int, int | None]] = {
     **{name: _RANGES.get(name, (2, 2) if name in _TWO else (1, 1))
        for name in FUNCTIONS if name not in ("+", "-")},
-    "bound": (1, 1), "iri": (1, 1), "uri": (1, 1), "bnode": (0, 1),
-    "now": (0, 0), "uuid": (0, 0), "struuid": (0, 0), "rand": (0, 0),
+    "iri": (1, 1), "uri": (1, 1), "now": (0, 0), "uuid": (0, 0), "struuid": (0, 0), "rand": (0, 0),
+    "bound": (1, 1), "bnode": (0, 1), "if": (3, 3), "coalesce": (0, None),
 }
 
 #: Language version 2's functions and their one number of arguments (kept as it was: the
