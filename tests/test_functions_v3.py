@@ -762,3 +762,13 @@ def test_iri_agrees_with_oxigraph(reference, base, as_iri):
     assert ours is ERROR or (ours[0] == "<" and ours == str(__import__("pyoxigraph").NamedNode(ours[1:-1])))
     theirs = oracle.oxigraph(f"IRI({argument})", prefix=f"BASE <{base}>" if base else "")
     assert oracle.same_result(ours, theirs), (reference, base, ours, theirs)
+
+
+@pytest.mark.parametrize("name", ["functions", "strings", "numerics", "datetimes", "hashes", "casts",
+                                  "literals", "aggregates", "ordering"])
+def test_the_docstring_examples_run(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(f"rtf.query.{name}"),
+                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0
