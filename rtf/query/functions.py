@@ -1,10 +1,34 @@
-"""SPARQL functions, arithmetic and casts over term keys (language version 2).
+"""SPARQL 1.1's functions over term keys (§17.4) and casts (§17.5): the table the evaluator calls.
 
-Each function takes term keys and returns a term key or `ERROR` (SPARQL
-1.1 §17.4, §17.5). Boolean results are xsd:boolean literals, so a function
-reads the same as a condition (by its effective boolean value) and as a
-value. Values, comparison and the effective boolean value are `rtf.query.values`.
+Each function takes term keys (`rtf.query.terms`) and returns a term key
+or `ERROR` (`rtf.query.values`); none raises for a SPARQL error. Boolean
+results are xsd:boolean literals, so a function reads the same as a
+condition (by its effective boolean value) and as a value. The functions
+live beside this module, one idea each:
 
+=====================  ====================================================
+`rtf.query.strings`    STRLEN SUBSTR UCASE LCASE STRSTARTS STRENDS CONTAINS
+                       STRBEFORE STRAFTER ENCODE_FOR_URI CONCAT LANGMATCHES
+                       REGEX REPLACE, and the constructors STRLANG STRDT
+`rtf.query.numerics`   ABS ROUND CEIL FLOOR, unary ``-`` ``+``, arithmetic
+`rtf.query.datetimes`  YEAR MONTH DAY HOURS MINUTES SECONDS TIMEZONE TZ, NOW
+`rtf.query.hashes`     MD5 SHA1 SHA256 SHA384 SHA512
+`rtf.query.casts`      ``xsd:string(...)`` and the other XSD casts
+this module            STR LANG DATATYPE isIRI isBLANK isLITERAL isNUMERIC
+                       sameTerm, and the functions that need context
+=====================  ====================================================
+
+`FUNCTIONS` holds the pure functions (the same arguments always give the
+same key), by SPARQL's name in lower case; `FUNCTION_ARITIES` their
+numbers of arguments as ``(min, max)``, max None for CONCAT's any number.
+The evaluator calls the others itself, handing them what they need:
+`iri_function` (IRI/URI, with the query's base), `now_key` (NOW, with the
+instant of the publication), `uuid_key`, `struuid_key`, `rand_key`. BNODE,
+BOUND, IF, COALESCE, EXISTS, IN and the logical operators are special
+forms of the evaluator, not functions of values.
+
+>>> FUNCTIONS["concat"]('"foo"@en', '"bar"@en')
+'"foobar"@en'
 >>> arithmetic("+", '"1"^^<http://www.w3.org/2001/XMLSchema#integer>',
 ...            '"2"^^<http://www.w3.org/2001/XMLSchema#integer>')
 '"3"^^<http://www.w3.org/2001/XMLSchema#integer>'
@@ -12,164 +36,30 @@ value. Values, comparison and the effective boolean value are `rtf.query.values`
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal
+import random
+import uuid
+from functools import lru_cache
 
-from rtf.query.terms import XSD, literal_parts
+import pyoxigraph as ox
 
-# The lexical-space machinery of the values module, shared rather than written twice.
-from rtf.query.values import (
-    _BOOLEAN_TYPE,
-    _INF,
-    _INTEGER_TYPES,
-    _NUMERIC_TYPES,
-    _PARSERS,
-    BOOLEAN,
-    DATETIME,
-    DECIMAL,
-    DOUBLE,
-    ERROR,
-    FLOAT,
-    _integer,
-    _promote,
-    _to_double,
-    _to_float32,
-    typed_value,
-)
+from rtf.query import datetimes, hashes, numerics, strings
+from rtf.query.casts import XSD_CASTS
+from rtf.query.datetimes import now_key
+from rtf.query.literals import FALSE_KEY, TRUE_KEY, boolean_key, simple_lexical, string_key
+from rtf.query.numerics import DOUBLE, arithmetic, number_key, numeric
+from rtf.query.terms import literal_parts
+from rtf.query.values import ERROR
 
-__all__ = ["arithmetic", "boolean_key", "FUNCTIONS", "FUNCTION_ARITY", "XSD_CASTS", "TRUE_KEY", "FALSE_KEY"]
-
-
-TRUE_KEY = '"true"^^<http://www.w3.org/2001/XMLSchema#boolean>'
-FALSE_KEY = '"false"^^<http://www.w3.org/2001/XMLSchema#boolean>'
-_XSD_INTEGER, _XSD_DECIMAL = XSD + "integer", XSD + "decimal"
-_XSD_FLOAT, _XSD_DOUBLE = XSD + "float", XSD + "double"
-_XSD_STRING = XSD + "string"
-_RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
-
-
-def boolean_key(value: bool) -> str:
-    return TRUE_KEY if value else FALSE_KEY
-
-
-def _literal(lexical: str, datatype: str | None = None, lang: str | None = None) -> str:
-    from rtf.query.terms import literal_key
-    return literal_key(lexical, datatype, lang)
-
-
-def _string(key):
-    """(lexical, lang) of a string literal (simple, xsd:string, tagged), else None."""
-    if key[0] != '"':
-        return None
-    parts = literal_parts(key)
-    if parts.datatype in (_XSD_STRING, _RDF_LANGSTRING) or parts.lang is not None:
-        return parts.lexical, parts.lang
-    return None
-
-
-def _numeric(key):
-    """(kind, value, is_integer) of a numeric literal, else None."""
-    if key[0] != '"' or key[-1] == '"':
-        return None
-    parts = literal_parts(key)
-    if parts.datatype not in _NUMERIC_TYPES:
-        return None
-    value = typed_value(key)
-    if value is None:
-        return None
-    return value[0], value[1], parts.datatype in _INTEGER_TYPES
-
-
-def _decimal_lexical(value: Decimal) -> str:
-    """The canonical xsd:decimal form: no exponent, at least one fraction digit."""
-    text = format(value.normalize(), "f")
-    if "." not in text:
-        text += ".0"
-    return "0.0" if text in ("-0.0", "-0") else text
-
-
-def _double_lexical(value: float) -> str:
-    """The canonical xsd:double form: one digit before the point, shortest digits."""
-    if value != value:
-        return "NaN"
-    if value in (_INF, -_INF):
-        return "INF" if value > 0 else "-INF"
-    if value == 0:
-        return "-0.0E0" if str(value)[0] == "-" else "0.0E0"
-    d = Decimal(repr(value))  # the shortest digits that read back as `value`
-    sign, digits, exponent = d.as_tuple()
-    digits = "".join(map(str, digits)).rstrip("0") or "0"
-    exp = exponent + len(d.as_tuple().digits) - 1
-    return f"{'-' if sign else ''}{digits[0]}.{digits[1:] or '0'}E{exp}"
-
-
-def _number_key(kind: int, value, integer: bool) -> str:
-    if kind == DECIMAL:
-        if integer:
-            return _literal(str(int(value)), _XSD_INTEGER)
-        return _literal(_decimal_lexical(Decimal(value)), _XSD_DECIMAL)
-    return _literal(_double_lexical(value), _XSD_FLOAT if kind == FLOAT else _XSD_DOUBLE)
-
-
-def arithmetic(op: str, left_key: str, right_key: str):
-    """``left op right`` for op in ``+ - * /`` on numeric literals (XPath numeric operators).
-
-    >>> arithmetic("/", '"1"^^<http://www.w3.org/2001/XMLSchema#integer>',
-    ...            '"4"^^<http://www.w3.org/2001/XMLSchema#integer>')
-    '"0.25"^^<http://www.w3.org/2001/XMLSchema#decimal>'
-    """
-    a, b = _numeric(left_key), _numeric(right_key)
-    if a is None or b is None:
-        return ERROR
-    (ka, va, ia), (kb, vb, ib) = a, b
-    kind = max(ka, kb)
-    if kind != DECIMAL:
-        va, vb = _promote(ka, va, kind), _promote(kb, vb, kind)
-    integer = ia and ib and op != "/"
-    if op == "+":
-        result = va + vb
-    elif op == "-":
-        result = va - vb
-    elif op == "*":
-        result = va * vb
-    elif kind == DECIMAL:
-        if vb == 0:
-            return ERROR  # integer and decimal division by zero is an error
-        result = Decimal(va) / Decimal(vb)
-    elif vb == 0:
-        result = float("nan") if va == 0 or va != va else (_INF if (va > 0) == (str(vb)[0] != "-") else -_INF)
-    else:
-        result = va / vb
-    if kind == FLOAT:
-        result = _to_float32(result)
-    return _number_key(kind, result, integer)
-
-
-def _unary_minus(key):
-    n = _numeric(key)
-    if n is None:
-        return ERROR
-    kind, value, integer = n
-    return _number_key(kind, -value, integer)
-
-
-def _unary_plus(key):
-    return key if _numeric(key) is not None else ERROR
-
-
-def _abs(key):
-    n = _numeric(key)
-    if n is None:
-        return ERROR
-    kind, value, integer = n
-    return _number_key(kind, abs(value), integer)
+__all__ = ["arithmetic", "boolean_key", "FUNCTIONS", "FUNCTION_ARITY", "FUNCTION_ARITIES",
+           "XSD_CASTS", "TRUE_KEY", "FALSE_KEY", "iri_function", "now_key", "uuid_key",
+           "struuid_key", "rand_key"]
 
 
 def _str(key):
     if key[0] == "<":
-        return _literal(key[1:-1])
+        return string_key(key[1:-1])
     if key[0] == '"':
-        return _literal(literal_parts(key).lexical)
+        return string_key(literal_parts(key).lexical)
     return ERROR
 
 
@@ -182,157 +72,98 @@ def _lang(key):
 def _datatype(key):
     if key[0] != '"':
         return ERROR
-    parts = literal_parts(key)
-    if parts.lang is not None:
-        return f"<{_RDF_LANGSTRING}>"
-    return f"<{parts.datatype or _XSD_STRING}>"
+    return f"<{literal_parts(key).datatype}>"  # rdf:langString when tagged, xsd:string when simple
 
 
-def _is_numeric(key):
-    return boolean_key(_numeric(key) is not None)
-
-
-def _same_term(a, b):
-    return boolean_key(a == b)
-
-
-def _case(convert):
-    def change(key):
-        s = _string(key)
-        if s is None:
-            return ERROR
-        return _same_type(key, convert(s[0]))
-    return change
-
-
-def _same_type(key: str, lexical: str) -> str:
-    """A literal like `key` (same datatype) with another lexical form."""
-    parts = literal_parts(key)
-    return _literal(lexical, parts.datatype if key[-1] != '"' else None, parts.lang)
-
-
-def _strlen(key):
-    s = _string(key)
-    return ERROR if s is None else _literal(str(len(s[0])), _XSD_INTEGER)
-
-
-def _string_test(test):
-    def check(a, b):
-        sa, sb = _string(a), _string(b)
-        if sa is None or sb is None:
-            return ERROR
-        if sb[1] is not None and sb[1] != sa[1]:
-            return ERROR  # not argument-compatible (§17.4.3.1.1)
-        return boolean_key(test(sa[0], sb[0]))
-    return check
-
-
-_DATE_PARTS = re.compile(r"(-?[0-9]{4,})-([0-9]{2})-([0-9]{2})")
-
-
-def _date_part(index: int):
-    def part(key):
-        if key[0] != '"' or key[-1] == '"':
-            return ERROR
-        parts = literal_parts(key)
-        if parts.datatype not in (XSD + "dateTime", XSD + "date") or typed_value(key) is None:
-            return ERROR
-        m = _DATE_PARTS.match(parts.lexical)
-        return _literal(str(int(m.group(index))), _XSD_INTEGER)
-    return part
-
-
-# ------------------------------------------------------------------ casts (§17.5)
-
-def _cast_source(key):
-    """(lexical, kind of source) for a cast: an IRI only casts to xsd:string."""
-    if key[0] == "<":
-        return key[1:-1], "iri"
-    if key[0] != '"':
-        return None, None
-    parts = literal_parts(key)
-    if parts.lang is not None:
-        return None, None
-    if key[-1] == '"' or parts.datatype == _XSD_STRING:
-        return parts.lexical, "string"
-    value = typed_value(key)
-    if value is None:
-        return None, None  # an ill-typed literal casts to nothing
-    return parts.lexical, value
-
-
-def _cast_to(target: str):
-    def cast(key):
-        lexical, source = _cast_source(key)
-        if lexical is None:
-            return ERROR
-        if target == _XSD_STRING:
-            return _literal(lexical)
-        if source == "iri":
-            return ERROR
-        if source == "string":
-            lexical = lexical.strip(" \t\r\n")  # XPath: casting from a string collapses whitespace
-            parse = _PARSERS.get(target)
-            if target == _XSD_INTEGER:
-                parsed = _integer(lexical, target)
-            else:
-                parsed = parse(lexical, target) if parse is not None else None
-            if parsed is None:
-                return ERROR
-            if target in (_XSD_INTEGER, _XSD_DECIMAL, _BOOLEAN_TYPE):
-                kind, value = parsed
-                if target == _BOOLEAN_TYPE:
-                    return boolean_key(value)
-                return _number_key(DECIMAL, value, target == _XSD_INTEGER)
-            return _literal(lexical, target)
-        kind, value = source
-        if target == _BOOLEAN_TYPE:
-            if kind <= DOUBLE:
-                return boolean_key(not (value == 0 or value != value))
-            return boolean_key(value) if kind == BOOLEAN else ERROR
-        if target in (_XSD_INTEGER, _XSD_DECIMAL, _XSD_FLOAT, _XSD_DOUBLE):
-            if kind == BOOLEAN:
-                value, kind = int(value), DECIMAL
-            if kind > DOUBLE:
-                return ERROR
-            if target in (_XSD_INTEGER, _XSD_DECIMAL):
-                if kind != DECIMAL and (value != value or value in (_INF, -_INF)):
-                    return ERROR
-                exact = Decimal(value) if kind != DECIMAL else value
-                if target == _XSD_INTEGER:
-                    return _number_key(DECIMAL, int(exact), True)
-                return _number_key(DECIMAL, Decimal(exact), False)
-            as_float = _to_double(value) if kind == DECIMAL else value
-            if target == _XSD_FLOAT:
-                return _number_key(FLOAT, _to_float32(as_float), False)
-            return _number_key(DOUBLE, as_float, False)
-        if target == XSD + "dateTime":
-            return key if kind == DATETIME else ERROR
-        return ERROR
-    return cast
-
-
-#: The XSD casts of SPARQL 1.1 §17.5, by target datatype IRI.
-XSD_CASTS = {XSD + t: _cast_to(XSD + t)
-             for t in ("string", "integer", "decimal", "float", "double", "boolean", "dateTime")}
-
-#: Built-in functions of language version 2: name -> function of term keys
-#: (``bound`` is evaluated by the caller, which knows what is unbound).
-FUNCTIONS = {
+_TERM_FUNCTIONS = {
     "str": _str, "lang": _lang, "datatype": _datatype,
     "isiri": lambda k: boolean_key(k[0] == "<"),
-    "isliteral": lambda k: boolean_key(k[0] == '"'),
+    "isuri": lambda k: boolean_key(k[0] == "<"),
     "isblank": lambda k: boolean_key(k.startswith("_:")),
-    "isnumeric": _is_numeric, "sameterm": _same_term,
-    "lcase": _case(str.lower), "ucase": _case(str.upper), "strlen": _strlen,
-    "strstarts": _string_test(str.startswith), "strends": _string_test(str.endswith),
-    "contains": _string_test(lambda a, b: b in a),
-    "year": _date_part(1), "month": _date_part(2), "day": _date_part(3), "abs": _abs,
-    "-": _unary_minus, "+": _unary_plus,
+    "isliteral": lambda k: boolean_key(k[0] == '"'),
+    "isnumeric": lambda k: boolean_key(numeric(k) is not None),
+    "sameterm": lambda a, b: boolean_key(a == b),  # keys are canonical: one term, one key
 }
 
-#: Number of arguments of each function written by name.
-FUNCTION_ARITY = {name: (2 if name in ("sameterm", "strstarts", "strends", "contains") else 1)
-                  for name in FUNCTIONS if name not in "+-"}
-FUNCTION_ARITY["bound"] = 1
-FUNCTION_ARITY["isuri"] = 1
+#: The pure built-in functions: name -> function of term keys (``bound`` is the caller's).
+FUNCTIONS = {**_TERM_FUNCTIONS, **strings.FUNCTIONS, **numerics.FUNCTIONS,
+             **datetimes.FUNCTIONS, **hashes.FUNCTIONS}
+
+_TWO = {"sameterm", "strstarts", "strends", "contains", "strbefore", "strafter",
+        "langmatches", "strlang", "strdt"}
+_RANGES = {"substr": (2, 3), "regex": (2, 3), "replace": (3, 4), "concat": (0, None)}
+
+#: Numbers of arguments of every function SPARQL writes by name, as ``(min, max)`` (max
+#: None: any number): those of `FUNCTIONS`, the context functions, and the special forms
+#: written like functions (BOUND, BNODE, IF, COALESCE).
+FUNCTION_ARITIES: dict[str, tuple[int, int | None]] = {
+    **{name: _RANGES.get(name, (2, 2) if name in _TWO else (1, 1))
+       for name in FUNCTIONS if name not in ("+", "-")},
+    "iri": (1, 1), "uri": (1, 1), "now": (0, 0), "uuid": (0, 0), "struuid": (0, 0), "rand": (0, 0),
+    "bound": (1, 1), "bnode": (0, 1), "if": (3, 3), "coalesce": (0, None),
+}
+
+#: Language version 2's functions and their one number of arguments (kept as it was: the
+#: version 2 parser reads it, and it names exactly version 2's functions).
+FUNCTION_ARITY = {name: FUNCTION_ARITIES[name][0] for name in (
+    "str", "lang", "datatype", "isiri", "isliteral", "isblank", "isnumeric", "sameterm",
+    "lcase", "ucase", "strlen", "strstarts", "strends", "contains", "year", "month", "day",
+    "abs", "bound", "isuri")}
+
+
+# ------------------------------------------------------- functions with context
+
+# Characters that cannot stand in an IRI reference (nor end the one-token
+# Turtle document `_resolve` parses): refused before parsing.
+_NOT_IN_IRI = frozenset('<>"{}|^`\\') | frozenset(chr(c) for c in range(0x21))
+
+
+@lru_cache(maxsize=4096)
+def _resolve(reference: str, base: str | None):
+    """`reference` resolved against `base` (RFC 3987) as an IRI key, or `ERROR`.
+
+    The resolution and the IRI checks are Oxigraph's (the canonicaliser of
+    every key): the reference is parsed as the subject of a one-triple
+    Turtle document with `base` as its base IRI.
+    """
+    if _NOT_IN_IRI.intersection(reference):
+        return ERROR
+    try:
+        if base is None:
+            return str(ox.NamedNode(reference))  # must be absolute already
+        (triple,) = ox.parse(f"<{reference}> <p:> <p:> .", format=ox.RdfFormat.TURTLE,
+                             base_iri=base)
+        return str(triple.subject)
+    except (ValueError, SyntaxError):
+        return ERROR
+
+
+def iri_function(key: str, base: str | None):
+    """IRI(key) / URI(key): an IRI as it is; a simple literal (xsd:string) resolved against `base`.
+
+    The result must be an absolute IRI: a relative reference without a base,
+    or a string that is no IRI reference (``"a b"``), is an error; so is any
+    other term.
+
+    >>> iri_function('"c"', "http://example/a/b")
+    '<http://example/a/c>'
+    """
+    if key[0] == "<":
+        return key
+    text = simple_lexical(key)
+    return ERROR if text is None else _resolve(text, base)
+
+
+def uuid_key() -> str:
+    """UUID(): a fresh IRI of the urn:uuid scheme (a random, version 4 UUID)."""
+    return f"<urn:uuid:{uuid.uuid4()}>"
+
+
+def struuid_key() -> str:
+    """STRUUID(): a fresh UUID's string (version 4) as a simple literal."""
+    return f'"{uuid.uuid4()}"'
+
+
+def rand_key() -> str:
+    """RAND(): an xsd:double drawn uniformly from [0, 1)."""
+    return number_key(DOUBLE, random.random(), False)
