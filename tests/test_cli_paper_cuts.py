@@ -59,8 +59,8 @@ _AGGREGATES = {"count", "sum", "min", "max", "avg", "sample", "group_concat"}
 
 @pytest.mark.parametrize("name", FILTER_FUNCTIONS)
 def test_every_listed_function_can_be_called(name):
-    from rtf.parser.algebra import _ARITY
-    arity = FUNCTION_ARITY.get(name) or _ARITY.get(name, (1,))[0]
+    from rtf.query.functions import FUNCTION_ARITIES
+    arity = FUNCTION_ARITY.get(name) or FUNCTION_ARITIES.get(name, (1,))[0]
     args = {"ftcontains": '?o, "a"', "regex": '?o, "a"', "langmatches": 'lang(?o), "en"',
             "exists": ""}.get(name, ", ".join(["?o"] * arity))
     call = "EXISTS { ?o ?p ?s }" if name == "exists" else f"{name}({args})"

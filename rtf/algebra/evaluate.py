@@ -41,6 +41,7 @@ from rtf.algebra.model import (
     Values,
 )
 from rtf.algebra.paths import path_solutions
+from rtf.query.context import CONTEXT
 from rtf.query.expressions import compile_filter, compile_operand
 from rtf.query.terms import TYPE_PATH_KEY, TypePath, Wildcard, is_variable
 from rtf.query.values import ERROR
@@ -244,14 +245,39 @@ def _minus(pattern: Minus, dataset: Dataset, bound: Solution) -> list[Solution]:
 def _extend_op(pattern: Extend, dataset: Dataset, bound: Solution) -> list[Solution]:
     value = compile_operand(pattern.expr)
     name = pattern.var
+    context = CONTEXT.get() if _makes_blank_nodes(pattern) else None
     out = []
     for s in evaluate(pattern.pattern, dataset, bound):
         if name not in s:
             key = value(s)
             if key is not ERROR:
-                s = {**s, name: key}
+                extended = {**s, name: key}
+                if context is not None:
+                    context.extended(extended, s)
+                s = extended
         out.append(s)
     return out
+
+
+_BLANK_NODE_EXTENDS: dict[int, tuple[Extend, bool]] = {}  # id -> (the Extend, its answer)
+
+
+def _makes_blank_nodes(pattern: Extend) -> bool:
+    """Whether BNODE may be called at or below this Extend (its rows are then followed);
+    known by identity once asked (the entry keeps the pattern, so its id stays its own)."""
+    found = _BLANK_NODE_EXTENDS.get(id(pattern))
+    if found is not None and found[0] is pattern:
+        return found[1]
+    inner, answer = pattern, False
+    while isinstance(inner, Extend):
+        if "bnode(" in str(inner.expr).lower():
+            answer = True
+            break
+        inner = inner.pattern
+    if len(_BLANK_NODE_EXTENDS) > 8192:
+        _BLANK_NODE_EXTENDS.clear()
+    _BLANK_NODE_EXTENDS[id(pattern)] = (pattern, answer)
+    return answer
 
 
 # -------------------------------------------------------- solution modifiers

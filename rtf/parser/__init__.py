@@ -142,6 +142,16 @@ def _build(text: str, tree, reused: bool = False) -> Query:
         raise QueryTooComplexError("the query is nested too deeply", 1, 1) from None
 
 
+def parse_as_algebra(text: str) -> Query:
+    """`text` built as a version-3 query (its algebra), even one the version-2 fragment
+    holds: what the tests compare the two evaluations by. Not cached."""
+    check_text(text)
+    tree = lark_parser().parse(text)
+    check_nesting(tree)
+    check_blank_node_scopes(tree, text)
+    return AlgebraBuilder(text).build(tree)
+
+
 def _clear_caches() -> None:
     PARSE_CACHE.clear()
     if _TEMPLATES:

@@ -60,6 +60,7 @@ from rtf.algebra.presearch import presearch_branches
 from rtf.algebra.scope import in_scope
 from rtf.parser.build import QueryBuilder, V2_FUNCTIONS, _syntax, _unsupported
 from rtf.parser.lexical import string_value
+from rtf.query.functions import FUNCTION_ARITIES
 from rtf.query.model import And, Call, Coalesce, Exists, FtContains, If, IriCall, Query, TriplePattern
 from rtf.query.terms import (
     RDF_TYPE,
@@ -74,17 +75,6 @@ from rtf.query.terms import (
 from rtf.query.terms import iri as shared_iri
 
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-
-#: (fewest, most) arguments of the functions version 3 adds (None: any number).
-_ARITY: dict[str, tuple[int, int | None]] = {
-    "iri": (1, 1), "uri": (1, 1), "bnode": (0, 1), "rand": (0, 0), "now": (0, 0), "uuid": (0, 0),
-    "struuid": (0, 0), "ceil": (1, 1), "floor": (1, 1), "round": (1, 1), "concat": (0, None),
-    "encode_for_uri": (1, 1), "strbefore": (2, 2), "strafter": (2, 2), "hours": (1, 1),
-    "minutes": (1, 1), "seconds": (1, 1), "timezone": (1, 1), "tz": (1, 1), "md5": (1, 1),
-    "sha1": (1, 1), "sha256": (1, 1), "sha384": (1, 1), "sha512": (1, 1), "coalesce": (0, None),
-    "if": (3, 3), "strlang": (2, 2), "strdt": (2, 2), "substr": (2, 3), "replace": (3, 4),
-}
-
 
 class AlgebraBuilder(QueryBuilder):
     """Builds one version-3 `Query` (its `algebra`) from one parse tree."""
@@ -536,7 +526,7 @@ class AlgebraBuilder(QueryBuilder):
         name = str(name_tok).lower()
         if name in V2_FUNCTIONS or name == "isuri":
             return super().builtin(node)
-        low, high = _ARITY[name]
+        low, high = FUNCTION_ARITIES[name]
         args = tuple(self.value(a) for a in args_node.children)
         if len(args) < low or (high is not None and len(args) > high):
             want = str(low) if low == high else (f"{low} or more" if high is None else f"{low} to {high}")

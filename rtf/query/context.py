@@ -18,25 +18,36 @@ class EvaluationContext:
     `exists` (``EXISTS``: does a pattern have a solution under these bindings), the
     instant of ``NOW()`` and the blank nodes of ``BNODE()``."""
 
-    __slots__ = ("exists", "now", "fresh", "bnodes")
+    __slots__ = ("exists", "now", "fresh", "bnodes", "rows")
 
     def __init__(self, exists, now: str | None, fresh):
         self.exists = exists
         self.now = now
         self.fresh = fresh  # () -> a blank node the publication does not hold
         self.bnodes: dict = {}
+        self.rows: dict = {}  # id(solution) -> (solution, the solution it extends)
+
+    def extended(self, new, old) -> None:
+        """`new` is `old` extended by BIND or a projection's expression: the same row for
+        ``BNODE`` (``(BNODE(?a) AS ?x) (BNODE(?a) AS ?y)`` is one node)."""
+        self.rows[id(new)] = (new, self.row(old))
+
+    def row(self, solution):
+        found = self.rows.get(id(solution))
+        return found[1] if found is not None and found[0] is solution else solution
 
     def bnode(self, solution, label) -> str:
         """A fresh blank node; ``BNODE(label)`` is the same one for the same label
         within one solution, another in another solution (SPARQL 1.1, 17.4.2.9)."""
         if label is not None:
-            key = (id(solution), label)
+            row = self.row(solution)
+            key = (id(row), label)
             found = self.bnodes.get(key)
-            if found is not None and found[0] is solution:
+            if found is not None and found[0] is row:
                 return found[1]
         node = self.fresh()
         if label is not None:
-            self.bnodes[key] = (solution, node)
+            self.bnodes[key] = (row, node)
         return node
 
 
