@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None, spark=None) -> int:
     from rtf.errors import RtfError
     from rtf.spark.dumps import ReplayError
     from rtf.spark.session import failure_message, make_session
-    from rtf.spark.stream import StreamConfig, StreamJob, check_config
+    from rtf.spark.stream import StreamConfig, StreamJob, check_checkpoint, check_config
 
     for name, value in (("--trigger-seconds", args.trigger_seconds),
                         ("--max-files-per-trigger", args.max_files_per_trigger),
@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None, spark=None) -> int:
         compact_every=args.compact_every, warm_up=args.warm_up, keep_warm=args.keep_warm,
         metrics=args.metrics)
     try:
-        check_config(config)  # a bad folder or index is told before a JVM starts
+        output, state, log_ops = check_config(config)
+        check_checkpoint(config, output, state, log_ops)  # all told before a JVM starts
     except (ReplayError, RtfError, OSError) as e:
         print(f"stream.py: error: {e}", file=sys.stderr)
         return 1
