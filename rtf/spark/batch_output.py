@@ -9,7 +9,7 @@ POSIX-shared file system. So the output folder only ever holds complete
 batches, each once::
 
     OUTPUT/batch_id=0/part-00000-....snappy.parquet   the matches of batch 0
-    OUTPUT/batch_id=0/_rtf_batch.json                 its manifest (pin, files, counts, times)
+    OUTPUT/batch_id=0/_rtf_batch.json                 its manifest (stream, pin, files, counts, times)
     OUTPUT/batch_id=1/...
     OUTPUT/_rtf_tmp/                                  a batch being written (or left by a crash)
 
