@@ -253,7 +253,7 @@ REBUILT = {("pin of a committed batch", "deleted"), ("pin of the batch in flight
            ("compacted index", "deleted"), ("starting index", "deleted", True),
            # Not detected (docs/limits.md): a compacted index replaced by another whole one.
            ("compacted index", "wrong value")}
-#: Values no check lets through, whatever the key.
+#: Values of the wrong kind for some key (`_invalid` keeps those wrong for the key drawn).
 WRONG = st.sampled_from([None, -1, 1.5, True, "", "x", [], {}, [{"path": 1}], 10**20])
 
 
