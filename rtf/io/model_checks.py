@@ -114,7 +114,7 @@ FIELD_CHECKS: dict[type, tuple] = {
                           _of(terms.IRI, terms.Variable, terms.Wildcard, terms.TypePath),
                           _of(*_TERMS, terms.Wildcard)),
     model.Query: (lambda v: v in ("SELECT", "ASK", "CONSTRUCT"), _tuple_of(_name), _of(bool),
-                  _tuple_of(_of(model.TriplePattern), 1), _tuple_of(_is_expr), _of(str),
+                  _tuple_of(_of(model.TriplePattern)), _tuple_of(_is_expr), _of(str),
                   _of(model.GroupPattern, _NONE)),
 }
 

@@ -14,13 +14,15 @@ the rows one Python object at a time had cost as much as matching
 >>> rows.add("http://ex/a", [Match("q1", None, frozenset({(("s", "<http://ex/a>"),)})),
 ...                          Match("q2", "ann", frozenset({()}), is_ask=True)])
 >>> rows.flush().to_pylist()[1]
-{'publication': 'http://ex/a', 'query': 'q2', 'subscriber': 'ann', 'bindings': []}
+{'publication': 'http://ex/a', 'query': 'q2', 'subscriber': 'ann', 'bindings': [], 'triples': None}
 """
 
 from __future__ import annotations
 
 from itertools import repeat
 from operator import itemgetter
+
+from rtf.algebra.results import OrderedRows, Triples
 
 _QUERY = itemgetter(0)
 _SUBSCRIBER = itemgetter(1)
@@ -33,7 +35,9 @@ def arrow_match_schema():
 
     return pa.schema([("publication", pa.string()), ("query", pa.string()),
                       ("subscriber", pa.string()),
-                      ("bindings", pa.list_(pa.map_(pa.string(), pa.string())))])
+                      ("bindings", pa.list_(pa.map_(pa.string(), pa.string()))),
+                      # a CONSTRUCT match's triples, [subject, predicate, object] each (null otherwise)
+                      ("triples", pa.list_(pa.list_(pa.string())))])
 
 
 class MatchRows:
@@ -52,6 +56,7 @@ class MatchRows:
         self.queries: list[str] = []
         self.subscribers: list[str | None] = []
         self.values: list[list] = []  # distinct bindings values
+        self.triples: list[list | None] = []  # distinct triples values (None: not a CONSTRUCT)
         self.value_of: list[int] = []  # per row
         self.slots: dict = {}  # solutions -> index into values
 
@@ -77,7 +82,13 @@ class MatchRows:
             example = dict(zip(keys, found))
             for key in new:  # an ASK's solutions are {()}, never a SELECT's: one key space
                 self.slots[key] = len(self.values)
-                self.values.append([] if example[key][3] else [list(s) for s in sorted(key)])
+                if isinstance(key, Triples):
+                    self.values.append([])
+                    self.triples.append([list(t) for t in sorted(key)])
+                    continue
+                self.triples.append(None)
+                rows = key if isinstance(key, OrderedRows) else sorted(key)  # (ORDER BY: in order)
+                self.values.append([] if example[key][3] else [list(s) for s in rows])
         self.value_of.extend(map(self.slots.__getitem__, keys))
 
     def flush(self):
@@ -93,6 +104,7 @@ class MatchRows:
                 pa.array(self.queries, pa.string()),
                 pa.array(self.subscribers, pa.string()),
                 pa.array(self.values, schema.field("bindings").type).take(pa.array(self.value_of, pa.int32())),
+                pa.array(self.triples, schema.field("triples").type).take(pa.array(self.value_of, pa.int32())),
             ], schema=schema)
         self._start()
         return batch
