@@ -29,10 +29,15 @@ import math
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-__all__ = ["Metadata", "MetadataList", "frozen", "MAX_METADATA_DEPTH"]
+__all__ = ["Metadata", "MetadataList", "frozen", "metadata_problem", "MAX_METADATA_DEPTH",
+           "MAX_METADATA_BYTES"]
 
 #: How deeply lists and objects may nest in metadata.
 MAX_METADATA_DEPTH = 64
+
+#: The largest metadata `rtf serve` stores with a query: bytes of its JSON text
+#: (``json.dumps``, UTF-8). The engine itself takes any size.
+MAX_METADATA_BYTES = 65_536
 
 _READ_ONLY = "query metadata is read-only (copy it with copy.deepcopy to change it)"
 
@@ -87,6 +92,20 @@ def frozen(metadata: Mapping[str, Any]) -> Metadata:
     return _freeze(metadata, "metadata", 0)
 
 
+def metadata_problem(metadata: Any, max_bytes: int = MAX_METADATA_BYTES) -> str | None:
+    """Why `metadata` cannot be kept -- not a mapping `frozen` takes (its message), or
+    over `max_bytes` of JSON text -- or None: what `rtf serve` checks before it
+    stores metadata, and before it shows a stored one (a row written by hand)."""
+    try:
+        frozen(metadata)
+    except (TypeError, ValueError) as e:
+        return str(e)
+    size = len(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
+    if size > max_bytes:
+        return f"metadata is {size} bytes of JSON, over the limit of {max_bytes} bytes"
+    return None
+
+
 def _freeze(value: Any, where: str, depth: int) -> Any:
     if value is None or isinstance(value, (bool, int)):
         return value
@@ -98,7 +117,8 @@ def _freeze(value: Any, where: str, depth: int) -> Any:
             raise ValueError(f"{where} is {value}: JSON has no NaN or infinity")
         return value
     if depth >= MAX_METADATA_DEPTH:
-        raise ValueError(f"{where}: metadata nests more than {MAX_METADATA_DEPTH} levels deep")
+        at = where if len(where) <= 120 else f"{where[:60]}...{where[-50:]}"
+        raise ValueError(f"metadata nests more than {MAX_METADATA_DEPTH} levels deep (at {at})")
     if isinstance(value, Mapping):
         items = {}
         for key, item in value.items():

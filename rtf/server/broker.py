@@ -34,7 +34,7 @@ class Broker:
         self.metrics = Metrics()
         started = time.perf_counter()
         # The files are checked to belong together before the long part (the index).
-        store = QueryStore(config.data)
+        store = QueryStore(config.data, importing=config.import_index is not None)
         try:
             self.outbox = Outbox(config.data, config.outbox_max_events, config.outbox_max_age,
                                  table=store.table_id)
