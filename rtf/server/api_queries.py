@@ -19,6 +19,7 @@ from rtf.server.api_common import (MAX_EVENT_ID, Authenticator, Refused, check_m
 from rtf.server.auth import Principal
 from rtf.server.broker import Broker
 from rtf.server.registry import BulkRefusedError, NotOwnerError, Record
+from rtf.server.stopping import StoppingError, in_thread_to_the_end, retry_headers
 
 #: Content types of a bulk registration (JSON Lines).
 NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
@@ -101,8 +102,8 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         check_metadata(body.metadata)
         subscriber = writer(who, body.subscriber)
         try:
-            created = await run_in_threadpool(broker.registry.put, query_id, body.query,
-                                              subscriber, body.metadata, owner_of_writes(who))
+            created = await in_thread_to_the_end(broker.registry.put, query_id, body.query,
+                                                 subscriber, body.metadata, owner_of_writes(who))
         except QueryError as e:
             raise Refused(400, f"invalid query: {e}", line=e.line, column=e.column) from None
         except NotOwnerError as e:
@@ -132,9 +133,12 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         body = await request.body()
         records, problems = _records(body, who, atomic, writer)
         try:
-            await run_in_threadpool(broker.registry.put_many, records, owner_of_writes(who), atomic)
+            await in_thread_to_the_end(broker.registry.put_many, records, owner_of_writes(who),
+                                       atomic)
         except BulkRefusedError as e:
             raise _refusal(e.record) from None
+        except StoppingError as e:  # rolled back: the client may send it again
+            raise Refused(503, str(e), headers=retry_headers()) from None
         if records:
             broker.changed()
         outcomes = [r.outcome for r in records]
@@ -189,7 +193,7 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         if who.role in ("publisher", "metrics"):
             raise Refused(403, f"a {who} token cannot remove queries")
         try:
-            await run_in_threadpool(broker.registry.delete, query_id, owner_of_writes(who))
+            await in_thread_to_the_end(broker.registry.delete, query_id, owner_of_writes(who))
         except KeyError:
             raise Refused(404, f"no registered query with id {query_id!r}") from None
         except NotOwnerError as e:

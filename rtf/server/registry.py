@@ -45,6 +45,7 @@ from rtf.io.taxonomy import Taxonomy
 from rtf.parser import parse_query
 from rtf.query.model import Query
 from rtf.server.querystore import SNAPSHOT, QueryStore, StoredQuery
+from rtf.server.stopping import StoppingError
 
 log = logging.getLogger("rtf.server")
 
@@ -103,6 +104,8 @@ class Registry:
         self._identity = {"algorithm": algorithm, "taxonomy": _file_digest(taxonomy),
                           "table": self.store.table_id}
         self._snapshot_lock = threading.Lock()
+        #: Set when the server begins to stop: `put_many` gives up (`StoppingError`).
+        self.stopping = threading.Event()
         self.changes_since_snapshot = 0
         self._unfrozen = 0  # queries changed since the index was last frozen (`_after_changes`)
         #: The seq of the newest row the engine holds (changed under the engine's lock).
@@ -294,9 +297,14 @@ class Registry:
         `BulkRefusedError` and nothing changed. Otherwise the bad records get
         their error as outcome and the others are registered. Two records with
         one id: the second is an error.
+
+        Once `stopping` is set, a call that has not reached its commit raises
+        `StoppingError` at its next record, everything rolled back; a commit
+        under way is finished (rtf.server.stopping).
         """
         first_line: dict[str, int] = {}
         for r in records:  # parsed first, outside every lock
+            self._unless_stopping()
             if r.id in first_line:
                 r.outcome = QueryError(f"the id {r.id!r} is given twice (lines {first_line[r.id]} "
                                        f"and {r.line})")
@@ -315,6 +323,7 @@ class Registry:
             with engine._lock:
                 try:
                     last = self._put_each(pending, records, owner, atomic, done)
+                    self._unless_stopping()
                     pending.commit()
                 except BaseException:
                     for r, old in reversed(done):
@@ -335,6 +344,7 @@ class Registry:
         engine = self.engine
         last = None
         for r in todo:
+            self._unless_stopping()
             if r.outcome is not None:  # refused already (its text, or its id given twice)
                 if atomic:
                     raise BulkRefusedError(r)
@@ -361,6 +371,10 @@ class Registry:
             r.outcome = "replaced" if pending.replaced or old is not None else "created"
             last = seq
         return last
+
+    def _unless_stopping(self) -> None:
+        if self.stopping.is_set():
+            raise StoppingError()
 
     def get(self, query_id: str) -> StoredQuery | None:
         return self.store.get(query_id)
