@@ -174,6 +174,27 @@ def test_a_signal_at_each_phase_of_a_bulk_registration(tmp_path, phase, how, pau
             assert again.health()["queries"] == on_disk
 
 
+def test_the_issues_probe_sigterm_during_20000_queries(tmp_path):
+    """The probe as it was run, without a hook: whatever the phase the signal meets,
+    the client's answer and the table agree."""
+    n = 20_000
+    body = "".join(json.dumps({"id": f"q{i}", "query": q_words("st", f"w{i}")}) + "\n"
+                   for i in range(n)).encode()
+    server = ServerProcess(tmp_path / "b").start()
+    thread, got = post_in_thread(server, body, atomic=True)
+    time.sleep(1.0)
+    assert stop(server, "SIGTERM") == 0
+    thread.join(60)
+    on_disk = rows_on_disk(server.data)
+    assert on_disk in (0, n)
+    r = got.get("response")
+    if on_disk:
+        assert r is not None and r.status_code == 200 and r.json()["registered"] == n
+    else:
+        assert r is None or (r.status_code == 503 and r.headers["retry-after"]), got
+    assert "Traceback" not in server.stderr, server.stderr
+
+
 @pytest.mark.parametrize("stall", [1.0, PAST_GRACE])
 def test_a_signal_while_the_body_arrives(tmp_path, stall):
     """The client is still sending when SIGTERM comes (and stays silent past the

@@ -278,10 +278,11 @@ def test_fuzz_every_stored_row_through_every_listing_route(tmp_path_factory, tab
     serve(folder, check)
 
 
-def test_a_row_shown_unreadable_can_be_deleted_and_the_others_are_untouched(tmp_path):
+def test_a_row_shown_unreadable_can_be_deleted_or_replaced_and_the_others_are_untouched(tmp_path):
     hand_written(tmp_path, [("good", QUERY, "alice", '{"k": [1, 2]}'),
                             ("bad", QUERY, "alice", json.dumps(nested(300))),
-                            ("nan", QUERY, None, '{"x": NaN}')])
+                            ("nan", QUERY, None, '{"x": NaN}'),
+                            ("odd", QUERY, ("bad", b"bo\xffb"), None)])
 
     async def check(client, broker):
         got = {q["id"]: q for q in (await client.get("/queries")).json()["queries"]}
@@ -289,8 +290,11 @@ def test_a_row_shown_unreadable_can_be_deleted_and_the_others_are_untouched(tmp_
                                "metadata": {"k": [1, 2]}}
         assert got["bad"]["metadata"] == {} and "nests more than 64" in got["bad"]["unreadable"]
         assert "NaN" in got["nan"]["unreadable"] or "nan" in got["nan"]["unreadable"]
-        assert len(broker.engine) == 3  # their queries match; only their metadata is withheld
+        assert "subscriber is not valid UTF-8" in got["odd"]["unreadable"]
+        assert len(broker.engine) == 3  # their queries match (their metadata is withheld), not odd's
         assert (await client.delete("/queries/bad")).status_code == 204
-        assert [q["id"] for q in (await client.get("/queries")).json()["queries"]] == ["good", "nan"]
+        assert (await client.put("/queries/odd", json={"query": QUERY})).status_code == 200
+        assert [q["id"] for q in (await client.get("/queries")).json()["queries"]] == [
+            "good", "nan", "odd"]
 
     serve(tmp_path, check)

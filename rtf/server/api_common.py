@@ -44,7 +44,8 @@ ERROR_STATUSES = {
     413: "The request body is over --max-body",
     415: "A Content-Type this route does not read",
     500: "A bug: the server log has the traceback",
-    503: "The data folder could not be read or written; nothing was changed",
+    503: "The data folder could not be read or written, or the server is stopping (then with "
+         "Retry-After); nothing was changed: send it again later",
     507: "The data folder is full; nothing was changed",
 }
 

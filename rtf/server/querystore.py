@@ -136,10 +136,13 @@ class QueryStore:
         #: What to do when the file is damaged (docs/server.md, "Recovering a data folder").
         self.recovery = (f"restore it from a backup, or rebuild it from {folder / SNAPSHOT} or an "
                          'exported query file (docs/server.md, "Recovering a data folder")')
+        lost = not importing and (folder / SNAPSHOT).exists()
+        if lost and (not self.path.exists() or self.path.stat().st_size == 0):
+            self._refuse_lost_table(folder / SNAPSHOT)  # before SQLite makes a table there
         self._db = connect(self.path, "FULL", SCHEMA, self.recovery)
         self._lock = threading.Lock()
         try:
-            if self.setting("table") is None and not importing:
+            if lost and self.setting("table") is None and not self.count():
                 self._refuse_lost_table(folder / SNAPSHOT)
             # the table's identity, made with it
             self._db.execute("INSERT OR IGNORE INTO settings (key, value) VALUES ('table', ?)",
@@ -153,10 +156,9 @@ class QueryStore:
             raise self.unusable(e) from None
 
     def _refuse_lost_table(self, snapshot: Path) -> None:
-        if snapshot.exists() and not self.count():
-            raise StorageError(f"{self.path} holds no queries (it was missing, emptied or replaced) "
-                               f"while {snapshot} is there: the folder's queries are not in it; "
-                               f"{self.recovery}")
+        raise StorageError(f"{self.path} holds no queries (it was missing, emptied or replaced) "
+                           f"while {snapshot} is there: the folder's queries are not in it; "
+                           f"{self.recovery}")
 
     def unusable(self, error: sqlite3.Error) -> StorageError:
         """`error`, met reading the table at start, as the sentence that says what to do."""
@@ -240,19 +242,23 @@ class QueryStore:
         return dict(self._select("SELECT id, seq FROM queries", ()))
 
     def _select(self, sql: str, args) -> list[tuple]:
-        """The rows `sql` selects. Text that is not UTF-8 (a row written by hand) is read
-        as `_NotUtf8`, which `_row` shows with U+FFFD, instead of failing the whole read."""
         with self._lock:
+            return self._fetch(sql, args)
+
+    def _fetch(self, sql: str, args) -> list[tuple]:
+        """The rows `sql` selects (the caller holds the lock). Text that is not UTF-8 (a
+        row written by hand) is read as `_NotUtf8`, which `_row` shows with U+FFFD,
+        instead of failing the whole read."""
+        try:
+            return self._db.execute(sql, args).fetchall()
+        except sqlite3.OperationalError as e:
+            if "decode" not in str(e):
+                raise
+            self._db.text_factory = _lenient_text
             try:
                 return self._db.execute(sql, args).fetchall()
-            except sqlite3.OperationalError as e:
-                if "decode" not in str(e):
-                    raise
-                self._db.text_factory = _lenient_text
-                try:
-                    return self._db.execute(sql, args).fetchall()
-                finally:
-                    self._db.text_factory = str
+            finally:
+                self._db.text_factory = str
 
     def count(self) -> int:
         with self._lock:
@@ -285,7 +291,8 @@ class PendingWrite:
             metadata: Mapping | None, delete: bool = False) -> int | None:
         """Remove the row of `query_id` and, unless `delete`, insert the new one: its seq."""
         db = self._store._db
-        old = db.execute("SELECT subscriber FROM queries WHERE id = ?", (query_id,)).fetchone()
+        found = self._store._fetch("SELECT subscriber FROM queries WHERE id = ?", (query_id,))
+        old = found[0] if found else None
         self.replaced = old is not None
         self.old_subscriber = old[0] if old else None
         if old is not None:

@@ -52,13 +52,14 @@ def connect(path: Path, synchronous: str, schema: str, recovery: str) -> sqlite3
     try:
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
                              timeout=START_BUSY_S)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute(f"PRAGMA synchronous={synchronous}")
-        db.executescript(schema)
-        _check_columns(db, path, schema, recovery)
+        # checked before anything is written: a file refused is left as it was
         problems = [str(row[0]) for row in db.execute("PRAGMA quick_check(3)")]
         if problems != ["ok"]:
             raise StorageError(f"{path} is damaged ({_one_line(problems)}): {recovery}")
+        _check_columns(db, path, schema, recovery)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={synchronous}")
+        db.executescript(schema)
         db.execute("BEGIN IMMEDIATE")  # another program's write lock: refused now, not at
         db.execute("ROLLBACK")         # the first request
         db.execute(f"PRAGMA busy_timeout={int(BUSY_S * 1000)}")
@@ -72,8 +73,9 @@ def connect(path: Path, synchronous: str, schema: str, recovery: str) -> sqlite3
 
 
 def _check_columns(db: sqlite3.Connection, path: Path, schema: str, recovery: str) -> None:
-    """Every table of `schema` has at least its columns in the file (CREATE TABLE IF NOT
-    EXISTS leaves a table of that name alone, whatever it holds)."""
+    """Every table of `schema` that the file holds has at least the schema's columns
+    (CREATE TABLE IF NOT EXISTS leaves a table of that name alone, whatever it holds);
+    the tables it lacks are made by the schema."""
     wanted = sqlite3.connect(":memory:")
     try:
         wanted.executescript(schema)
@@ -83,7 +85,7 @@ def _check_columns(db: sqlite3.Connection, path: Path, schema: str, recovery: st
             need = [row[1] for row in wanted.execute(f"PRAGMA table_info({table})")]
             have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
             missing = [column for column in need if column not in have]
-            if missing:
+            if have and missing:
                 raise StorageError(f"{path} was not made by rtf serve (its table {table!r} has "
                                    f"no column {missing[0]!r}): {recovery}")
     finally:
