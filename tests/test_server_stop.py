@@ -8,8 +8,9 @@ with Retry-After (or a connection closed before any byte of the answer);
 never 500.
 
 A real server in a child process; a hook (installed by the launcher below,
-not in rtf) announces the request's phase on stderr and pauses there, and
-the test sends the signal then: while the body arrives, parsing, registering,
+not in rtf) announces the request's phase on stderr and holds it there until
+the signal has arrived (and a pause more), and the test sends the signal
+then: while the body arrives, parsing, registering,
 committing, answering; SIGTERM, Ctrl-C, and Ctrl-C twice; pauses shorter and
 longer than uvicorn's 5 s of grace. The client's status is then checked
 against the table on disk, read after the server exited, and after a restart.
@@ -31,19 +32,30 @@ from tests.test_server import q_words
 
 httpx = pytest.importorskip("httpx")
 
-#: The launcher: installs the phase hook named by RTF_TEST_PHASE ("phase:nth:seconds"),
+#: The launcher: installs the phase hook named by RTF_TEST_PHASE ("phase:nth:seconds":
+#: at the nth call, announce the phase, wait for the stop signal, then pause that long),
 #: then runs ``rtf`` as ``python -m rtf.cli`` does.
 LAUNCHER = """
-import os, sys, time
+import os, sys, threading, time
+import uvicorn.server
 phase, nth, pause = os.environ["RTF_TEST_PHASE"].split(":")
 nth, pause = int(nth), float(pause)
 calls = [0]
+signalled = threading.Event()
+real_exit = uvicorn.server.Server.handle_exit
+
+def handle_exit(self, sig, frame):
+    real_exit(self, sig, frame)
+    signalled.set()
+
+uvicorn.server.Server.handle_exit = handle_exit
 
 def hooked(real):
     def call(*args, **kwargs):
         calls[0] += 1
         if calls[0] == nth:
             print(f"rtf-test: phase {phase}", file=sys.stderr, flush=True)
+            signalled.wait(30)
             time.sleep(pause)
         return real(*args, **kwargs)
     return call
@@ -65,8 +77,10 @@ N = 400
 NDJSON = {"Content-Type": "application/x-ndjson"}
 BODY = "".join(json.dumps({"id": f"q{i}", "query": q_words("st", f"w{i}"), "subscriber": "alice"})
                + "\n" for i in range(N)).encode()
-#: uvicorn's grace for requests in progress (rtf.server.command), and a pause past it.
+#: uvicorn's grace for requests in progress (rtf.server.command); a pause within it (long
+#: enough for a second Ctrl-C to come while the request still runs) and one past it.
 GRACE = 5.0
+SHORT = 0.5
 PAST_GRACE = GRACE + 1.5
 
 
@@ -144,13 +158,13 @@ COMMITS = {"parsing": False, "registering": False, "committing": True, "answerin
 
 @pytest.mark.parametrize("phase, how, pause", [
     # every phase under SIGTERM, the issue's signal
-    ("parsing", "SIGTERM", 1.0), ("registering", "SIGTERM", 1.0),
-    ("committing", "SIGTERM", 1.0), ("answering", "SIGTERM", 1.0),
+    ("parsing", "SIGTERM", SHORT), ("registering", "SIGTERM", SHORT),
+    ("committing", "SIGTERM", SHORT), ("answering", "SIGTERM", SHORT),
     # Ctrl-C
-    ("parsing", "SIGINT", 1.0), ("registering", "SIGINT", 1.0),
-    ("committing", "SIGINT", 1.0), ("answering", "SIGINT", 1.0),
+    ("parsing", "SIGINT", SHORT), ("registering", "SIGINT", SHORT),
+    ("committing", "SIGINT", SHORT), ("answering", "SIGINT", SHORT),
     # a second Ctrl-C: uvicorn waits for nothing
-    ("registering", "SIGINT twice", 1.0), ("committing", "SIGINT twice", 1.0),
+    ("registering", "SIGINT twice", SHORT), ("committing", "SIGINT twice", SHORT),
     # past uvicorn's grace: it cancels the request (the issue's 500)
     ("parsing", "SIGTERM", PAST_GRACE), ("committing", "SIGTERM", PAST_GRACE),
 ])
@@ -195,7 +209,7 @@ def test_the_issues_probe_sigterm_during_20000_queries(tmp_path):
     assert "Traceback" not in server.stderr, server.stderr
 
 
-@pytest.mark.parametrize("stall", [1.0, PAST_GRACE])
+@pytest.mark.parametrize("stall", [SHORT, PAST_GRACE])
 def test_a_signal_while_the_body_arrives(tmp_path, stall):
     """The client is still sending when SIGTERM comes (and stays silent past the
     grace): nothing is registered, the answer is 503 or a closed connection."""
@@ -223,7 +237,7 @@ def test_a_signal_while_the_body_arrives(tmp_path, stall):
 
 def test_retry_after_the_restart_registers_everything(tmp_path):
     """The client's way forward: a 503 is sent again once the server is back."""
-    server = HookedServer(tmp_path / "b", env={"RTF_TEST_PHASE": f"registering:{N // 2}:1.0"})
+    server = HookedServer(tmp_path / "b", env={"RTF_TEST_PHASE": f"registering:{N // 2}:{SHORT}"})
     server.start()
     thread, got = post_in_thread(server, BODY, atomic=True)
     wait_for(server, "rtf-test: phase registering")

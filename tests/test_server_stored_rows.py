@@ -13,7 +13,6 @@ tested, not the HTTP server.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import sqlite3
@@ -27,9 +26,8 @@ from hypothesis import strategies as st
 httpx = pytest.importorskip("httpx")
 
 from rtf.io.metadata import MAX_METADATA_BYTES, MAX_METADATA_DEPTH  # noqa: E402
-from rtf.server.app import create_app  # noqa: E402
-from rtf.server.broker import Broker, BrokerConfig  # noqa: E402
 from rtf.server.querystore import READ_METADATA_CHARS, QueryStore  # noqa: E402
+from tests.test_server_api import in_process  # noqa: E402
 
 NDJSON = {"Content-Type": "application/x-ndjson"}
 QUERY = 'ASK { ?s <http://ex.org/rows/p> ?t FILTER ftcontains(?t, "rio") }'
@@ -41,20 +39,6 @@ def nested(depth: int, kind: str = "object") -> dict:
     for level in range(depth - 1):
         inner = {"a": inner} if kind == "object" or level % 2 else [inner]
     return {"a": inner} if depth else {}
-
-
-def serve(folder: Path, check) -> None:
-    """Start a broker on `folder` (start-up included) and run `check(client, broker)`."""
-    broker = Broker(BrokerConfig(folder))
-    app = create_app(broker)
-
-    async def run():
-        transport = httpx.ASGITransport(app=app)
-        async with app.router.lifespan_context(app), httpx.AsyncClient(
-                transport=transport, base_url="http://rtf") as client:
-            await check(client, broker)
-
-    asyncio.run(run())
 
 
 # ------------------------------------------------------------ the issue's probe
@@ -73,7 +57,7 @@ def test_deep_metadata_is_refused_and_the_listing_stays_200(tmp_path, depth):
         assert (await client.get("/queries")).status_code == 200
         assert len(broker.engine) == 0
 
-    serve(tmp_path, check)
+    in_process(tmp_path, check)
 
 
 def test_the_bounds_are_inclusive_and_said_in_the_openapi_schema(tmp_path):
@@ -97,7 +81,7 @@ def test_the_bounds_are_inclusive_and_said_in_the_openapi_schema(tmp_path):
         assert f"{MAX_METADATA_BYTES} bytes" in field["description"]
         assert "unreadable" in schema["StoredOut"]["properties"]
 
-    serve(tmp_path, check)
+    in_process(tmp_path, check)
 
 
 # ------------------------------------------------------------ rows written by hand
@@ -275,7 +259,7 @@ def test_fuzz_every_stored_row_through_every_listing_route(tmp_path_factory, tab
         assert len(broker.engine) == registrable
         assert broker.registry.startup["failed"] == len(table) - registrable
 
-    serve(folder, check)
+    in_process(folder, check)
 
 
 def test_a_row_shown_unreadable_can_be_deleted_or_replaced_and_the_others_are_untouched(tmp_path):
@@ -297,4 +281,4 @@ def test_a_row_shown_unreadable_can_be_deleted_or_replaced_and_the_others_are_un
         assert [q["id"] for q in (await client.get("/queries")).json()["queries"]] == [
             "good", "nan", "odd"]
 
-    serve(tmp_path, check)
+    in_process(tmp_path, check)
