@@ -26,13 +26,18 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-__all__ = ["Metadata", "MetadataList", "frozen", "MAX_METADATA_DEPTH"]
+__all__ = ["Metadata", "MetadataList", "frozen", "metadata_problem", "MAX_METADATA_DEPTH",
+           "MAX_METADATA_BYTES"]
 
 #: How deeply lists and objects may nest in metadata.
 MAX_METADATA_DEPTH = 64
+
+#: The largest metadata `rtf serve` stores with a query: bytes of its JSON text
+#: (``json.dumps``, UTF-8). The engine itself takes any size.
+MAX_METADATA_BYTES = 65_536
 
 _READ_ONLY = "query metadata is read-only (copy it with copy.deepcopy to change it)"
 
@@ -84,40 +89,88 @@ def frozen(metadata: Mapping[str, Any]) -> Metadata:
     """
     if not isinstance(metadata, Mapping):
         raise TypeError(f"metadata must be a mapping or None, not {type(metadata).__name__}")
-    return _freeze(metadata, "metadata", 0)
+    try:
+        return _freeze(metadata, 0)
+    except _Refused as e:  # its path is known now, from the value up
+        raise e.kind(e.message("metadata" + "".join(reversed(e.path)))) from None
 
 
-def _freeze(value: Any, where: str, depth: int) -> Any:
+def metadata_problem(metadata: Any, max_bytes: int = MAX_METADATA_BYTES) -> str | None:
+    """Why `metadata` cannot be kept -- not a mapping `frozen` takes (its message), or
+    over `max_bytes` of JSON text -- or None: what `rtf serve` checks before it
+    stores metadata, and before it shows a stored one (a row written by hand)."""
+    try:
+        frozen(metadata)
+    except (TypeError, ValueError) as e:
+        return str(e)
+    size = len(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
+    if size > max_bytes:
+        return f"metadata is {size} bytes of JSON, over the limit of {max_bytes} bytes"
+    return None
+
+
+class _Refused(Exception):
+    """A value `frozen` refuses: the error to raise (`kind`, and its `message` given the
+    value's path), the path gathered on the way up (so that a value taken costs no
+    path at all)."""
+
+    def __init__(self, kind: type[Exception], message: Callable[[str], str]):
+        super().__init__()
+        self.kind, self.message = kind, message
+        self.path: list[str] = []
+
+
+def _freeze(value: Any, depth: int) -> Any:
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, str):
-        _check_unicode(value, where)
+        _check_unicode(value, "")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{where} is {value}: JSON has no NaN or infinity")
+            raise _Refused(ValueError, lambda where: f"{where} is {value}: JSON has no NaN or infinity")
         return value
     if depth >= MAX_METADATA_DEPTH:
-        raise ValueError(f"{where}: metadata nests more than {MAX_METADATA_DEPTH} levels deep")
+        raise _Refused(ValueError, lambda where: f"metadata nests more than {MAX_METADATA_DEPTH} "
+                                                 f"levels deep (at {_shortened(where)})")
     if isinstance(value, Mapping):
         items = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise TypeError(f"{where} has the key {key!r:.80}: metadata keys are str (JSON object keys)")
-            _check_unicode(key, f"{where} key {key!r:.80}")
-            items[key] = _freeze(item, f"{where}[{key!r:.80}]", depth + 1)
+                raise _Refused(TypeError, lambda where: f"{where} has the key {key!r:.80}: metadata "
+                                                        "keys are str (JSON object keys)")
+            _check_unicode(key, f" key {key!r:.80}")
+            try:
+                items[key] = _freeze(item, depth + 1)
+            except _Refused as e:
+                e.path.append(f"[{key!r:.80}]")
+                raise
         return Metadata(items)
     if isinstance(value, (list, tuple)):
-        return MetadataList(_freeze(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value))
-    raise TypeError(f"{where} is a {type(value).__name__}, not a JSON value (metadata holds None, "
-                    "bool, int, float, str, lists and mappings with str keys)")
+        copied = []
+        for i, item in enumerate(value):
+            try:
+                copied.append(_freeze(item, depth + 1))
+            except _Refused as e:
+                e.path.append(f"[{i}]")
+                raise
+        return MetadataList(copied)
+    raise _Refused(TypeError, lambda where: f"{where} is a {type(value).__name__}, not a JSON value "
+                                            "(metadata holds None, bool, int, float, str, lists and "
+                                            "mappings with str keys)")
 
 
-def _check_unicode(text: str, where: str) -> None:
+def _shortened(where: str) -> str:
+    return where if len(where) <= 120 else f"{where[:60]}...{where[-50:]}"
+
+
+def _check_unicode(text: str, what: str) -> None:
+    """`text` (the value, or `what` names the key) holds no lone surrogate."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValueError(f"{where} is not valid Unicode (a lone surrogate)") from None
+        raise _Refused(ValueError, lambda where: f"{where}{what} is not valid Unicode (a lone "
+                                                 "surrogate)") from None
 
 
 # json.dumps needs nothing: Metadata and MetadataList are a dict and a list.

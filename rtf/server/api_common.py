@@ -14,7 +14,8 @@ from fastapi import Request
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from rtf.io.queries import is_unicode, json_problem
+from rtf.io.metadata import metadata_problem
+from rtf.io.queries import is_unicode
 from rtf.server.auth import ANYONE, MAX_NAME_CHARS, Principal, Tickets, Tokens
 
 #: Longest query id, and subscriber name, accepted: characters.
@@ -43,7 +44,8 @@ ERROR_STATUSES = {
     413: "The request body is over --max-body",
     415: "A Content-Type this route does not read",
     500: "A bug: the server log has the traceback",
-    503: "The data folder could not be read or written; nothing was changed",
+    503: "The data folder could not be read or written, or the server is stopping (then with "
+         "Retry-After); nothing was changed: send it again later",
     507: "The data folder is full; nothing was changed",
 }
 
@@ -74,10 +76,12 @@ def check_name(what: str, name: str) -> None:
 
 
 def check_metadata(metadata: dict | None) -> None:
-    """Metadata that JSON files and the table can hold (`rtf.io.queries.json_problem`)."""
-    problem = json_problem(metadata)
+    """Metadata that JSON files and the table can hold, and every listing can show:
+    JSON, at most `MAX_METADATA_DEPTH` levels deep and `MAX_METADATA_BYTES` of text
+    (`rtf.io.metadata.metadata_problem`)."""
+    problem = metadata_problem(metadata) if metadata is not None else None
     if problem:
-        raise Refused(400, f"metadata: {problem}")
+        raise Refused(400, problem if problem.startswith("metadata") else f"metadata: {problem}")
 
 
 def event_id(text: str, where: str) -> int:

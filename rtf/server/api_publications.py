@@ -8,7 +8,6 @@ import json
 from functools import partial
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from rtf.errors import PublicationError
@@ -16,6 +15,7 @@ from rtf.io.output import sparql_term
 from rtf.server.api_common import Authenticator, Refused, error_responses, media_type
 from rtf.server.auth import Principal
 from rtf.server.broker import Broker
+from rtf.server.stopping import in_thread_to_the_end
 
 #: Content types of publications, and the reader's format names.
 RDF_TYPES = {
@@ -68,7 +68,7 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         headers = {"X-RTF-Publications": str(done.publications),
                    "X-RTF-Matches": str(done.matches)}
         if sparql:
-            text = await run_in_threadpool(sparql_results, done.kept)
+            text = await in_thread_to_the_end(sparql_results, done.kept)  # published: answer it
             return Response(text, media_type=SPARQL_JSON, headers=headers)
         return Response(done.body, media_type=NDJSON, headers=headers)
 

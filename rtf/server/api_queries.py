@@ -12,12 +12,14 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from rtf.errors import QueryError
+from rtf.io.metadata import MAX_METADATA_BYTES, MAX_METADATA_DEPTH
 from rtf.io.queries import QueryFileError, decode_text, query_records
 from rtf.server.api_common import (MAX_EVENT_ID, Authenticator, Refused, check_metadata,
                                    check_name, error_responses, media_type)
 from rtf.server.auth import Principal
 from rtf.server.broker import Broker
 from rtf.server.registry import BulkRefusedError, NotOwnerError, Record
+from rtf.server.stopping import StoppingError, in_thread_to_the_end, retry_headers
 
 #: Content types of a bulk registration (JSON Lines).
 NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
@@ -32,7 +34,11 @@ class QueryIn(BaseModel):
     query: str = Field(description="The query text (docs/language.md)")
     subscriber: str | None = Field(None, description="Who receives its matches (a subscriber "
                                    "token's own name when omitted)")
-    metadata: dict[str, Any] | None = Field(None, description="Kept with the query, returned by GET")
+    metadata: dict[str, Any] | None = Field(
+        None, description=f"Kept with the query, returned by GET: a JSON object at most "
+                          f"{MAX_METADATA_DEPTH} levels deep and {MAX_METADATA_BYTES} bytes of "
+                          "JSON text, whose strings hold no lone surrogate (else 400)",
+        json_schema_extra={"x-max-depth": MAX_METADATA_DEPTH, "x-max-bytes": MAX_METADATA_BYTES})
 
 
 class Registered(BaseModel):
@@ -46,6 +52,9 @@ class StoredOut(BaseModel):
     subscriber: str | None
     query: str
     metadata: dict[str, Any]
+    unreadable: str | None = Field(None, description="Only for a row of the table that cannot be "
+                                   "shown as it is (written by hand, or by an older rtf): why, "
+                                   "and which fields are shown replaced (metadata by {})")
 
 
 class Page(BaseModel):
@@ -93,8 +102,8 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         check_metadata(body.metadata)
         subscriber = writer(who, body.subscriber)
         try:
-            created = await run_in_threadpool(broker.registry.put, query_id, body.query,
-                                              subscriber, body.metadata, owner_of_writes(who))
+            created = await in_thread_to_the_end(broker.registry.put, query_id, body.query,
+                                                 subscriber, body.metadata, owner_of_writes(who))
         except QueryError as e:
             raise Refused(400, f"invalid query: {e}", line=e.line, column=e.column) from None
         except NotOwnerError as e:
@@ -124,9 +133,12 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         body = await request.body()
         records, problems = _records(body, who, atomic, writer)
         try:
-            await run_in_threadpool(broker.registry.put_many, records, owner_of_writes(who), atomic)
+            await in_thread_to_the_end(broker.registry.put_many, records, owner_of_writes(who),
+                                       atomic)
         except BulkRefusedError as e:
             raise _refusal(e.record) from None
+        except StoppingError as e:  # rolled back: the client may send it again
+            raise Refused(503, str(e), headers=retry_headers()) from None
         if records:
             broker.changed()
         outcomes = [r.outcome for r in records]
@@ -157,8 +169,10 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
             check_name("a subscriber name", subscriber)
         rows = await run_in_threadpool(broker.registry.store.page, subscriber,
                                        min(after, MAX_EVENT_ID), limit)
-        return {"queries": [r.as_json() for r in rows],
-                "next": rows[-1].seq if len(rows) == limit else None}
+        # Rendered here, not by the response model: every row is JSON within the bounds
+        # (`StoredQuery.as_json`), and 10,000 rows skip a validation that proves nothing.
+        return JSONResponse({"queries": [r.as_json() for r in rows],
+                             "next": rows[-1].seq if len(rows) == limit else None})
 
     @router.get("/queries/{query_id:text}", response_model=StoredOut,
                 responses=error_responses(400, 401, 403, 404, 503))
@@ -169,7 +183,7 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
             raise Refused(404, f"no registered query with id {query_id!r}")
         if not who.may_act_for(row.subscriber):
             raise Refused(403, f"query {query_id!r} belongs to another subscriber")
-        return row.as_json()
+        return JSONResponse(row.as_json())
 
     @router.delete("/queries/{query_id:text}", status_code=204,
                    responses={204: {"description": "Removed"},
@@ -179,7 +193,7 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         if who.role in ("publisher", "metrics"):
             raise Refused(403, f"a {who} token cannot remove queries")
         try:
-            await run_in_threadpool(broker.registry.delete, query_id, owner_of_writes(who))
+            await in_thread_to_the_end(broker.registry.delete, query_id, owner_of_writes(who))
         except KeyError:
             raise Refused(404, f"no registered query with id {query_id!r}") from None
         except NotOwnerError as e:
@@ -214,6 +228,7 @@ def _records(body: bytes, who: Principal, atomic: bool, writer) -> tuple[list[Re
             check_name("a query id", rec["id"])
             if rec["subscriber"] is not None:
                 check_name("a subscriber name", rec["subscriber"])
+            check_metadata(rec["metadata"] or None)
             subscriber = writer(who, rec["subscriber"])
         except Refused as e:
             message = e.detail if e.detail.startswith(BODY) else f"{BODY}:{rec['line']}: {e.detail}"

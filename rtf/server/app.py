@@ -31,7 +31,7 @@ from rtf.server import api_publications, api_queries, api_streams, openapi
 from rtf.server.api_common import Authenticator, Refused, error_responses, storage_error
 from rtf.server.auth import Principal, Tickets, Tokens
 from rtf.server.broker import Broker
-from rtf.server.middleware import BodyLimit, Utf8Only
+from rtf.server.middleware import BodyLimit, StopGuard, Utf8Only
 
 log = logging.getLogger("rtf.server")
 
@@ -71,7 +71,12 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
             on_ready()
         try:
             yield
+        except asyncio.CancelledError:
+            # A second Ctrl-C: uvicorn ends without the lifespan's shutdown and asyncio
+            # cancels it; the files are closed all the same, and no traceback is logged.
+            asyncio.current_task().uncancel()
         finally:
+            broker.begin_stop()
             shutdown.set()
             broker.hub.close_all()
             watcher.cancel()
@@ -84,6 +89,7 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
                                      "(docs/server.md).")
     app.add_middleware(BodyLimit, limit=broker.config.max_body, metrics=broker.metrics)
     app.add_middleware(Utf8Only, metrics=broker.metrics)
+    app.add_middleware(StopGuard, metrics=broker.metrics)  # outermost: sees every cancellation
     auth = Authenticator(tokens, Tickets())
     app.include_router(api_queries.routes(broker, auth))
     app.include_router(api_publications.routes(broker, auth))

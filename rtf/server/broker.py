@@ -34,7 +34,7 @@ class Broker:
         self.metrics = Metrics()
         started = time.perf_counter()
         # The files are checked to belong together before the long part (the index).
-        store = QueryStore(config.data)
+        store = QueryStore(config.data, importing=config.import_index is not None)
         try:
             self.outbox = Outbox(config.data, config.outbox_max_events, config.outbox_max_age,
                                  table=store.table_id)
@@ -74,9 +74,16 @@ class Broker:
         the outbox and pushed to the subscriber's streams."""
         return self.publisher.publish_sync(self.read(body, format, group_by))
 
+    def begin_stop(self) -> None:
+        """The server received its stop signal: bulk registrations under way give up
+        (rolled back, answered 503), and no snapshot starts in the background (`close`
+        writes the last one)."""
+        self.registry.stopping.set()
+
     def changed(self) -> None:
         """After a registration or removal: snapshot in the background when due."""
-        if self.registry.changes_since_snapshot >= self.config.snapshot_every:
+        if (self.registry.changes_since_snapshot >= self.config.snapshot_every
+                and not self.registry.stopping.is_set()):
             self.snapshot_in_background()
 
     def snapshot_in_background(self) -> None:

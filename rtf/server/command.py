@@ -76,6 +76,7 @@ def _serve(args) -> int:
 
         def handle_exit(self, sig, frame) -> None:
             self.signals = [*self.signals, sig]
+            broker.begin_stop()  # what is under way finishes or rolls back: rtf.server.stopping
             super().handle_exit(sig, frame)
 
     app = create_app(broker, tokens, on_ready=ready)

@@ -1,11 +1,46 @@
-"""ASGI middleware of `rtf serve`: paths and query strings must be UTF-8, and
-bodies stay under ``--max-body``; both answer JSON errors like every route."""
+"""ASGI middleware of `rtf serve`: paths and query strings must be UTF-8, bodies
+stay under ``--max-body``, and a request the server's stop cancels is answered
+``503``; all answer JSON errors like every route."""
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import unquote_to_bytes
 
 from fastapi.responses import JSONResponse
+
+from rtf.server.stopping import NOT_DONE, retry_headers
+
+
+class StopGuard:
+    """ASGI middleware: a request cancelled by the server's stop before it answered
+    (uvicorn cancels what still runs 5 s after SIGTERM) gets ``503`` with
+    ``Retry-After`` instead of uvicorn's plain ``500``. Nothing of it was done: the
+    routes that write wait for their write (`rtf.server.stopping.to_the_end`)."""
+
+    def __init__(self, app, metrics):
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def watched_send(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched_send)
+        except asyncio.CancelledError:
+            if started:
+                raise
+            asyncio.current_task().uncancel()  # the request is answered: it ends normally
+            self.metrics.bad_requests.labels("503").inc()
+            await JSONResponse({"error": NOT_DONE}, 503, headers=retry_headers())(
+                scope, receive, send)
 
 
 class Utf8Only:

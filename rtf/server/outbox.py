@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rtf.server.config import MAX_AGE_S, MAX_EVENTS
-from rtf.server.querystore import StorageError, connect, storage_error
+from rtf.server.sqlite_files import StorageError, connect, storage_error
 
 log = logging.getLogger("rtf.server")
 
@@ -77,6 +77,12 @@ RESTART_WAIT_S = 0.1
 EXPIRE_CHECK_S = 1.0
 
 
+#: What to do when the outbox is damaged (docs/server.md, "Recovering a data folder").
+RECOVERY = ("restore it from a backup, or move it away to start with an empty outbox (the "
+            "matches it held for subscribers that had not read them are lost; docs/server.md, "
+            '"Recovering a data folder")')
+
+
 class Outbox:
     """The event table of ``DIR/outbox.sqlite3``; every method is thread-safe."""
 
@@ -90,7 +96,7 @@ class Outbox:
         self.path = Path(directory) / self.FILE
         self.max_events = max_events
         self.max_age = max_age
-        self._db = connect(self.path, "NORMAL", SCHEMA)
+        self._db = connect(self.path, "NORMAL", SCHEMA, RECOVERY)
         self._lock = threading.Lock()
         try:
             self._check_table(table)
@@ -107,7 +113,7 @@ class Outbox:
             self._expired_at = 0.0
         except sqlite3.Error as e:
             self._db.close()
-            raise storage_error(self.path, e) from None
+            raise storage_error(self.path, e, RECOVERY) from None
         except StorageError:
             self._db.close()
             raise

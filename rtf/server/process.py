@@ -143,6 +143,11 @@ class ServerProcess:
         self._listening.wait(self.start_timeout)
         if self.url is None:
             code = self.process.poll()
+            if code is None and not self._reader.is_alive():  # its stderr closed: it is exiting
+                try:
+                    code = self.process.wait(STOP_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    pass
             if code is None:
                 self._force_stop()
                 raise ServerFailed(f"rtf serve did not start within {self.start_timeout} s; "

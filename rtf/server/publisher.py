@@ -35,6 +35,7 @@ from typing import NamedTuple
 from rtf.io.output import match_bytes
 from rtf.server.metrics import Metrics
 from rtf.server.outbox import Outbox
+from rtf.server.stopping import to_the_end
 from rtf.server.streams import Chunk, Hub, sse_matches
 
 log = logging.getLogger("rtf.server")
@@ -110,7 +111,7 @@ class Publisher:
         lines, once the events are stored and handed to the streams."""
         job = Job(None, keep_matches, asyncio.get_running_loop().create_future(), reader=reader)
         self.submit(job)
-        return await job.future
+        return await to_the_end(job.future)  # once submitted, answered with what it did
 
     def publish_sync(self, publications: list, keep_matches: bool = False) -> Published:
         """`publish`, from any thread but the event loop's: waits for the outcome."""

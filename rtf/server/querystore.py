@@ -25,7 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from rtf.errors import RtfError
+from rtf.io.metadata import MAX_METADATA_BYTES, metadata_problem
+from rtf.server.sqlite_files import StorageError, connect, storage_error
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queries (
@@ -40,55 +41,84 @@ CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
+#: Stored metadata longer than this is not read (a row written by hand): its JSON could
+#: not be within `MAX_METADATA_BYTES` unless it is mostly spaces or ``\\u`` escapes.
+READ_METADATA_CHARS = 16 * MAX_METADATA_BYTES
+
+#: The index snapshot's name in the data folder (`rtf.server.registry`).
+SNAPSHOT = "snapshot.idx"
+
+
 class StoredQuery(NamedTuple):
-    """A row of the query table."""
+    """A row of the query table, as it can be shown: `problem` says why some of it could
+    not be (a row written by hand or by an older rtf: text that is not text, metadata
+    that is not JSON or over the bounds); those fields are then shown replaced."""
 
     seq: int
     id: str
     query: str
     subscriber: str | None
     metadata: dict | None
+    problem: str | None = None
 
     def as_json(self) -> dict:
-        """What the HTTP API shows of it."""
-        return {"id": self.id, "subscriber": self.subscriber, "query": self.query,
-                "metadata": self.metadata or {}}
+        """What the HTTP API shows of it: always JSON within the metadata bounds; a row
+        that could not be shown as it is says why in ``unreadable``."""
+        shown = {"id": self.id, "subscriber": self.subscriber, "query": self.query,
+                 "metadata": self.metadata or {}}
+        if self.problem:
+            shown["unreadable"] = self.problem
+        return shown
 
 
-class StorageError(RtfError):
-    """A SQLite file of the data folder that cannot be opened or used (corrupt, not
-    SQLite, unreadable, on a full disk, or belonging to another data folder)."""
-
-
-def connect(path: Path, synchronous: str, schema: str) -> sqlite3.Connection:
-    """A connection to the SQLite file `path` in WAL mode with `schema` applied, usable
-    from any thread (callers serialise their use of it). `StorageError` if the file
-    cannot be used."""
-    try:
-        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute(f"PRAGMA synchronous={synchronous}")
-        db.executescript(schema)
-        return db
-    except sqlite3.Error as e:
-        raise storage_error(path, e) from None
-
-
-def storage_error(path: Path, error: sqlite3.Error) -> StorageError:
-    """`error`, met opening or reading `path`, as one sentence that says what to do."""
-    text = str(error)
-    if "not a database" in text or "malformed" in text:
-        advice = "restore it from a backup, or move it away to start without it"
-    elif "full" in text:
-        advice = "free some space"
-    else:
-        advice = "check that the folder is readable and writable"
-    return StorageError(f"cannot use {path}: {text}: {advice}")
-
-
-def _row(row) -> StoredQuery:
+def _row(row, with_metadata: bool = True) -> StoredQuery:
+    """A row as read (any SQLite value in any column: a table written by hand holds
+    BLOBs, numbers or NULL where rtf writes text), checked for being shown."""
     seq, qid, text, subscriber, metadata = row
-    return StoredQuery(seq, qid, text, subscriber, json.loads(metadata) if metadata else None)
+    problems: list[str] = []
+    qid = _text(qid, "id", problems)
+    text = _text(text, "query", problems)
+    subscriber = None if subscriber is None else _text(subscriber, "subscriber", problems)
+    shown = _metadata(metadata, problems) if with_metadata else None
+    return StoredQuery(seq, qid, text, subscriber, shown, "; ".join(problems) or None)
+
+
+def _text(value, name: str, problems: list[str]) -> str:
+    if type(value) is str:  # read as UTF-8 by SQLite: valid
+        return value
+    if isinstance(value, _NotUtf8):
+        problems.append(f"its {name} is not valid UTF-8 in the table (shown with U+FFFD)")
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if isinstance(value, bytes):
+        problems.append(f"its {name} is a BLOB in the table, not text (shown decoded)")
+        return value.decode("utf-8", "replace")
+    problems.append(f"its {name} is {'NULL' if value is None else 'a number'} in the table, "
+                    "not text")
+    return "" if value is None else str(value)
+
+
+def _metadata(value, problems: list[str]) -> dict | None:
+    """Stored metadata (JSON text), or None; metadata that could not be accepted
+    today (not a JSON object, too deep, too large) is replaced by none."""
+    if value is None or value == "":
+        return None
+    problem = None
+    if not isinstance(value, str):
+        problem = f"it is {'a BLOB' if isinstance(value, bytes) else 'a number'} in the table, not text"
+    elif len(value) > READ_METADATA_CHARS:  # not even read: far over the limit
+        problem = f"{len(value)} characters of JSON, over the limit of {MAX_METADATA_BYTES} bytes"
+    else:
+        try:
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
+            problem = "it is not JSON"
+        else:
+            problem = (metadata_problem(parsed) if isinstance(parsed, dict)
+                       else None if parsed is None else "it is not a JSON object")
+            if problem is None or parsed is None:  # null: none
+                return parsed
+    problems.append(f"its metadata is not shown ({problem})")
+    return None
 
 
 class QueryStore:
@@ -96,18 +126,43 @@ class QueryStore:
 
     FILE = "queries.sqlite3"
 
-    def __init__(self, directory: Path):
-        self.path = Path(directory) / self.FILE
-        self._db = connect(self.path, "FULL", SCHEMA)
+    def __init__(self, directory: Path, importing: bool = False):
+        """`importing`: the table is to be filled from a saved index (``--import-index``);
+        otherwise a table without queries or identity beside a snapshot is refused
+        (`StorageError`): the file was lost, emptied or replaced, and starting would
+        write a snapshot of nothing over the last copy of the queries."""
+        folder = Path(directory)
+        self.path = folder / self.FILE
+        #: What to do when the file is damaged (docs/server.md, "Recovering a data folder").
+        self.recovery = (f"restore it from a backup, or rebuild it from {folder / SNAPSHOT} or an "
+                         'exported query file (docs/server.md, "Recovering a data folder")')
+        lost = not importing and (folder / SNAPSHOT).exists()
+        if lost and (not self.path.exists() or self.path.stat().st_size == 0):
+            self._refuse_lost_table(folder / SNAPSHOT)  # before SQLite makes a table there
+        self._db = connect(self.path, "FULL", SCHEMA, self.recovery)
         self._lock = threading.Lock()
-        try:  # the table's identity, made with it
+        try:
+            if lost and self.setting("table") is None and not self.count():
+                self._refuse_lost_table(folder / SNAPSHOT)
+            # the table's identity, made with it
             self._db.execute("INSERT OR IGNORE INTO settings (key, value) VALUES ('table', ?)",
                              (uuid.uuid4().hex,))
             #: The table's identity (see the module's docstring).
             self.table_id: str = self.setting("table")
-        except sqlite3.Error as e:
+        except (sqlite3.Error, StorageError) as e:
             self._db.close()
-            raise storage_error(self.path, e) from None
+            if isinstance(e, StorageError):
+                raise
+            raise self.unusable(e) from None
+
+    def _refuse_lost_table(self, snapshot: Path) -> None:
+        raise StorageError(f"{self.path} holds no queries (it was missing, emptied or replaced) "
+                           f"while {snapshot} is there: the folder's queries are not in it; "
+                           f"{self.recovery}")
+
+    def unusable(self, error: sqlite3.Error) -> StorageError:
+        """`error`, met reading the table at start, as the sentence that says what to do."""
+        return storage_error(self.path, error, self.recovery)
 
     def close(self) -> None:
         with self._lock:
@@ -158,35 +213,52 @@ class QueryStore:
     # ------------------------------------------------------------- reading
 
     def get(self, query_id: str) -> StoredQuery | None:
-        with self._lock:
-            row = self._db.execute("SELECT seq, id, query, subscriber, metadata FROM queries "
-                                   "WHERE id = ?", (query_id,)).fetchone()
-        return _row(row) if row else None
+        rows = self._select("SELECT seq, id, query, subscriber, metadata FROM queries "
+                            "WHERE id = ?", (query_id,))
+        return _row(rows[0]) if rows else None
 
-    def page(self, subscriber: str | None = None, after: int = 0, limit: int = 1000
-             ) -> list[StoredQuery]:
+    def page(self, subscriber: str | None = None, after: int = 0, limit: int = 1000,
+             with_metadata: bool = True) -> list[StoredQuery]:
         """Up to `limit` rows with ``seq > after`` in registration order (of one subscriber)."""
-        sql = "SELECT seq, id, query, subscriber, metadata FROM queries WHERE seq > ?"
+        columns = "metadata" if with_metadata else "NULL"
+        sql = f"SELECT seq, id, query, subscriber, {columns} FROM queries WHERE seq > ?"
         args: list = [after]
         if subscriber is not None:
             sql += " AND subscriber = ?"
             args.append(subscriber)
         sql += " ORDER BY seq LIMIT ?"
         args.append(limit)
-        with self._lock:
-            return [_row(r) for r in self._db.execute(sql, args).fetchall()]
+        return [_row(r, with_metadata) for r in self._select(sql, args)]
 
     def all(self) -> Iterator[StoredQuery]:
-        """Every row, in registration order (read page by page)."""
+        """Every row, in registration order (read page by page), without its metadata."""
         after = 0
-        while rows := self.page(after=after, limit=10_000):
+        while rows := self.page(after=after, limit=10_000, with_metadata=False):
             yield from rows
             after = rows[-1].seq
 
     def versions(self) -> dict[str, int]:
         """id -> seq of every row."""
+        return dict(self._select("SELECT id, seq FROM queries", ()))
+
+    def _select(self, sql: str, args) -> list[tuple]:
         with self._lock:
-            return dict(self._db.execute("SELECT id, seq FROM queries").fetchall())
+            return self._fetch(sql, args)
+
+    def _fetch(self, sql: str, args) -> list[tuple]:
+        """The rows `sql` selects (the caller holds the lock). Text that is not UTF-8 (a
+        row written by hand) is read as `_NotUtf8`, which `_row` shows with U+FFFD,
+        instead of failing the whole read."""
+        try:
+            return self._db.execute(sql, args).fetchall()
+        except sqlite3.OperationalError as e:
+            if "decode" not in str(e):
+                raise
+            self._db.text_factory = _lenient_text
+            try:
+                return self._db.execute(sql, args).fetchall()
+            finally:
+                self._db.text_factory = str
 
     def count(self) -> int:
         with self._lock:
@@ -219,7 +291,8 @@ class PendingWrite:
             metadata: Mapping | None, delete: bool = False) -> int | None:
         """Remove the row of `query_id` and, unless `delete`, insert the new one: its seq."""
         db = self._store._db
-        old = db.execute("SELECT subscriber FROM queries WHERE id = ?", (query_id,)).fetchone()
+        found = self._store._fetch("SELECT subscriber FROM queries WHERE id = ?", (query_id,))
+        old = found[0] if found else None
         self.replaced = old is not None
         self.old_subscriber = old[0] if old else None
         if old is not None:
@@ -277,6 +350,17 @@ class PendingWrite:
             self._store._abort()
             raise
         self._store._lock.release()
+
+
+class _NotUtf8(str):
+    """Text of the table that is not UTF-8, its bad bytes read as lone surrogates."""
+
+
+def _lenient_text(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _NotUtf8(raw.decode("utf-8", "surrogateescape"))
 
 
 def _metadata_json(metadata: Mapping | None) -> str | None:

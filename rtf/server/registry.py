@@ -32,6 +32,7 @@ import hashlib
 import json
 import logging
 import os
+import sqlite3
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,7 +44,8 @@ from rtf.io.files import write_atomically
 from rtf.io.taxonomy import Taxonomy
 from rtf.parser import parse_query
 from rtf.query.model import Query
-from rtf.server.querystore import QueryStore, StoredQuery
+from rtf.server.querystore import SNAPSHOT, QueryStore, StoredQuery
+from rtf.server.stopping import StoppingError
 
 log = logging.getLogger("rtf.server")
 
@@ -86,7 +88,7 @@ class Record:
 class Registry:
     """The registered queries of a broker whose data lives in `directory`."""
 
-    SNAPSHOT = "snapshot.idx"
+    SNAPSHOT = SNAPSHOT
 
     def __init__(self, directory: str | os.PathLike, algorithm: str = "rtfs",
                  taxonomy: str | os.PathLike | None = None, store: QueryStore | None = None,
@@ -95,12 +97,15 @@ class Registry:
         `import_index`: a saved index to start an empty folder from
         (`ImportRefusedError` if the folder holds queries made otherwise)."""
         self.directory = Path(directory)
-        self.store = store if store is not None else QueryStore(self.directory)
+        self.store = (store if store is not None
+                      else QueryStore(self.directory, importing=import_index is not None))
         self.snapshot_path = self.directory / self.SNAPSHOT
         #: What a usable snapshot was made with: this algorithm, taxonomy and table.
         self._identity = {"algorithm": algorithm, "taxonomy": _file_digest(taxonomy),
                           "table": self.store.table_id}
         self._snapshot_lock = threading.Lock()
+        #: Set when the server begins to stop: `put_many` gives up (`StoppingError`).
+        self.stopping = threading.Event()
         self.changes_since_snapshot = 0
         self._unfrozen = 0  # queries changed since the index was last frozen (`_after_changes`)
         #: The seq of the newest row the engine holds (changed under the engine's lock).
@@ -108,9 +113,12 @@ class Registry:
         #: What start-up did: "snapshot" or "rebuilt", rows replayed, rows that failed.
         self.startup: dict = {}
         engine = None
-        if import_index is not None:
-            engine = self._import(Path(import_index), algorithm, taxonomy)
-        self.engine = engine if engine is not None else self._open(algorithm, taxonomy)
+        try:  # a damaged page may show only now, reading the rows
+            if import_index is not None:
+                engine = self._import(Path(import_index), algorithm, taxonomy)
+            self.engine = engine if engine is not None else self._open(algorithm, taxonomy)
+        except sqlite3.Error as e:
+            raise self.store.unusable(e) from None
 
     # --------------------------------------------------------------- start
 
@@ -122,21 +130,23 @@ class Registry:
         removed = 0
         for registered in engine.queries():  # the snapshot's queries that are not the table's
             row = rows.get(registered.id)
-            if (row is None or row.seq > through
+            if (row is None or row.seq > through or row.problem
                     or row.query != registered.query.text or row.subscriber != registered.subscriber):
                 engine.unregister(registered.id)
                 removed += 1
         replayed = failed = 0
         for row in rows.values():
-            if row.id in engine:
-                continue
             try:
+                if row.problem:  # a row written by hand: shown by GET /queries, never matched
+                    raise ValueError(row.problem)
+                if row.id in engine:  # (ValueError for an empty id)
+                    continue
                 engine.register(row.query, row.id, row.subscriber)
                 replayed += 1
-            except QueryError as e:  # registered by an older rtf, refused by this one
-                failed += 1
-                log.warning("query %r in %s no longer registers, skipped: %s",
-                            row.id, self.store.path, e)
+            except (QueryError, TypeError, ValueError) as e:  # registered by an older rtf, or
+                failed += 1                                    # written by hand: refused now
+                log.warning("query %.80r (row %d) in %s does not register, skipped: %s",
+                            row.id, row.seq, self.store.path, e)
         self.changes_since_snapshot = replayed + removed
         self._through = max(rows_seq(rows), through)
         self.startup = {"from": source, "replayed": replayed, "removed": removed,
@@ -287,9 +297,14 @@ class Registry:
         `BulkRefusedError` and nothing changed. Otherwise the bad records get
         their error as outcome and the others are registered. Two records with
         one id: the second is an error.
+
+        Once `stopping` is set, a call that has not reached its commit raises
+        `StoppingError` at its next record, everything rolled back; a commit
+        under way is finished (rtf.server.stopping).
         """
         first_line: dict[str, int] = {}
         for r in records:  # parsed first, outside every lock
+            self._unless_stopping()
             if r.id in first_line:
                 r.outcome = QueryError(f"the id {r.id!r} is given twice (lines {first_line[r.id]} "
                                        f"and {r.line})")
@@ -308,6 +323,7 @@ class Registry:
             with engine._lock:
                 try:
                     last = self._put_each(pending, records, owner, atomic, done)
+                    self._unless_stopping()
                     pending.commit()
                 except BaseException:
                     for r, old in reversed(done):
@@ -328,6 +344,7 @@ class Registry:
         engine = self.engine
         last = None
         for r in todo:
+            self._unless_stopping()
             if r.outcome is not None:  # refused already (its text, or its id given twice)
                 if atomic:
                     raise BulkRefusedError(r)
@@ -354,6 +371,10 @@ class Registry:
             r.outcome = "replaced" if pending.replaced or old is not None else "created"
             last = seq
         return last
+
+    def _unless_stopping(self) -> None:
+        if self.stopping.is_set():
+            raise StoppingError()
 
     def get(self, query_id: str) -> StoredQuery | None:
         return self.store.get(query_id)
