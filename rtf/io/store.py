@@ -466,9 +466,6 @@ def _head(head, source: str) -> tuple[str, int, int, Taxonomy, list, dict | None
 
     if type(head) is not dict:
         raise bad("the index's first line is not an object")
-    if head.get("text_rule") != TEXT_RULE:
-        raise bad("the index was written by an rtf whose words split at combining marks "
-                  "(before language version 3); rebuild it with `rtf index build`")
     algorithm = head.get("algorithm")
     if not isinstance(algorithm, str):
         raise bad(f"unknown algorithm {algorithm!r}")
@@ -491,6 +488,9 @@ def _head(head, source: str) -> tuple[str, int, int, Taxonomy, list, dict | None
             TextAnalysis.from_dict(text_analysis)  # checked as Engine will take it
         except (TextAnalysisError, TypeError) as e:
             raise bad(f"text_analysis: {e}") from None
+    if head.get("text_rule") != TEXT_RULE:
+        raise bad("the index was written by an rtf whose words split at combining marks "
+                  "(before language version 3); rebuild it with `rtf index build`")
     return algorithm, max_solutions, next_id, Taxonomy(edges), classes, text_analysis
 
 

@@ -32,12 +32,9 @@ Atoms:
 bare ``?x``, ``true``    effective boolean value (§17.2.2)
 =======================  ====================================================
 
-Filters run for every candidate solution, so an expression is compiled
-once into nested closures (`compile_filter`, cached): constants are turned
-into keys, regular expressions compiled, operators looked up, and parts
-without variables folded, before the first solution arrives. A constant
-regex that cannot run is refused when the query is registered
-(`check_regexes`, `InvalidRegexError`).
+An expression is compiled once into nested closures (`compile_filter`, cached): constants
+made keys, regexes compiled, parts without variables folded; version 3's ``IF``, ``COALESCE``,
+``IRI()``, ``EXISTS``, ``NOW()``, ``BNODE()`` too (`rtf.query.context`).
 
 >>> from rtf.query.model import Compare, Or, Not, Variable, Literal
 >>> XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"
@@ -122,12 +119,7 @@ def passes(expr, solution: Solution) -> bool:
 # by identity saves hashing the whole expression tree on every call. Each
 # entry holds its expression, so an id cannot be reused while it is cached.
 _BY_ID: dict[int, tuple[object, Compiled]] = {}
-_BY_ID_LIMIT = 8192
-
-
-def compiled_filter(expr) -> Compiled:
-    """`compile_filter`, remembered by identity (no hashing of the expression's tree)."""
-    return _compiled(expr)
+_BY_ID_LIMIT = 1 << 17  # (version-3 queries keep many compiled at once: a smaller one thrashed)
 
 
 def _compiled(expr) -> Compiled:
@@ -139,6 +131,10 @@ def _compiled(expr) -> Compiled:
     compiled = compile_filter(expr)
     _BY_ID[id(expr)] = (expr, compiled)
     return compiled
+
+
+#: `compile_filter`, remembered by identity (no hashing of the expression's tree).
+compiled_filter = _compiled
 
 
 @lru_cache(maxsize=8192)
