@@ -102,7 +102,7 @@ def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) 
                                                   for a in params.algorithms},
                       queries_rejected_by_parser=rejected, memory_method=MEMORY_METHOD,
                       mix=None if params.queries else "values" if params.mix_name == "values" else {
-                          k: v for k, v in asdict(bench_mix(0, params.mix_name)).items()
+                          k: v for k, v in asdict(bench_mix(0, params.mix_name, params.v3_share)).items()
                           if k != "ft_pr"},
                       seconds=round(time.perf_counter() - t0, 1))
     return {"params": params_out, "machine": machine_info(), "runs": rows,
