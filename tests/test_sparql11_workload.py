@@ -18,7 +18,7 @@ from collections import Counter
 
 import pytest
 
-from rtf.bench import sparql11_workload
+from rtf.bench import confirm_census, sparql11_workload
 from rtf.bench.sparql11_workload import KINDS, Version3Builder
 from rtf.bench.workload import Mix, Vocabulary, _Builder, generate_queries
 from rtf.cli import main
@@ -66,8 +66,9 @@ def _signature(branch) -> set:
     return {(term(t.predicate), term(t.object), str(t.fulltext)) for t in branch.tuples}
 
 
-def test_the_docstring_examples_run():
-    assert doctest.testmod(sparql11_workload, optionflags=doctest.ELLIPSIS).failed == 0
+@pytest.mark.parametrize("module", [sparql11_workload, confirm_census])
+def test_the_docstring_examples_run(module):
+    assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
 
 
 def test_the_base_queries_are_the_selective_mix_whatever_the_share(slice_pubs):
@@ -164,6 +165,29 @@ def test_gen_queries_and_bench_run_the_mix(tmp_path, capsys):
                  "--db", "100,200", "--pubs", "40", "--algorithms", "naive,rtfs,ibroker",
                  "--no-memory", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
-    capsys.readouterr()
+    report = capsys.readouterr().out
     assert doc["params"]["mix"]["v3_share"] == 0.5 and doc["params"]["v3_share"] == 0.5
     assert all(r["matches_agree"] for r in doc["runs"]) and doc["runs"][-1]["matches"] > 0
+    # the version-3 census: the reference engine confirms every version-3 query on every
+    # publication, an index only its candidates, and every match was a candidate
+    v3 = [parse_query(line and json.loads(line)["query"]).algebra is not None
+          for line in v3_queries(files, tmp_path)]
+    runs = {(r["algorithm"], r["db"]): r for r in doc["runs"]}
+    for db in (100, 200):
+        naive, rtfs = runs["naive", db], runs["rtfs", db]
+        assert naive["v3_candidates_per_pub"] == sum(v3[:db])
+        assert naive["v3_matches_per_pub"] == rtfs["v3_matches_per_pub"] > 0
+        assert rtfs["v3_matches_per_pub"] <= rtfs["v3_candidates_per_pub"] < naive["v3_candidates_per_pub"]
+        assert 0 < rtfs["confirm_pct"] < 100
+    assert f"{sum(v3):,} version-3 queries" in report and "candidates confirmed per publication" in report
+    assert main(["bench", "--publications", *files, "--mix", "selective", "--db", "50", "--pubs", "10",
+                 "--algorithms", "rtfs", "--no-memory", "--json", str(out)]) == 0
+    assert "v3_candidates_per_pub" not in json.loads(out.read_text())["runs"][0]
+
+
+def v3_queries(files, tmp_path) -> list[str]:
+    """The queries the bench above generated (the same seed, share and count)."""
+    path = tmp_path / "bench_queries.jsonl"
+    assert main(["gen-queries", "--publications", *files, "-n", "200", "--seed", "0", "--mix",
+                 "sparql11", "--v3-share", "0.5", "-o", str(path)]) == 0
+    return path.read_text().splitlines()

@@ -47,6 +47,16 @@ class Workload:
     texts: list[str]
     rejected: int = 0  # generated queries the parser refused (replaced by others)
 
+    @property
+    def version3(self) -> int:
+        """Queries beyond the version-2 fragment (spec section 5), answered by their algebra."""
+        return sum(q.algebra is not None for q in self.queries)
+
+    @property
+    def unindexed(self) -> int:
+        """Version-3 queries that require no triple: evaluated on every publication."""
+        return sum(q.algebra is not None and not q.branches for q in self.queries)
+
 
 @dataclass
 class BenchParams:
