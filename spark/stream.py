@@ -37,7 +37,7 @@ queries:
 output (--output DIR), exactly once for every reader:
   DIR/batch_id=N/part-*.parquet   publication, query, subscriber, bindings
                                   (array<map<string,string>>), one row per match
-  DIR/batch_id=N/_rtf_batch.json  the batch's pin, files, counts, seconds, latencies
+  DIR/batch_id=N/_rtf_batch.json  the batch's stream, pin, files, counts, seconds, latencies
   DIR/_rtf_tmp/                   batches being written (readers skip '_' names)
   Read it with any Parquet reader that skips '_' and '.' names, e.g.
     python -c "import pyarrow.dataset as ds; print(ds.dataset('DIR', format='parquet',
@@ -50,6 +50,12 @@ when no file came for 30 s):
       --index q.idx --queries-log qlog/ --master 'local[2,2]' --stop-when-idle 30
   python spark/queries_log.py qlog/ register --id new1 \\
       --query 'SELECT ?s WHERE { ?s ?p ?o FILTER ftcontains(?o, "rio") }'
+
+restarts: with the same --checkpoint and --output. An output goes with the
+checkpoint that wrote it: a lost or new checkpoint beside an output that
+holds batches, a damaged file of either, is refused before Spark starts, in
+one line that says what to do (docs/limits.md); a new stream needs a new
+--checkpoint and a new --output.
 
 exit status: 0 stopped cleanly (--stop-when-idle), 1 error, 130 interrupted
 (Ctrl-C or SIGTERM: the stream stops; a batch in progress is replayed at the
@@ -121,7 +127,7 @@ def main(argv: list[str] | None = None, spark=None) -> int:
     from rtf.errors import RtfError
     from rtf.spark.dumps import ReplayError
     from rtf.spark.session import failure_message, make_session
-    from rtf.spark.stream import StreamConfig, StreamJob, check_config
+    from rtf.spark.stream import StreamConfig, StreamJob, check_checkpoint, check_config
 
     for name, value in (("--trigger-seconds", args.trigger_seconds),
                         ("--max-files-per-trigger", args.max_files_per_trigger),
@@ -137,7 +143,8 @@ def main(argv: list[str] | None = None, spark=None) -> int:
         compact_every=args.compact_every, warm_up=args.warm_up, keep_warm=args.keep_warm,
         metrics=args.metrics)
     try:
-        check_config(config)  # a bad folder or index is told before a JVM starts
+        output, state, log_ops = check_config(config)
+        check_checkpoint(config, output, state, log_ops)  # all told before a JVM starts
     except (ReplayError, RtfError, OSError) as e:
         print(f"stream.py: error: {e}", file=sys.stderr)
         return 1

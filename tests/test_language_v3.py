@@ -4,6 +4,8 @@ readings agree, and the algebra answers version-2 queries as the indexes do."""
 
 from __future__ import annotations
 
+import re
+
 import pyoxigraph as ox
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -62,6 +64,7 @@ def test_removed_version_3_queries_never_match_again(qs, pubs, data):
 # ------------------------------------------------------------ the algebra = pyoxigraph
 
 _UNORDERED = ("SAMPLE", "GROUP_CONCAT", "LIMIT", "OFFSET", "_:n")
+_ZERO_LENGTH = re.compile(r"[\w)][*?](?![\w$])")
 
 
 def _store(pub) -> ox.Store:
@@ -106,6 +109,9 @@ def _ours(text: str, pub):
 def test_the_algebra_answers_as_pyoxigraph(text, pub):
     if any(word in text for word in _UNORDERED):
         return  # what SPARQL lets engines choose (a sample, an order, which rows a slice keeps)
+    if _ZERO_LENGTH.search(text):
+        return  # pyoxigraph 0.5 misses zero-length paths from a constant not in the graph
+                # (W3C property-path tests; tests/test_w3c.py holds rtf to them)
     ours = _ours(text, pub)
     theirs = _oxigraph(text, pub)
     if isinstance(ours, bool):

@@ -13,7 +13,9 @@ SIGKILLs them (with their JVM) at each step of a batch.
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
+import io
 import itertools
 import json
 import os
@@ -31,6 +33,7 @@ import pytest
 from rtf.io import datasets
 from tests.test_spark import NO_SPARK, _file, local_session, spark_test
 from tests.test_spark import _head_publications as _head
+from tests.test_stream_checkpoint import EX, _index_bytes, argv, stream_main
 
 ROOT = Path(__file__).resolve().parents[1]
 STREAM = ROOT / "spark" / "stream.py"
@@ -373,6 +376,93 @@ def test_driver_killed_at_each_step_then_restarted_gives_each_match_once(drops, 
     assert 0 not in typed and typed
     assert [json.loads(line)["batch"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()] == [2, 3]
     assert not os.listdir(tmp_path / "out" / "_rtf_tmp")
+
+
+# ------------------------------------------- a checkpoint lost or damaged (issue 37)
+
+
+def _drop_triple(folder: Path, name: str) -> None:
+    """A file of one triple, whose subject is its name, dropped by a rename."""
+    (folder / f".{name}").write_text(f'<{EX}{name}> <{EX}p> "{name}" .\n')
+    os.rename(folder / f".{name}", folder / name)
+
+
+def _publications(out: Path) -> list[str]:
+    from rtf.spark.batch_output import read_matches
+
+    return sorted(r["publication"] for r in read_matches(out).to_pylist())
+
+
+@spark_test
+def test_a_stream_restarted_beside_its_output_loses_nothing_or_says_why(spark, tmp_path):
+    """Issue 37 item 1 as it was found (a checkpoint lost, a file dropped, a restart: exit 0 and
+    the file's matches never written), the way back the refusal gives, and item 2's garbage in
+    ``stream.json``; the damages themselves, every one, are tests/test_stream_checkpoint.py's."""
+    from rtf.spark.oplog import QueriesLog
+
+    root = tmp_path
+    (root / "in").mkdir()
+    (root / "q.idx").write_bytes(_index_bytes("q0"))
+    QueriesLog(root / "qlog", create=True)
+
+    def run(checkpoint="ck") -> tuple[int, str]:
+        err = io.StringIO()
+        args = [a.replace(str(root / "ck"), str(root / checkpoint)) for a in argv(root)]
+        sigterm = signal.getsignal(signal.SIGTERM)
+        try:
+            with contextlib.redirect_stderr(err):
+                status = stream_main(args + ["--trigger-seconds", "0.2", "--stop-when-idle", "1",
+                                             "--no-warm-up", "--no-keep-warm", "--log-level", "WARNING"],
+                                     spark=spark)
+        finally:
+            signal.signal(signal.SIGTERM, sigterm)
+        return status, err.getvalue()
+
+    _drop_triple(root / "in", "a.nt")
+    assert run()[0] == 0
+    shutil.copytree(root / "ck", root / "backup")
+    # The checkpoint is lost; a file comes; the stream is restarted.
+    shutil.rmtree(root / "ck")
+    _drop_triple(root / "in", "b.nt")
+    status, err = run()
+    assert status == 1 and "is new: restart with the --checkpoint that wrote them" in err, err
+    status, err = run(checkpoint="fresh")  # a new checkpoint pointed at the old output
+    assert status == 1 and "is new" in err
+    assert _publications(root / "out") == [f"{EX}a.nt"]
+    # The way back: the checkpoint that wrote the output. Nothing lost, nothing twice.
+    shutil.copytree(root / "backup", root / "ck")
+    assert run()[0] == 0
+    assert _publications(root / "out") == [f"{EX}a.nt", f"{EX}b.nt"]
+    # A file of Spark's own part of the checkpoint, damaged: Spark's failure, said as one of ours.
+    offsets = root / "ck" / "offsets" / "1"
+    kept = offsets.read_bytes()
+    offsets.write_text("garbage")
+    status, err = run()
+    assert status == 1 and err.splitlines()[-1] == (
+        f"stream.py: error: {offsets}: Spark cannot read this file of its checkpoint ([MALFORMED_LOG_FILE] "
+        "Log file was malformed: failed to read correct log version from garbage.); restore the "
+        "checkpoint from a backup, or start a new stream: a new --checkpoint and a new --output"), err
+    offsets.write_bytes(kept)
+    # Garbage in the state: one line, before Spark starts (issue 37 item 2).
+    identity = root / "ck" / "rtf" / "stream.json"
+    kept = identity.read_bytes()
+    identity.write_text("{garbage")
+    status, err = run()
+    assert status == 1 and err.splitlines()[-1] + "\n" == f"stream.py: error: {identity}: not JSON (Expecting property name " \
+                                  "enclosed in double quotes: line 1 column 2 (char 1)); restore the " \
+                                  "checkpoint from a backup, or start a new stream: a new --checkpoint " \
+                                  "and a new --output\n"
+    identity.write_bytes(kept)
+    # A checkpoint older than its output (restored from the backup) whose next batch reads other
+    # files than the batch the output holds under that id: refused as the batch comes.
+    shutil.rmtree(root / "ck")
+    shutil.copytree(root / "backup", root / "ck")
+    _drop_triple(root / "in", "c.nt")
+    status, err = run()
+    last = err.strip().splitlines()[-1]
+    assert status == 1 and last.startswith("stream.py: error: ") and "batch_id=1 holds the matches of 1 " \
+        "file(s), not of the 2 file(s) of Spark's batch 1" in last, err[-2000:]
+    assert _publications(root / "out") == [f"{EX}a.nt", f"{EX}b.nt"]
 
 
 @spark_test

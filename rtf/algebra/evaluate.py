@@ -40,14 +40,16 @@ from rtf.algebra.model import (
     Union,
     Values,
 )
+from rtf.algebra.bgp import ALL, basic_solutions
+from rtf.algebra.needs import Needs
 from rtf.algebra.paths import path_solutions
 from rtf.query.context import CONTEXT
-from rtf.query.expressions import compile_filter, compile_operand
-from rtf.query.terms import TYPE_PATH_KEY, TypePath, Wildcard, is_variable
+from rtf.query.expressions import compiled_filter, compiled_operand
 from rtf.query.values import ERROR
 
 Solution = dict[str, str]
 _EMPTY: Solution = {}
+_NO_NEEDS: Needs = {}
 
 
 def is_hidden(name: str) -> bool:
@@ -55,9 +57,24 @@ def is_hidden(name: str) -> bool:
     return name[0] in "_."
 
 
-def evaluate(pattern, dataset: Dataset, bound: Solution = _EMPTY) -> list[Solution]:
-    """The solutions of `pattern` over `dataset`, with `bound` substituted (see the module)."""
-    return _OPERATORS[type(pattern)](pattern, dataset, bound)
+def evaluate(pattern, dataset: Dataset, bound: Solution = _EMPTY,
+             needs: Needs = _NO_NEEDS) -> list[Solution]:
+    """The solutions of `pattern` over `dataset`, with `bound` substituted (see the module).
+    `needs` says what each pattern's consumers read (`rtf.algebra.needs`).
+
+    A pattern evaluated without substitution is evaluated once per publication for every
+    query that holds the same pattern object with the same needs (the parser shares equal
+    patterns; `Dataset.memo`): the lists are never changed afterwards, only read. Patterns
+    with ``BNODE``, ``RAND``, ``UUID`` or ``STRUUID`` are evaluated each time."""
+    need = needs.get(id(pattern), ALL)
+    if bound or not need[2]:
+        return _OPERATORS[type(pattern)](pattern, dataset, bound, needs)
+    key = (id(pattern), need)
+    memo = dataset.memo
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _OPERATORS[type(pattern)](pattern, dataset, bound, needs)
+    return found
 
 
 def compatible(a: Solution, b: Solution) -> bool:
@@ -74,82 +91,15 @@ def compatible(a: Solution, b: Solution) -> bool:
 # ------------------------------------------------------------- basic patterns
 
 
-def _position(term):
-    """How a pattern position reads a triple: ("const", key), ("var", name) or ("any", None)."""
-    if isinstance(term, (Wildcard, TypePath)):
-        return ("any", None)
-    if is_variable(term):
-        return ("var", term.name)
-    try:
-        return ("const", term.key)
-    except ValueError:  # not a valid term: it matches nothing
-        return ("const", None)
+def _bgp(pattern: BGP, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
+    return basic_solutions(pattern, dataset, bound, needs.get(id(pattern), ALL))
 
 
-def _bgp(pattern: BGP, dataset: Dataset, bound: Solution) -> list[Solution]:
-    solutions = [dict(bound)]
-    if not pattern.triples:
-        return solutions
-    todo = [(t, [_position(x) for x in t.terms], isinstance(t.predicate, TypePath))
-            for t in pattern.triples]
-    known = set(bound)
-    while todo and solutions:
-        # The next pattern: the one with most positions bound, then the fewest candidates.
-        best = min(range(len(todo)), key=lambda i: _cost(todo[i], known, dataset))
-        triple, positions, virtual = todo.pop(best)
-        graph = dataset.types if virtual else dataset.graph
-        if virtual:
-            positions[1] = ("const", TYPE_PATH_KEY)
-        solutions = _extend(solutions, positions, graph)
-        known.update(name for kind, name in positions if kind == "var")
-    return solutions if not todo else []
-
-
-def _cost(entry, known: set, dataset: Dataset) -> tuple[int, int]:
-    _, positions, virtual = entry
-    free = sum(1 for kind, name in positions if kind == "any" or (kind == "var" and name not in known))
-    keys = [name if kind == "const" else None for kind, name in positions]
-    graph = dataset.types if virtual else dataset.graph
-    if virtual:
-        keys[1] = TYPE_PATH_KEY
-    return free, graph.count(*keys)
-
-
-def _extend(solutions: list[Solution], positions, graph) -> list[Solution]:
-    out = []
-    for solution in solutions:
-        keys = []
-        for kind, name in positions:
-            if kind == "const":
-                if name is None:
-                    return []
-                keys.append(name)
-            elif kind == "var":
-                keys.append(solution.get(name))
-            else:
-                keys.append(None)
-        for triple in graph.match(*keys):
-            extended = None
-            for (kind, name), key in zip(positions, triple):
-                if kind != "var":
-                    continue
-                have = solution.get(name) if extended is None else extended.get(name)
-                if have is None:
-                    if extended is None:
-                        extended = dict(solution)
-                    extended[name] = key
-                elif have != key:
-                    break
-            else:
-                out.append(solution if extended is None else extended)
-    return out
-
-
-def _path(pattern: PathPattern, dataset: Dataset, bound: Solution) -> list[Solution]:
+def _path(pattern: PathPattern, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
     return path_solutions(pattern, dataset.graph, bound)
 
 
-def _values(pattern: Values, dataset: Dataset, bound: Solution) -> list[Solution]:
+def _values(pattern: Values, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
     out = []
     for row in pattern.rows:
         solution = {name: key for name, key in zip(pattern.vars, row) if key is not None}
@@ -195,19 +145,19 @@ def _mentioned(solutions: list[Solution]) -> set[str]:
     return names
 
 
-def _join(pattern: Join, dataset: Dataset, bound: Solution) -> list[Solution]:
-    left = evaluate(pattern.left, dataset, bound)
+def _join(pattern: Join, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
+    left = evaluate(pattern.left, dataset, bound, needs)
     if not left:
         return []
-    return join(left, evaluate(pattern.right, dataset, bound))
+    return join(left, evaluate(pattern.right, dataset, bound, needs))
 
 
-def _left_join(pattern: LeftJoin, dataset: Dataset, bound: Solution) -> list[Solution]:
-    left = evaluate(pattern.left, dataset, bound)
+def _left_join(pattern: LeftJoin, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
+    left = evaluate(pattern.left, dataset, bound, needs)
     if not left:
         return []
-    right = evaluate(pattern.right, dataset, bound)
-    test = compile_filter(pattern.expr) if pattern.expr is not None else None
+    right = evaluate(pattern.right, dataset, bound, needs)
+    test = compiled_filter(pattern.expr) if pattern.expr is not None else None
     out = []
     for a in left:
         extended = False
@@ -222,32 +172,35 @@ def _left_join(pattern: LeftJoin, dataset: Dataset, bound: Solution) -> list[Sol
     return out
 
 
-def _filter(pattern: Filter, dataset: Dataset, bound: Solution) -> list[Solution]:
-    test = compile_filter(pattern.expr)
-    return [s for s in evaluate(pattern.pattern, dataset, bound) if test(s) is True]
+def _filter(pattern: Filter, dataset: Dataset, bound: Solution, needs) -> list[Solution]:
+    if type(pattern.pattern) is BGP:  # each conjunct as soon as its variables are bound
+        return basic_solutions(pattern, dataset, bound, needs.get(id(pattern), ALL))
+    test = compiled_filter(pattern.expr)
+    return [s for s in evaluate(pattern.pattern, dataset, bound, needs) if test(s) is True]
 
 
-def _union(pattern: Union, dataset: Dataset, bound: Solution) -> list[Solution]:
-    return evaluate(pattern.left, dataset, bound) + evaluate(pattern.right, dataset, bound)
+def _union(pattern: Union, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
+    left = evaluate(pattern.left, dataset, bound, needs)
+    return left + evaluate(pattern.right, dataset, bound, needs)
 
 
-def _minus(pattern: Minus, dataset: Dataset, bound: Solution) -> list[Solution]:
-    left = evaluate(pattern.left, dataset, bound)
+def _minus(pattern: Minus, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
+    left = evaluate(pattern.left, dataset, bound, needs)
     if not left:
         return []
-    right = evaluate(pattern.right, dataset, bound)
+    right = evaluate(pattern.right, dataset, bound, needs)
     if not right:
         return left
     return [a for a in left
             if not any(compatible(a, b) and not a.keys().isdisjoint(b) for b in right)]
 
 
-def _extend_op(pattern: Extend, dataset: Dataset, bound: Solution) -> list[Solution]:
-    value = compile_operand(pattern.expr)
+def _extend_op(pattern: Extend, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
+    value = compiled_operand(pattern.expr)
     name = pattern.var
     context = CONTEXT.get() if _makes_blank_nodes(pattern) else None
     out = []
-    for s in evaluate(pattern.pattern, dataset, bound):
+    for s in evaluate(pattern.pattern, dataset, bound, needs):
         if name not in s:
             key = value(s)
             if key is not ERROR:
@@ -283,16 +236,16 @@ def _makes_blank_nodes(pattern: Extend) -> bool:
 # -------------------------------------------------------- solution modifiers
 
 
-def _group(pattern: Group, dataset: Dataset, bound: Solution) -> list[Solution]:
+def _group(pattern: Group, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
     from rtf.algebra.grouping import group_solutions
-    return group_solutions(pattern, evaluate(pattern.pattern, dataset, bound))
+    return group_solutions(pattern, evaluate(pattern.pattern, dataset, bound, needs))
 
 
-def _order_by(pattern: OrderBy, dataset: Dataset, bound: Solution) -> list[Solution]:
+def _order_by(pattern: OrderBy, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
     from rtf.query.ordering import order_key
-    solutions = evaluate(pattern.pattern, dataset, bound)
+    solutions = list(evaluate(pattern.pattern, dataset, bound, needs))  # (a copy: sorted here)
     for expr, descending in reversed(pattern.conditions):  # stable: least significant first
-        value = compile_operand(expr)
+        value = compiled_operand(expr)
 
         def key(s, value=value):
             k = value(s)
@@ -301,12 +254,13 @@ def _order_by(pattern: OrderBy, dataset: Dataset, bound: Solution) -> list[Solut
     return solutions
 
 
-def _project(pattern: Project, dataset: Dataset, bound: Solution) -> list[Solution]:
+def _project(pattern: Project, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
     names = pattern.vars
     # Only the projected variables are substituted from outside: the others are the
     # sub-query's own (SPARQL's variable scope).
     inner = {k: v for k, v in bound.items() if k in names} if bound else bound
-    return [{n: s[n] for n in names if n in s} for s in evaluate(pattern.pattern, dataset, inner)]
+    solutions = evaluate(pattern.pattern, dataset, inner, needs)
+    return [{n: s[n] for n in names if n in s} for s in solutions]
 
 
 def distinct(solutions: list[Solution]) -> list[Solution]:
@@ -321,17 +275,17 @@ def distinct(solutions: list[Solution]) -> list[Solution]:
     return out
 
 
-def _distinct(pattern: Distinct, dataset: Dataset, bound: Solution) -> list[Solution]:
-    return distinct(evaluate(pattern.pattern, dataset, bound))
+def _distinct(pattern: Distinct, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
+    return distinct(evaluate(pattern.pattern, dataset, bound, needs))
 
 
-def _reduced(pattern: Reduced, dataset: Dataset, bound: Solution) -> list[Solution]:
+def _reduced(pattern: Reduced, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
     # REDUCED permits removing any duplicates; rtf removes none (docs/language.md).
-    return evaluate(pattern.pattern, dataset, bound)
+    return evaluate(pattern.pattern, dataset, bound, needs)
 
 
-def _slice(pattern: Slice, dataset: Dataset, bound: Solution) -> list[Solution]:
-    solutions = evaluate(pattern.pattern, dataset, bound)
+def _slice(pattern: Slice, dataset: Dataset, bound: Solution, needs: Needs) -> list[Solution]:
+    solutions = evaluate(pattern.pattern, dataset, bound, needs)
     end = None if pattern.length is None else pattern.start + pattern.length
     return solutions[pattern.start:end]
 

@@ -15,18 +15,21 @@ must not differ between engines; spec section 5).
 from __future__ import annotations
 
 Triple = tuple[str, str, str]
+_NONE: list = []
 
 
 class Graph:
     """Triples, each once, found by their bound positions (`match`)."""
 
-    __slots__ = ("triples", "_by_s", "_by_p", "_by_o", "_terms")
+    __slots__ = ("triples", "_by_s", "_by_p", "_by_o", "_by_sp", "_by_po", "_terms")
 
     def __init__(self, triples) -> None:
         self.triples: list[Triple] = sorted(set(triples))
         self._by_s: dict[str, list[Triple]] | None = None
         self._by_p: dict[str, list[Triple]] | None = None
         self._by_o: dict[str, list[Triple]] | None = None
+        self._by_sp: dict[tuple[str, str], list[Triple]] | None = None
+        self._by_po: dict[tuple[str, str], list[Triple]] | None = None
         self._terms: list[str] | None = None
 
     def __len__(self) -> int:
@@ -59,6 +62,16 @@ class Graph:
 
     def match(self, s: str | None, p: str | None, o: str | None) -> list[Triple]:
         """The triples with these terms where they are given (None: any), in order."""
+        if p is not None and (s is None) != (o is None):  # the common cases: one lookup
+            if s is not None:
+                index = self._by_sp
+                if index is None:
+                    index = self._by_sp = self._pairs(0)
+                return index.get((s, p), _NONE)
+            index = self._by_po
+            if index is None:
+                index = self._by_po = self._pairs(2)
+            return index.get((p, o), _NONE)
         candidates = None
         if s is not None:
             candidates = self.by_subject().get(s, ())
@@ -74,6 +87,18 @@ class Graph:
             return self.triples
         return [t for t in candidates
                 if (s is None or t[0] == s) and (p is None or t[1] == p) and (o is None or t[2] == o)]
+
+    def _pairs(self, position: int) -> dict[tuple[str, str], list[Triple]]:
+        """Triples by (subject, predicate) (`position` 0) or (predicate, object) (2)."""
+        index: dict[tuple[str, str], list[Triple]] = {}
+        for t in self.triples:
+            key = (t[0], t[1]) if position == 0 else (t[1], t[2])
+            found = index.get(key)
+            if found is None:
+                index[key] = [t]
+            else:
+                found.append(t)
+        return index
 
     def count(self, s: str | None, p: str | None, o: str | None) -> int:
         """An upper bound of ``len(match(s, p, o))``, cheap (for ordering joins)."""
@@ -98,7 +123,7 @@ class Dataset:
     """What a query is evaluated over: the publication's triples and the taxonomy's
     virtual triples (for ``a/rdfs:subClassOf*``), each a `Graph` made when first read."""
 
-    __slots__ = ("_triples", "_virtual", "_graph", "_types", "now")
+    __slots__ = ("_triples", "_virtual", "_graph", "_types", "now", "memo", "fresh")
 
     def __init__(self, triples, virtual=(), now: str | None = None) -> None:
         self._triples = triples
@@ -107,6 +132,11 @@ class Dataset:
         self._types: Graph | None = None
         #: ``NOW()`` for this publication: one instant (an xsd:dateTime key)
         self.now = now
+        #: Solutions of the basic graph patterns that queries share, made once
+        #: (`rtf.algebra.evaluate`): (id of the pattern, its needs) -> solutions
+        self.memo: dict = {}
+        #: blank nodes the publication does not hold (`rtf.algebra.results`), made when first asked
+        self.fresh = None
 
     @property
     def graph(self) -> Graph:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from rtf.algebra.model import Group
 from rtf.query.aggregates import aggregate
-from rtf.query.expressions import compile_operand
+from rtf.query.expressions import compiled_operand
 from rtf.query.terms import XSD, literal_key
 from rtf.query.values import ERROR
 
@@ -23,7 +23,7 @@ _UNBOUND = object()
 
 
 def group_solutions(pattern: Group, solutions: list[dict]) -> list[dict]:
-    keys = [(compile_operand(expr), name) for expr, name in pattern.keys]
+    keys = [(compiled_operand(expr), name) for expr, name in pattern.keys]
     groups: dict[tuple, list[dict]] = {}
     if keys:
         for s in solutions:
@@ -35,7 +35,7 @@ def group_solutions(pattern: Group, solutions: list[dict]) -> list[dict]:
                 found.append(s)
     else:
         groups[()] = solutions
-    aggregates = [(name, agg, compile_operand(agg.arg) if agg.arg is not None else None)
+    aggregates = [(name, agg, compiled_operand(agg.arg) if agg.arg is not None else None)
                   for name, agg in pattern.aggregates]
     out = []
     for values, members in groups.items():

@@ -22,9 +22,11 @@ from __future__ import annotations
 from rtf.algebra.evaluate import evaluate
 from rtf.algebra.graph import Dataset
 from rtf.algebra.model import AlgebraQuery
+from rtf.algebra.needs import needs_of
 from rtf.query.expressions import CONTEXT, EvaluationContext
 from rtf.query.terms import BlankNode, Variable
 
+_NOTHING: dict = {}
 #: The one solution of an ASK query, as the indexes answer it.
 UNIT_ROWS = frozenset({()})
 
@@ -43,19 +45,22 @@ class Triples(frozenset):
 
 def run(query: AlgebraQuery, dataset: Dataset):
     """The match payload of `query` on `dataset` (see the module), or None."""
-    fresh = _FreshBlankNodes(dataset)
-    context = EvaluationContext(lambda pattern, bound: bool(evaluate(pattern, dataset, bound)),
-                                dataset.now, fresh)
-    token = CONTEXT.set(context)
-    try:
-        solutions = evaluate(query.pattern, dataset)
-        if query.form == "ASK":
-            return UNIT_ROWS if solutions else None
-        if query.form == "CONSTRUCT":
-            triples = construct(query.template, solutions, fresh)
-            return Triples(triples) if triples else None
-    finally:
-        CONTEXT.reset(token)
+    needs = needs_of(query)
+    if _reads_context(query):  # EXISTS, NOW(), BNODE(): an evaluation context of its own
+        context = EvaluationContext(lambda pattern, bound: bool(evaluate(pattern, dataset, bound, needs)),
+                                    dataset.now, fresh_blank_nodes(dataset))
+        token = CONTEXT.set(context)
+        try:
+            solutions = evaluate(query.pattern, dataset, _NOTHING, needs)
+        finally:
+            CONTEXT.reset(token)
+    else:
+        solutions = evaluate(query.pattern, dataset, _NOTHING, needs)
+    if query.form == "ASK":
+        return UNIT_ROWS if solutions else None
+    if query.form == "CONSTRUCT":
+        triples = construct(query.template, solutions, fresh_blank_nodes(dataset))
+        return Triples(triples) if triples else None
     if not solutions:
         return None
     names = query.projection
@@ -88,6 +93,30 @@ def construct(template, solutions: list[dict], fresh) -> list[tuple[str, str, st
             else:
                 out[(triple[0], triple[1], triple[2])] = None
     return list(out)
+
+
+_CONTEXTS: dict[int, tuple[AlgebraQuery, bool]] = {}
+
+
+def _reads_context(query: AlgebraQuery) -> bool:
+    """Whether the query calls EXISTS, NOW() or BNODE() (remembered by identity)."""
+    found = _CONTEXTS.get(id(query))
+    if found is not None and found[0] is query:
+        return found[1]
+    text = str(query.pattern).lower()
+    answer = "exists" in text or "now(" in text or "bnode(" in text
+    if len(_CONTEXTS) > 16384:
+        _CONTEXTS.clear()
+    _CONTEXTS[id(query)] = (query, answer)
+    return answer
+
+
+def fresh_blank_nodes(dataset: Dataset) -> "_FreshBlankNodes":
+    """The publication's maker of blank nodes it does not hold (one for all its queries)."""
+    fresh = dataset.fresh
+    if fresh is None:
+        fresh = dataset.fresh = _FreshBlankNodes(dataset)
+    return fresh
 
 
 class _FreshBlankNodes:

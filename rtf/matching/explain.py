@@ -52,7 +52,9 @@ def explain_match(match, publication, source) -> list[dict]:
     used), a `RegisteredQuery` or a `Query`.
     """
     query, virtual = _query_and_virtual(match.query_id, publication, source)
-    solutions = [{}] if match.is_ask else match.bindings
+    # (a version-3 query is explained by its presearch branches: the ftcontains of its
+    # required patterns; an ASK or CONSTRUCT match has no rows, so one entry)
+    solutions = [{}] if match.is_ask or match.triples is not None else match.bindings
     with analysed(getattr(source, "text_analysis", None)):  # an Engine's text analysis
         return [explain_solution(query, publication, bindings, virtual) for bindings in solutions]
 

@@ -118,7 +118,7 @@ class AlgebraBuilder(QueryBuilder):
                                       for t in template))
             pattern, _, ordered = self.modified(where_pattern, None, nodes[-1], values)
             form, projection = "CONSTRUCT", ()
-        algebra = AlgebraQuery(form, pattern, projection, template, ordered)
+        algebra = AlgebraQuery(form, _interned(pattern), projection, template, ordered)
         return Query(form, projection, False, (), (), presearch_branches(algebra), self.text,
                      None, algebra)
 
@@ -310,6 +310,8 @@ class AlgebraBuilder(QueryBuilder):
                     raise _syntax(f"unexpected {kind}", part)
             if filters:
                 g = Filter(filters[0] if len(filters) == 1 else And(tuple(filters)), g)
+                if type(g.pattern) is BGP:
+                    g = shared(g)
             return g
         finally:
             self.aggregates = saved
@@ -341,7 +343,9 @@ class AlgebraBuilder(QueryBuilder):
         for tss in node.children:
             self.triples_same_subject(tss)
         triples = tuple(shared(t) for t in self.items if isinstance(t, TriplePattern))
-        g = BGP(triples) if triples else UNIT
+        # (shared: queries that repeat a basic graph pattern hold one object, which a
+        # publication evaluates once for all of them: rtf.algebra.evaluate)
+        g = shared(BGP(triples)) if triples else UNIT
         for item in self.items:
             if isinstance(item, PathPattern):
                 g = _join(g, item)
@@ -539,6 +543,20 @@ class AlgebraBuilder(QueryBuilder):
         if name in ("iri", "uri"):
             return IriCall(args[0], self.base)
         return Call(name, args)
+
+
+_PATTERNS = (BGP, Join, LeftJoin, Filter, Union, Minus, Extend, Values, Group, OrderBy, Project,
+             Distinct, Reduced, Slice, PathPattern)
+
+
+def _interned(pattern):
+    """`pattern` with every sub-pattern the shared object of its value (`shared`): queries
+    that repeat a sub-pattern hold one object, evaluated once per publication for all of
+    them (`rtf.algebra.evaluate`)."""
+    if not isinstance(pattern, _PATTERNS) or isinstance(pattern, (BGP, Values, PathPattern)):
+        return shared(pattern) if isinstance(pattern, (BGP, Values, PathPattern)) else pattern
+    fields = [getattr(pattern, name) for name in type(pattern).__slots__]
+    return shared(type(pattern)(*[_interned(f) if isinstance(f, _PATTERNS) else f for f in fields]))
 
 
 def _join(left, right):

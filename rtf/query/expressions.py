@@ -89,7 +89,8 @@ from rtf.query.terms import (
 from rtf.query.text import text_index
 from rtf.query.values import ERROR, comparator, effective_boolean
 
-__all__ = ["ERROR", "evaluate", "passes", "compile_filter", "compile_operand", "Solution"]
+__all__ = ["ERROR", "evaluate", "passes", "compile_filter", "compile_operand", "compiled_operand",
+           "compiled_filter", "Solution"]
 
 Solution = Mapping[str, str]
 #: A compiled expression or operand: solution -> True | False | ERROR (or a key).
@@ -122,6 +123,11 @@ def passes(expr, solution: Solution) -> bool:
 # entry holds its expression, so an id cannot be reused while it is cached.
 _BY_ID: dict[int, tuple[object, Compiled]] = {}
 _BY_ID_LIMIT = 8192
+
+
+def compiled_filter(expr) -> Compiled:
+    """`compile_filter`, remembered by identity (no hashing of the expression's tree)."""
+    return _compiled(expr)
 
 
 def _compiled(expr) -> Compiled:
@@ -195,6 +201,22 @@ def _part(compiled: Compiled, solution):
 
 
 # ------------------------------------------------------------------ operands
+
+
+_OPERANDS: dict[int, tuple[object, Compiled]] = {}
+
+
+def compiled_operand(op) -> Compiled:
+    """`compile_operand`, remembered by identity (the algebra's evaluator asks for the same
+    expressions on every publication). The entry holds the expression: its id stays its own."""
+    hit = _OPERANDS.get(id(op))
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    if len(_OPERANDS) >= _BY_ID_LIMIT:
+        _OPERANDS.clear()
+    compiled = compile_operand(op)
+    _OPERANDS[id(op)] = (op, compiled)
+    return compiled
 
 
 def compile_operand(op) -> Compiled:

@@ -9,7 +9,7 @@ POSIX-shared file system. So the output folder only ever holds complete
 batches, each once::
 
     OUTPUT/batch_id=0/part-00000-....snappy.parquet   the matches of batch 0
-    OUTPUT/batch_id=0/_rtf_batch.json                 its manifest (pin, files, counts, times)
+    OUTPUT/batch_id=0/_rtf_batch.json                 its manifest (stream, pin, files, counts, times)
     OUTPUT/batch_id=1/...
     OUTPUT/_rtf_tmp/                                  a batch being written (or left by a crash)
 
@@ -23,6 +23,16 @@ pandas, Hive and Trino do -- read the folder as it is::
 replayed after a crash finds its folder already there and writes nothing
 (`commit` is idempotent by batch id); a replayed batch that was not yet
 renamed writes the same matches again, because its inputs are pinned.
+
+Idempotent by batch id is only safe for the stream that wrote the folder,
+replaying the same batch: batch ids restart at 0 with a new checkpoint.
+So every manifest names the stream that committed it (its id, from
+``CHECKPOINT/rtf/stream.json``) and the files it read. `check_writer`
+refuses, before a run, an output whose newest batch another stream wrote
+(or any committed batch, for a new checkpoint); `replayed` says a batch
+is already there only when this stream committed it from the very files
+Spark replays, and refuses it otherwise -- never "nothing to do" for
+matches that are not in the folder.
 """
 
 from __future__ import annotations
@@ -36,11 +46,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rtf.spark.dumps import ReplayError, has_scheme, local_path
-from rtf.spark.durable import fsync_folder
+from rtf.spark.durable import RecordError, fsync_folder, read_record, text, whole
 
 PREFIX = "batch_id="
 TEMPORARY = "_rtf_tmp"
 MANIFEST = "_rtf_batch.json"
+
+
+def _files(value: object) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(f, dict) and text(f.get("path")) and whole(f.get("bytes")) for f in value)
+
+
+#: What a manifest must hold for the stream to tell whose batch it is, and of which files.
+MANIFEST_FIELDS = {"batch": (whole, "the batch number"), "stream": (text, "the id of the stream that committed it"),
+                   "files": (_files, 'a list of {"path", "bytes"} objects')}
+#: After a new stream is refused an output folder.
+_OTHER_OUTPUT = ("restart with the --checkpoint that wrote them, or use a new --output (a new stream reads "
+                 "every file of --input again)")
 
 
 class BatchOutput:
@@ -75,13 +98,63 @@ class BatchOutput:
         return sorted(ids)
 
     def manifest(self, batch_id: int) -> dict | None:
-        try:
-            return json.loads((self.path(batch_id) / MANIFEST).read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        """The manifest of committed batch `batch_id` (None if there is none); `RecordError`
+        if it is not a JSON object."""
+        path = self.path(batch_id) / MANIFEST
+        if not path.exists():
             return None
+        return read_record(path, {}, "restore it from a backup (docs/spark.md, Operations)")
 
     def manifests(self) -> list[dict]:
         return [m for m in map(self.manifest, self.batch_ids()) if m is not None]
+
+    def record(self, batch_id: int, fix: str) -> dict:
+        """The manifest of committed batch `batch_id`, with the keys that say whose batch it is
+        and of which files (`RecordError` ending in `fix` otherwise)."""
+        path = self.path(batch_id) / MANIFEST
+        record = read_record(path, MANIFEST_FIELDS, fix)
+        if record["batch"] != batch_id:
+            raise RecordError(f'{path}: "batch" is {record["batch"]}, not {batch_id}; {fix}')
+        return record
+
+    def check_writer(self, stream: str | None, checkpoint: str) -> None:
+        """Refuse (`ReplayError`) an output whose newest committed batch another stream wrote;
+        with `stream` None (a new checkpoint), any output that holds a committed batch."""
+        ids = self.batch_ids()
+        if not ids:
+            return
+        newest = self.path(ids[-1])
+        record = self.record(ids[-1], f"the stream cannot tell who wrote {newest}: restore the file from "
+                                      f"a backup, or move {newest} out of {self.folder} and restart "
+                                      "(docs/spark.md, Operations)")
+        if stream is None:
+            raise ReplayError(f"--output {self.folder} holds {len(ids)} committed batch(es) of stream "
+                              f"{record['stream']} (up to {newest.name}), and the checkpoint {checkpoint} "
+                              f"is new: {_OTHER_OUTPUT}")
+        if record["stream"] != stream:
+            raise ReplayError(f"{newest} was committed by stream {record['stream']}, not by the stream of "
+                              f"the checkpoint {checkpoint} ({stream}): {_OTHER_OUTPUT}")
+
+    def replayed(self, batch_id: int, stream: str, files: list[tuple], checkpoint: str) -> bool:
+        """Whether batch `batch_id` is already committed, by `stream`, from `files` ((path, mtime,
+        bytes) as Spark lists them): a replay, with nothing to do. False if it is not committed;
+        `ReplayError` if another stream, or other files, made its folder."""
+        if not self.committed(batch_id):
+            return False
+        folder = self.path(batch_id)
+        record = self.record(batch_id, f"move {folder} out of {self.folder} and restart: Spark is "
+                                       f"replaying batch {batch_id}, which is then written again")
+        if record["stream"] != stream:
+            raise ReplayError(f"{folder} was committed by stream {record['stream']}, not by the stream of "
+                              f"the checkpoint {checkpoint} ({stream}): {_OTHER_OUTPUT}")
+        done = sorted((f["path"], f["bytes"]) for f in record["files"])
+        if done != sorted((path, size) for path, _, size in files):
+            raise ReplayError(
+                f"{folder} holds the matches of {len(done)} file(s), not of the {len(files)} file(s) "
+                f"of Spark's batch {batch_id}: Spark's part of the checkpoint {checkpoint} was lost "
+                "or replaced by an older one; restore the whole checkpoint from the backup that goes "
+                "with the output, or start a new stream: a new --checkpoint and a new --output")
+        return True
 
     def commit(self, batch_id: int, write: Callable[[str], None],
                manifest: Callable[[], dict]) -> bool:

@@ -5,8 +5,10 @@ watches ``--input`` (``binaryFile``: one row per new file, its bytes
 unparsed); every micro-batch goes to `StreamJob.on_batch` (``foreachBatch``),
 which
 
-1. skips the batch if its output folder is already committed (a replay
-   after a restart: `rtf.spark.batch_output` commits by batch id);
+1. skips the batch if its output folder is already committed by this
+   stream from the same files (a replay after a restart:
+   `rtf.spark.batch_output` commits by batch id), and refuses it if
+   another stream, or other files, made that folder;
 2. pins it to the number of operations in the queries log, recorded
    before anything runs (`rtf.spark.stream_state`), so that a replay
    matches against the same queries;
@@ -22,7 +24,10 @@ which
 
 Only after the handler returns does Spark record the batch as done; a
 driver killed anywhere in between replays the batch, and steps 1-4 make
-that replay invisible to readers. At start a warm-up job builds the engine
+that replay invisible to readers. Before a run, `check_checkpoint` reads
+the checkpoint and the output whole: a damaged or lost file, or an output
+that another stream wrote, ends the run before Spark starts, in one line
+that says what to do. At start a warm-up job builds the engine
 in every Python worker while the source lists its folder, and while the
 stream is idle a small job every `KEEP_WARM_S` seconds keeps the workers
 (and their engines) alive -- Spark stops Python workers that have been idle
@@ -34,18 +39,21 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import statistics
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtf.errors import RtfError
 from rtf.spark.batch_output import BatchOutput
 from rtf.spark.dataframe import IndexBytes, collected, index_bytes, map_matches, task_metrics
 from rtf.spark.dumps import ReplayError, local_path
+from rtf.spark.durable import RecordError
 from rtf.spark.engines import EnginePlan, engine_at
 from rtf.spark.oplog import QueriesLog
-from rtf.spark.stream_state import StreamState
+from rtf.spark.stream_state import NEW_STREAM, RESTORE, StreamState
 
 log = logging.getLogger("rtf.spark")
 
@@ -97,6 +105,8 @@ class StreamJob:
                       "format": None, "group_by": config.group_by}
         self._bases: dict[int, object] = {}  # base operation -> broadcast of its bytes
         self.lineage = ""
+        self.stream = ""  # the stream's id (CHECKPOINT/rtf/stream.json), written into every manifest
+        self.failure: RtfError | OSError | None = None  # what ended a batch, said in one line
         self.started = time.time()
         self.last_batch_end = self.started
         self.last_python = self.started
@@ -107,44 +117,24 @@ class StreamJob:
     # ------------------------------------------------------------------ setup
 
     def prepare(self) -> None:
-        """Take the checkpoint's lock, check or record the stream's identity, set up the bases."""
+        """Take the checkpoint's lock, check the checkpoint and the output, check or record the
+        stream's identity, set up the bases."""
         self.state.open()
+        recorded = check_checkpoint(self.config, self.output, self.state, self.log_ops)
         self.output.prepare()
-        start = self._starting_index()
+        start = starting_index(self.config, self.state, self.log_ops, recorded)
         identity = self.state.identity({
-            "index_sha256": start.sha256 if start else None,
+            "index_sha256": start.sha256,
             "queries_log": self.log_ops.id if self.log_ops else None,
             "output": str(self.output.folder.resolve()),
         })
-        if start is not None and not self.state.base_ops():
+        self.stream = identity["stream"]
+        if not self.state.base_path(0).exists():
             self.state.add_base(0, start.data)
-        if not self.state.base_ops():
-            raise ReplayError(f"the checkpoint {self.config.checkpoint} has no starting index: "
-                              "give --index IDX (or --queries-log with --algorithm)")
         self.lineage = f"{identity['index_sha256']}+{identity['queries_log'] or '-'}"
         log.info("stream %s: output %s, checkpoint %s, %d committed batch(es), queries log at "
-                 "operation %d", self.lineage[:12], self.output.folder, self.state.checkpoint,
+                 "operation %d", self.stream[:12], self.output.folder, self.state.checkpoint,
                  len(self.output.batch_ids()), self._log_size())
-
-    def _starting_index(self) -> IndexBytes | None:
-        """The index the stream starts from: --index, or an empty engine for the log alone;
-        None on a restart that names neither (the checkpoint has it)."""
-        if self.config.index is not None:
-            data = index_bytes(self.config.index)
-            if self.config.algorithm and data.info.get("algorithm") != self.config.algorithm:
-                raise ReplayError(f"--algorithm {self.config.algorithm} but the index "
-                                  f"{self.config.index} is {data.info.get('algorithm')}")
-            if self.config.taxonomy:
-                raise ReplayError("--taxonomy cannot be used with --index: the index holds its taxonomy")
-            return data
-        if self.state.base_ops():
-            base = self.state.base_path(0)
-            return index_bytes(base, check=False) if base.exists() else None
-        if self.log_ops is None:
-            raise ReplayError("give the queries: --index IDX, --queries-log DIR, or both")
-        from rtf.engine import Engine
-
-        return index_bytes(Engine(self.config.algorithm or "rtfs", taxonomy=self.config.taxonomy))
 
     def _log_size(self) -> int:
         return self.log_ops.size() if self.log_ops is not None else 0
@@ -176,23 +166,27 @@ class StreamJob:
         self.active = True
         try:
             self._batch(batch_df, batch_id)
+        except (RtfError, OSError) as e:  # Spark wraps it in a Java stack: `run` raises it as it is
+            self.failure = e
+            raise
         finally:
             self.active = False
             self.last_batch_end = self.last_python = time.time()
 
     def _batch(self, batch_df, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
         t0 = time.time()
-        if self.output.committed(batch_id):
-            log.info("batch %d: already committed by an earlier run; nothing to do", batch_id)
+        files = [(r.path, r.mtime, r.length) for r in batch_df.select(
+            "path", F.col("modificationTime").cast("double").alias("mtime"), "length").collect()]
+        checkpoint = str(self.state.checkpoint)
+        if self.output.replayed(batch_id, self.stream, files, checkpoint):
+            log.info("batch %d: already committed by an earlier run of this stream; nothing to do", batch_id)
             return
         if self._warm is not None and self._warm.is_alive():
             self._warm.join()  # its tasks are building the engines this batch needs: no third build
         pin = self.state.pin(batch_id, self._log_size)
         _crash_point("pinned", batch_id)
-        from pyspark.sql import functions as F
-
-        files = [(r.path, r.mtime, r.length) for r in batch_df.select(
-            "path", F.col("modificationTime").cast("double").alias("mtime"), "length").collect()]
         plan = self.plan(pin)
         acc = task_metrics(self.sc)
         matches = map_matches(batch_df, plan, self.shape, metrics=acc)
@@ -205,9 +199,11 @@ class StreamJob:
             _crash_point("written", batch_id)
 
         def manifest() -> dict:
-            return batch_manifest(batch_id, pin, plan, files, collected(acc), t0, timing)
+            return batch_manifest(batch_id, self.stream, pin, plan, files, collected(acc), t0, timing)
 
         committed = self.output.commit(batch_id, write, manifest)
+        if not committed:  # another run of this batch came first: it must be this stream's
+            self.output.replayed(batch_id, self.stream, files, checkpoint)
         _crash_point("committed", batch_id)
         record = self.output.manifest(batch_id) or {}
         if committed:
@@ -283,8 +279,8 @@ class StreamJob:
     def run(self, await_seconds: float = 0.5) -> dict:
         """Start the stream; return when it stops (idle for ``stop_when_idle`` seconds, or
         interrupted: KeyboardInterrupt is re-raised after a clean stop)."""
-        self.prepare()
         try:
+            self.prepare()
             if self.config.warm_up:
                 self._warm_in_background()  # while the source lists its folder
             query = (self.source().writeStream.foreachBatch(self.on_batch)
@@ -293,11 +289,11 @@ class StreamJob:
                      .queryName("rtf-stream").start())
             try:
                 self._watch(query, await_seconds)
-            except BaseException:
+            except BaseException as e:
                 query.stop()
-                raise
+                raise self.failure or spark_checkpoint_error(e) or e from None
             if query.exception() is not None:
-                raise query.exception()
+                raise self.failure or spark_checkpoint_error(query.exception()) or query.exception()
         finally:
             self.state.close()
         return {"batches": self.batches, "committed": self.output.batch_ids()}
@@ -335,21 +331,82 @@ def check_config(config: StreamConfig) -> tuple[BatchOutput, StreamState, Querie
     output, state = BatchOutput(config.output), StreamState(config.checkpoint)
     if config.index is not None and not Path(local_path(config.index)).is_file():
         raise ReplayError(f"--index {config.index}: no such file")
-    if config.index is None and config.queries_log is None and not state.base_path(0).exists():
+    if config.index is None and config.queries_log is None and not state.identity_path.exists():
         raise ReplayError("give the queries: --index IDX, --queries-log DIR, or both")
     log_ops = QueriesLog(config.queries_log, create=True) if config.queries_log else None
     return output, state, log_ops
 
 
-def batch_manifest(batch_id: int, pin: int, plan: EnginePlan, files: list, tasks: list[dict],
+def check_checkpoint(config: StreamConfig, output: BatchOutput, state: StreamState,
+                     log_ops: QueriesLog | None) -> dict | None:
+    """Read and check the checkpoint and the output before a run (no Spark needed): every
+    file of ``CHECKPOINT/rtf/`` (`StreamState.check`; a lost starting index must be given
+    back, `starting_index`), and that the output is this stream's (`BatchOutput.check_writer`)
+    and goes with Spark's part of the checkpoint. The recorded identity, or None for a new
+    stream; `ReplayError` (one line, saying what to do) otherwise."""
+    current = {"queries_log": log_ops.id if log_ops else None, "output": str(output.folder.resolve())}
+    recorded = state.check(current, log_ops.size() if log_ops else 0)
+    if recorded is not None and not state.base_path(0).exists():
+        starting_index(config, state, log_ops, recorded)
+    output.check_writer(recorded["stream"] if recorded else None, str(state.checkpoint))
+    if recorded is None:
+        return None
+    batches = output.batch_ids()
+    if batches and not state.spark_batches("offsets"):
+        raise ReplayError(f"the checkpoint {state.checkpoint} has lost Spark's part (no offsets in "
+                          f"{state.checkpoint / 'offsets'}), but --output {output.folder} holds "
+                          f"{len(batches)} batch(es) of its stream: restore the whole checkpoint "
+                          f"from a backup, or {NEW_STREAM}")
+    lost = sorted(set(state.spark_batches("commits")) - set(batches))
+    if lost:
+        raise ReplayError(f"--output {output.folder} has lost {len(lost)} batch(es) that the checkpoint "
+                          f"{state.checkpoint} records as committed ({output.path(lost[0]).name} first): "
+                          f"restore the output from a backup, or {NEW_STREAM}")
+    return recorded
+
+
+def starting_index(config: StreamConfig, state: StreamState, log_ops: QueriesLog | None,
+                   recorded: dict | None) -> IndexBytes:
+    """The index the stream starts from: --index, the checkpoint's copy, or an empty engine
+    for the log alone; on a restart, the one the stream started with (`recorded`), or
+    `RecordError` when the checkpoint lost it and the options do not give it back."""
+    base = state.base_path(0)
+    if config.index is not None:
+        data = index_bytes(config.index)
+        if config.algorithm and data.info.get("algorithm") != config.algorithm:
+            raise ReplayError(f"--algorithm {config.algorithm} but the index "
+                              f"{config.index} is {data.info.get('algorithm')}")
+        if config.taxonomy:
+            raise ReplayError("--taxonomy cannot be used with --index: the index holds its taxonomy")
+    elif base.exists():
+        return index_bytes(base, check=False)  # checked by check_checkpoint
+    elif log_ops is None:
+        if recorded is None:
+            raise ReplayError("give the queries: --index IDX, --queries-log DIR, or both")
+        data = None
+    else:
+        from rtf.engine import Engine
+
+        data = index_bytes(Engine(config.algorithm or "rtfs", taxonomy=config.taxonomy))
+    if recorded is not None and not base.exists() and (data is None or data.sha256 != recorded["index_sha256"]):
+        given = ("" if data is None else f", not {config.index}" if config.index else
+                 ", not the empty engine of --algorithm and --taxonomy")
+        raise RecordError(f"{base}: missing; restart with --index IDX, the index the stream started "
+                          f"with (SHA-256 {recorded['index_sha256']}{given})")
+    return data
+
+
+def batch_manifest(batch_id: int, stream: str, pin: int, plan: EnginePlan, files: list, tasks: list[dict],
                    t0: float, timing: dict) -> dict:
-    """What a committed batch's ``_rtf_batch.json`` says: its inputs, counts, times and latencies."""
+    """What a committed batch's ``_rtf_batch.json`` says: the stream that committed it, its inputs,
+    counts, times and latencies."""
     now = time.time()
     latencies = sorted(now - mtime for _, mtime, _ in files if mtime is not None)
     loads = [t["load_s"] for t in tasks if t.get("load_s")]
     bad_examples = [e for t in tasks for e in t.get("bad_examples", ())][:3]
     return {
         "batch": batch_id,
+        "stream": stream,
         "op": pin,
         "base_op": plan.base_op,
         "files": [{"path": p, "mtime": m, "bytes": n} for p, m, n in files],
@@ -368,6 +425,20 @@ def batch_manifest(batch_id: int, pin: int, plan: EnginePlan, files: list, tasks
         "batch_s": round(now - t0, 3),
         "latency_s": _quantiles(latencies),
     }
+
+
+#: How Spark names a file of its part of the checkpoint that it cannot read.
+_SPARK_LOG_FILE = re.compile(r"Failed to read log file (?:file:)?(\S+?)\.?\s+(.*?)(?:\s*SQLSTATE|$)", re.MULTILINE)
+
+
+def spark_checkpoint_error(error: BaseException) -> RecordError | None:
+    """The one line for a Spark failure that is a damaged file of Spark's part of the
+    checkpoint (its offsets, commits or sources logs); None for any other failure."""
+    match = _SPARK_LOG_FILE.search(str(error))
+    if match is None:
+        return None
+    reason = " ".join(match.group(2).split()) or "damaged"
+    return RecordError(f"{match.group(1)}: Spark cannot read this file of its checkpoint ({reason}); {RESTORE}")
 
 
 def _quantiles(values: list[float]) -> dict:
