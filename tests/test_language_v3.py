@@ -181,3 +181,19 @@ def test_a_query_requiring_no_triple_matches_every_publication(algorithm):
         m = {x.query_id: x for x in e.match(pub)}
         assert set(m) == {"count", "always"}
         assert m["count"].bindings == [{"n": '"0"^^<http://www.w3.org/2001/XMLSchema#integer>'}]
+
+
+@pytest.mark.parametrize("algorithm", ["rtfs", "rtfm", "ibroker"])
+def test_confirmed_answers_take_their_place_among_many_star_answers(algorithm):
+    from rtf import Publication
+    e, ref = Engine(algorithm), Engine("naive")
+    for engine in (e, ref):
+        for k in range(40):  # star queries about the subject: answered as one group
+            engine.register(f"SELECT ?s WHERE {{ ?s <http://x/p> ?o }}", f"q{k:02d}", subscriber=f"u{k % 3}")
+        for name in ("q05a", "q33a", "zz"):  # version 3: confirmed, one by one
+            engine.register("SELECT ?s (COUNT(*) AS ?n) WHERE { ?s <http://x/p> ?o } GROUP BY ?s", name,
+                            subscriber="v3")
+    pub = Publication("p", [("<http://x/a>", "<http://x/p>", '"1"'), ("<http://x/a>", "<http://x/p>", '"2"')])
+    got = e.match(pub)
+    assert [m.query_id for m in got] == sorted(m.query_id for m in got)
+    assert list(got) == list(ref.match(pub))

@@ -145,7 +145,7 @@ def basic_plan(pattern: BGP | Filter) -> BasicPlan:
     found = _PLANS.get(id(pattern))
     if found is not None and found[0] is pattern:
         return found[1]
-    if len(_PLANS) > 65536:
+    if len(_PLANS) > 1 << 18:  # (shared patterns: far fewer than queries)
         _PLANS.clear()
     plan = BasicPlan(pattern)
     _PLANS[id(pattern)] = (pattern, plan)

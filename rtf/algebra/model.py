@@ -32,7 +32,7 @@ variable can hold, so they never clash and are never projected.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rtf.query.model import TriplePattern
 
@@ -316,6 +316,13 @@ class AlgebraQuery:
     projection: tuple[str, ...] = ()
     template: tuple[TriplePattern, ...] = ()
     ordered: bool = False
+    #: What evaluating it needs to know, made at its first evaluation and kept with it
+    #: (`rtf.algebra.results`): not a part of its value, not pickled (it is keyed by the
+    #: identity of its patterns, which a copy does not keep).
+    analysis: object = field(default=None, compare=False, hash=False, repr=False)
+
+    def __reduce__(self):
+        return (AlgebraQuery, (self.form, self.pattern, self.projection, self.template, self.ordered))
 
     def __str__(self) -> str:
         return f"{self.form} {self.pattern}"

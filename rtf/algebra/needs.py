@@ -48,15 +48,9 @@ Needs = dict[int, tuple]
 #: Aggregates whose value does not change when duplicates are dropped (with DISTINCT, all).
 _SET_AGGREGATES = frozenset({"min", "max", "sample"})
 
-_CACHE: dict[int, tuple[AlgebraQuery, Needs]] = {}
-
-
 def needs_of(query: AlgebraQuery) -> Needs:
-    """id(basic graph pattern or FILTER over one) -> (variables read or None, dedupe), for
-    every one in `query`, its EXISTS patterns included; remembered by identity."""
-    found = _CACHE.get(id(query))
-    if found is not None and found[0] is query:
-        return found[1]
+    """id(pattern) -> (variables read or None, dedupe, shareable), for every pattern of
+    `query`, its EXISTS patterns included (see `Needs`)."""
     out: Needs = {}
     volatile: set[int] = set()
     _volatile_nodes(query.pattern, volatile)
@@ -68,9 +62,6 @@ def needs_of(query: AlgebraQuery) -> Needs:
         _walk(query.pattern, frozenset(query.projection), True, out)
     for key, (needed, dedupe) in out.items():
         out[key] = (needed, dedupe, key not in volatile)
-    if len(_CACHE) > 16384:
-        _CACHE.clear()
-    _CACHE[id(query)] = (query, out)
     return out
 
 

@@ -67,7 +67,8 @@ from rtf.algebra.model import (
     ZeroOrOne,
 )
 from rtf.query.model import And, Branch, Exists, FTAnd, FtContains, Literal, TupleConjunct
-from rtf.query.terms import IRI, WILDCARD, BlankNode, Variable, shared
+from rtf.algebra.scope import in_scope
+from rtf.query.terms import IRI, WILDCARD, XSD_STRING, BlankNode, Variable, literal_parts, shared
 
 #: The most branches a query is indexed by (as `rtf.query.decompose`'s cap).
 MAX_BRANCHES = 64
@@ -96,11 +97,15 @@ class _Requirements:
         if kind is PathPattern:
             return self.path(pattern.subject, pattern.path, pattern.object)
         if kind is Join:
+            if type(pattern.right) is Values:
+                return _specialised(self.of(pattern.left), pattern.right)
+            if type(pattern.left) is Values:
+                return _specialised(self.of(pattern.right), pattern.left)
             return _product(self.of(pattern.left), self.of(pattern.right))
         if kind in (LeftJoin, Minus):
             return self.of(pattern.left)
         if kind is Filter:
-            return self.filtered(pattern.expr, self.of(pattern.pattern))
+            return self.filtered(pattern.expr, self.of(pattern.pattern), pattern.pattern)
         if kind is Union:
             return _simplified(self.of(pattern.left) + self.of(pattern.right))
         if kind in (Extend, OrderBy, Distinct, Reduced, Slice):
@@ -145,11 +150,14 @@ class _Requirements:
             return out
         return [()]  # ZeroOrMore, ZeroOrOne: a zero-length path needs no triple
 
-    def filtered(self, expr, branches: list[Conjunction]) -> list[Conjunction]:
+    def filtered(self, expr, branches: list[Conjunction], inner) -> list[Conjunction]:
         conjuncts = list(expr.operands) if isinstance(expr, And) else [expr]
         for c in conjuncts:
             if isinstance(c, Exists) and not c.negated:
-                branches = _product(branches, self.of(c.pattern))
+                # Its variables that the filtered pattern binds are substituted (the same
+                # values); the others are its own: renamed apart.
+                outside = set(in_scope(inner))
+                branches = _product(branches, self.renamed_apart(self.of(c.pattern), outside))
         for c in conjuncts:
             if isinstance(c, FtContains) and isinstance(c.var, Variable):
                 branches = [tuple(_with_text(t, c.var, c.ft) for t in b) for b in branches]
@@ -171,6 +179,35 @@ class _Requirements:
 
         return [tuple(TupleConjunct(rename(t.subject), rename(t.predicate), rename(t.object),
                                     t.fulltext) for t in b) for b in branches]
+
+
+def _specialised(branches: list[Conjunction], values: Values) -> list[Conjunction]:
+    """The branches of ``Join(P, VALUES)``: each branch whose tuples bind a variable of the
+    VALUES once per row, with the row's constants in its place (every solution of P binds
+    the variable to its tuple's term, and the join keeps only the rows' values). A row's
+    UNDEF constrains nothing; past `MAX_BRANCHES`, the branches as they were."""
+    out: list[Conjunction] = []
+    for b in branches:
+        named = {t.name for c in b for t in c.terms if isinstance(t, Variable)} & set(values.vars)
+        if not named:
+            out.append(b)
+            continue
+        for row in values.rows:
+            constants = {v: _term(key) for v, key in zip(values.vars, row) if v in named and key is not None}
+            out.append(tuple(TupleConjunct(*(constants.get(t.name, t) if isinstance(t, Variable) else t
+                                              for t in c.terms), c.fulltext) for c in b))
+        if len(out) > MAX_BRANCHES:
+            return branches
+    return _simplified(out) if values.rows else branches
+
+
+def _term(key: str):
+    """The query constant of a term key (an IRI or a literal: what VALUES holds)."""
+    if key[0] == "<":
+        return IRI(key[1:-1])
+    parts = literal_parts(key)
+    datatype = None if parts.lang is not None or parts.datatype == XSD_STRING else parts.datatype
+    return Literal(parts.lexical, datatype, parts.lang)
 
 
 def _with_text(t: TupleConjunct, var: Variable, ft) -> TupleConjunct:

@@ -45,8 +45,12 @@ class Triples(frozenset):
 
 def run(query: AlgebraQuery, dataset: Dataset):
     """The match payload of `query` on `dataset` (see the module), or None."""
-    needs = needs_of(query)
-    if _reads_context(query):  # EXISTS, NOW(), BNODE(): an evaluation context of its own
+    analysis = query.analysis
+    if analysis is None:  # made once, kept with the query (no cache to outgrow)
+        analysis = (needs_of(query), _reads_context(query))
+        object.__setattr__(query, "analysis", analysis)
+    needs, reads_context = analysis
+    if reads_context:  # EXISTS, NOW(), BNODE(): an evaluation context of its own
         context = EvaluationContext(lambda pattern, bound: bool(evaluate(pattern, dataset, bound, needs)),
                                     dataset.now, fresh_blank_nodes(dataset))
         token = CONTEXT.set(context)
@@ -63,8 +67,9 @@ def run(query: AlgebraQuery, dataset: Dataset):
         return Triples(triples) if triples else None
     if not solutions:
         return None
-    names = query.projection
-    rows = dict.fromkeys(tuple((n, s[n]) for n in names if n in s) for s in solutions)
+    # A SELECT's algebra ends in its projection (then DISTINCT, OFFSET/LIMIT): each
+    # solution holds the projected variables alone, in order, so its items are its row.
+    rows = dict.fromkeys(tuple(s.items()) for s in solutions)
     return OrderedRows(rows) if query.ordered else frozenset(rows)
 
 
@@ -95,20 +100,10 @@ def construct(template, solutions: list[dict], fresh) -> list[tuple[str, str, st
     return list(out)
 
 
-_CONTEXTS: dict[int, tuple[AlgebraQuery, bool]] = {}
-
-
 def _reads_context(query: AlgebraQuery) -> bool:
-    """Whether the query calls EXISTS, NOW() or BNODE() (remembered by identity)."""
-    found = _CONTEXTS.get(id(query))
-    if found is not None and found[0] is query:
-        return found[1]
+    """Whether the query calls EXISTS, NOW() or BNODE()."""
     text = str(query.pattern).lower()
-    answer = "exists" in text or "now(" in text or "bnode(" in text
-    if len(_CONTEXTS) > 16384:
-        _CONTEXTS.clear()
-    _CONTEXTS[id(query)] = (query, answer)
-    return answer
+    return "exists" in text or "now(" in text or "bnode(" in text
 
 
 def fresh_blank_nodes(dataset: Dataset) -> "_FreshBlankNodes":
