@@ -168,6 +168,8 @@ def inputs(tmp_path_factory):
     return dumps, sorted(ref.iterdir()), queries, taxonomy, len(BAD_LINES)
 
 
+from rtf.spark.arrow_matches import row_line  # noqa: E402 (a Parquet row as rtf match's line)
+
 _DBO = "http://dbpedia.org/ontology/"
 #: Queries of language version 3 (spec section 5): aggregates, ORDER BY, CONSTRUCT, MINUS, a path.
 VERSION_3 = [
@@ -180,16 +182,6 @@ VERSION_3 = [
     {"id": "v3-minus", "query": f"SELECT ?s WHERE {{ ?s a <{_DBO}Person> MINUS {{ ?s <{_DBO}deathDate> ?d }} }}"},
     {"id": "v3-path", "query": f"ASK {{ ?s (<{_DBO}starring>|<{_DBO}director>)+ ?x }}"},
 ]
-
-
-def parquet_line(row: dict) -> str:
-    """An output row of the Parquet format as the line `rtf match` writes for it."""
-    doc = {"publication": row["publication"], "query": row["query"], "subscriber": row["subscriber"]}
-    if row.get("triples") is not None:
-        doc["triples"] = row["triples"]
-    else:
-        doc["bindings"] = [dict(b) for b in row["bindings"]]
-    return json.dumps(doc, ensure_ascii=False)
 
 
 @pytest.fixture(scope="module")
@@ -333,7 +325,7 @@ def test_parquet_output_holds_the_matches_of_rtf_match(spark, inputs, reference,
     assert run_script(spark, "--dump", dumps, "--queries", queries, "--taxonomy", taxonomy,
                       "--algorithm", "rtfs", "--output-format", "parquet", "--output", out) == 0
     rows = ds.dataset(out, format="parquet").to_table().to_pylist()
-    lines = sorted(map(parquet_line, rows))
+    lines = sorted(map(row_line, rows))
     assert lines == expected
     assert {"v3-count", "v3-order", "v3-construct", "v3-path"} <= {r["query"] for r in rows}
     assert metrics_of(out)["matches"] == len(expected)

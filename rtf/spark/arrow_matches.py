@@ -19,6 +19,7 @@ the rows one Python object at a time had cost as much as matching
 
 from __future__ import annotations
 
+import json
 from itertools import repeat
 from operator import itemgetter
 
@@ -38,6 +39,17 @@ def arrow_match_schema():
                       ("bindings", pa.list_(pa.map_(pa.string(), pa.string()))),
                       # a CONSTRUCT match's triples, [subject, predicate, object] each (null otherwise)
                       ("triples", pa.list_(pa.list_(pa.string())))])
+
+
+def row_line(row: dict) -> str:
+    """A match row (as pyarrow reads one: bindings as (variable, term) pairs in projection
+    order) as the line `rtf match` writes for it, byte for byte."""
+    doc = {"publication": row["publication"], "query": row["query"], "subscriber": row["subscriber"]}
+    if row.get("triples") is not None:
+        doc["triples"] = [list(t) for t in row["triples"]]
+    else:
+        doc["bindings"] = [dict(solution) for solution in row["bindings"]]
+    return json.dumps(doc, ensure_ascii=False)
 
 
 class MatchRows:
