@@ -12,12 +12,19 @@ run never leaves a half-written or emptied file.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 from collections.abc import Callable
 
+from rtf.errors import RtfError
 from rtf.io.files import STDIO, OutputIsInputError, same_file
 
 #: Exit statuses (documented in `rtf --help`).
 EXIT_INPUT, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 70, 130, 143
+
+
+class UsageError(RtfError):
+    """A command line that cannot be carried out as given (exit status 2, `EXIT_USAGE`)."""
 
 
 def positive_int(text: str) -> int:
@@ -96,7 +103,7 @@ def add_text_analysis_options(p: argparse.ArgumentParser) -> None:
                                                   "(english, french, german, ...)")
     stop = g.add_mutually_exclusive_group()
     stop.add_argument("--stop-words", metavar="LANG", help="drop LANG's stop words (the stop-words package)")
-    stop.add_argument("--stop-words-file", metavar="F", help="drop the words of F (one per line)")
+    stop.add_argument("--stop-words-file", metavar="F", help="drop the words of F (one per line; '-': stdin)")
     g.add_argument("--cjk-bigrams", action="store_true",
                    help="cut Chinese, Japanese and Korean text into overlapping character pairs")
 
@@ -112,7 +119,7 @@ def text_analysis_of(args):
     stop = getattr(args, "stop_words", None)
     stop_file = getattr(args, "stop_words_file", None)
     if stop_file:
-        with open(stop_file, encoding="utf-8") as f:
+        with contextlib.nullcontext(sys.stdin) if stop_file == STDIO else open(stop_file, encoding="utf-8") as f:
             stop = tuple(line.strip() for line in f if line.strip() and not line.startswith("#"))
     analysis = TextAnalysis(fold_accents=bool(getattr(args, "fold_accents", False)),
                             stem=getattr(args, "stem", None), stop_words=stop,
