@@ -29,7 +29,6 @@ from rtf.query.analysis import words
 from rtf.query.model import FtContains, FTTerm, FTWord, Query, TriplePattern
 from rtf.query.decompose import decompose
 from rtf.query.terms import IRI, Variable
-from rtf.query.text import analysed
 from tests.index_bodies import body, with_body
 
 ABS = "<http://ex/abstract>"
@@ -195,12 +194,11 @@ def test_the_checker_checks_a_sample_and_every_query_with_an_unusual_word(monkey
     monkeypatch.setattr(term_checks, "VERIFY_FIRST", 3)
     monkeypatch.setattr(term_checks, "VERIFY_EVERY", 4)
     checker = TermChecker(None)
-    with analysed(None):
-        for n in range(1, 21):
-            query = parse_query(ft_query(f'"w{n}"' if n != 10 else '"ὐμνος"'))
-            for word in query.filters[0].ft.words:
-                checker.note_word(word)
-            checker.check(query)
+    for n in range(1, 21):
+        query = parse_query(ft_query(f'"w{n}"' if n != 10 else '"ὐμνος"'))
+        for word in query.filters[0].ft.words:
+            checker.note_word(word)
+        checker.check(query)
     # 1, 2, 3, then 4, 8, 12, 16, 20; and 10, which holds an unusual word
     assert checker.decided["checked"] == 3 + 5 + 1
 

@@ -15,7 +15,8 @@ before parents, as ``[class, field, ...]``, where a field is a JSON scalar
 or ``[i]``, a reference to the i-th value. Loading rebuilds the values in
 one pass through an explicit whitelist of model classes (`MODEL_CLASSES`:
 a value of any other class is refused), checks every field as the parser
-would have made it (`rtf.io.model_checks`), decomposes each query's branches
+would have made it (`rtf.io.model_checks`) and each query's full-text words
+against its text (`rtf.io.term_checks`), decomposes each query's branches
 again from its patterns and filters (they are not in the file, so they
 cannot disagree with them), then indexes the queries as `Engine.register`
 does for a parsed query. Nothing in the file is ever executed: no pickle,
@@ -71,7 +72,6 @@ from rtf.io.taxonomy import Taxonomy
 from rtf.query import model, terms
 from rtf.query.analysis import TextAnalysis
 from rtf.query.terms import shared
-from rtf.query.text import analysed
 
 #: File signature, first 8 bytes of every index file.
 MAGIC = b"RTFINDEX"
@@ -422,7 +422,7 @@ def json_lines(data: bytes, source: str = "<bytes>") -> Iterator:
 
 class _ValueBuilder:
     """Model values rebuilt from value entries, numbered in order across the lines; the queries'
-    terms checked by `rtf.io.term_checks` (`add` runs within ``analysed(analysis)``)."""
+    full-text terms checked under the file's text `analysis` (`rtf.io.term_checks`)."""
 
     def __init__(self, class_names: list, analysis: TextAnalysis | None = None):
         try:
@@ -486,15 +486,14 @@ def decode_lines(lines: Iterator, source: str = "<bytes>") -> SavedIndex:
         head = next(lines, None)
         head = check_head(head, source)
         values, records = _ValueBuilder(head.classes, head.analysis), []
-        with analysed(head.analysis):  # each query's terms are made again as its engine makes them
-            for line in lines:
-                kind, entries = next(iter(line.items())) if type(line) is dict and len(line) == 1 else (0, 0)
-                if kind == "values" and type(entries) is list:
-                    values.add(entries)
-                elif kind == "queries" and type(entries) is list:
-                    records += [check_query_record(entry, values.values, bad) for entry in entries]
-                else:
-                    raise bad("a line of the index is not {\"values\": [...]} or {\"queries\": [...]}")
+        for line in lines:
+            kind, entries = next(iter(line.items())) if type(line) is dict and len(line) == 1 else (0, 0)
+            if kind == "values" and type(entries) is list:
+                values.add(entries)
+            elif kind == "queries" and type(entries) is list:
+                records += [check_query_record(entry, values.values, bad) for entry in entries]
+            else:
+                raise bad("a line of the index is not {\"values\": [...]} or {\"queries\": [...]}")
     except IndexFileError as e:
         if str(e).startswith(source):
             raise

@@ -1,27 +1,33 @@
-"""A saved query's full-text words against its text: made by the same functions, or refused.
+"""A saved query's full-text words against its text: made again by the same functions, or refused.
 
 A saved index stores each query's text, its parsed model (`rtf.io.store`)
 and, in its head, the engine's text analysis options. The words of the
 model's full-text terms were made from the text by
-`rtf.query.text.parse_ft_string` under those options; nothing but that
-function can say which words it makes (casefolding ``ὐ`` gives ``υ`` and a
+`rtf.query.text.parse_ft_string` under those options, and nothing but that
+function can say which words it makes: casefolding ``ὐ`` gives ``υ`` and a
 combining mark, which is no word character of its own; a stemmer's stems
-are its own), so the loader asks it again instead of judging words by a
-rule of its own:
+are its own; the word rule itself changes between language versions. So
+the loader does not judge words by a rule of its own (one that did refused
+the indexes ``rtf index build`` wrote of 27 letters): it asks that function
+again (`TermChecker`).
 
-- A query with a text: the full-text terms of each ``ftcontains`` call of
-  its model are those `parse_ft_string` makes, under the file's options, of
-  the strings of one ``ftcontains`` call of its text (as multisets of calls).
-  The strings are found by `ftcontains_strings`, a scan of string literals
-  and parentheses, not a parse; a text the scan cannot read (a comment or
-  an IRI holding a quote, a new syntax) is parsed by `rtf.parser` under the
-  same options, which decides. So a file whose options were changed after
-  it was built is refused wherever they would make other terms, and a file
-  is accepted whenever its terms are those a fresh engine would make.
-- A query without a text (a parsed `Query` given to `Engine.register`): each
-  word must be one the text rules can make of some text (`is_word`), and
-  the engine has the default words, as `Engine.register` requires of such
+- A query with a text: its full-text terms must be those `parse_ft_string`
+  makes, under the file's options, of the strings of its own ``ftcontains``
+  calls. So a file whose ``text_analysis`` was edited after it was built is
+  refused wherever the options make other terms, and a file is accepted
+  whenever its terms are those a fresh engine would make. The strings are
+  found by a scan of the text's string literals (`ftcontains_strings`), not
+  a parse; a text the scan cannot read (a quote in a comment or an IRI, a
+  syntax it does not know) is parsed again by `rtf.parser`, which decides.
+- A query without a text (a parsed `Query` given to `Engine.register`): its
+  words must be ones the text rules make of some text (`is_word`), and the
+  file must have the default words, as `Engine.register` requires of such
   a query.
+
+Checking every query would cost 10-15 % of `Engine.load` on an index of
+full-text queries, so a sample is checked (`VERIFY_FIRST`, `VERIFY_EVERY`),
+and every query holding a word that is not a word of its own.
+docs/index-format.md says what a saved index is trusted for.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from rtf.errors import QueryError
 from rtf.parser.lexical import string_value
 from rtf.query import model
 from rtf.query.analysis import TextAnalysis, words
-from rtf.query.text import FullTextError, parse_ft_string
+from rtf.query.text import FullTextError, analysed, parse_ft_string
 
 #: SPARQL 1.1's four string literal forms (STRING_LITERAL_LONG1, _LONG2, 1 and 2), as
 #: grammar/ftsparql.lark's STRING.
@@ -188,9 +194,8 @@ class TermChecker:
             self._unusual.add(word.text)
 
     def check(self, query: model.Query) -> None:
-        """TermCheckError unless `query`'s full-text terms are those its text makes
-        (under the file's analysis: the caller runs it within ``analysed(analysis)``),
-        or for a query without its text, are words of the default text rules."""
+        """TermCheckError unless `query`'s full-text terms are those its text makes under
+        the file's analysis or, for a query without its text, words of the text rules."""
         self._queries += 1
         text = query.text
         if (text and self._queries > VERIFY_FIRST and self._queries % VERIFY_EVERY
@@ -242,12 +247,13 @@ class TermChecker:
                 "rebuild it with `rtf index build`")
 
     def _term(self, literal: str):
-        """The term made of the string `literal` (as written: quotes and escapes), or the
-        literal itself when it makes none."""
+        """The term made of the string `literal` (as written: quotes and escapes) under the
+        file's analysis, or the literal itself when it makes none."""
         term = self._made.get(literal)
-        if term is None:  # parse_ft_string reads the analysis in effect (`analysed`)
+        if term is None:
             try:
-                term = parse_ft_string(_string_value(literal))
+                with analysed(self.analysis):
+                    term = parse_ft_string(_string_value(literal))
             except (FullTextError, QueryError):
                 term = literal
             self._made[literal] = term
@@ -256,7 +262,8 @@ class TermChecker:
     def _parsed_calls(self, text: str) -> Counter | None:
         from rtf.parser import parse_query
         try:
-            return fulltext_calls(parse_query(text).filters)
+            with analysed(self.analysis):
+                return fulltext_calls(parse_query(text).filters)
         except QueryError:
             return None
 
