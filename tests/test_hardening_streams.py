@@ -190,6 +190,18 @@ def test_index_add_and_remove_refuse_an_index_they_cannot_replace(command, way, 
     assert fifo is None or fifo.path.exists() and not fifo.path.is_file()
 
 
+@pytest.mark.parametrize("argv", [
+    "match --queries - --publications -", "match --index - --publications -",
+    "match --queries {queries} --publications - -", "index build --queries - --stop-words-file - --output {out}",
+])
+def test_two_inputs_from_stdin_are_refused(argv, files, tmp_path, capsys, monkeypatch):
+    """The second would find standard input at its end and read nothing, silently."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(files["queries"].read_bytes())))
+    assert main(argv.format(out=tmp_path / "out", **files).split()) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "standard input can be read once" in err
+
+
 # ------------------------------------------------------------------ item 8: closed streams
 
 

@@ -43,6 +43,7 @@ from rtf.cli.arguments import (
     EXIT_USAGE,
     UsageError,
     refuse_outputs_among_inputs,
+    refuse_stdin_twice,
 )
 from rtf.errors import RtfError
 from rtf.io.files import OutputIsInputError
@@ -110,6 +111,7 @@ def _refused(closed: list, code: int) -> int:
 def _run(args) -> int:
     try:
         refuse_outputs_among_inputs(args)
+        refuse_stdin_twice(args)
         return args.func(args)
     except BrokenPipeError:  # `rtf match ... | head`: the reader has all it wanted
         _silence_stdout()

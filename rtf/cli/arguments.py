@@ -66,7 +66,7 @@ def between(low: float, high: float, what: str) -> Callable[[str], float]:
 # ------------------------------------------------------------------ output files
 
 #: The options that name files a command reads, and those it writes.
-INPUT_OPTIONS = ("publications", "follow", "queries", "index", "taxonomy", "file")
+INPUT_OPTIONS = ("publications", "follow", "queries", "index", "taxonomy", "file", "stop_words_file")
 OUTPUT_OPTIONS = ("output", "json")
 
 
@@ -92,6 +92,16 @@ def refuse_outputs_among_inputs(args) -> None:
                         raise OutputIsInputError(
                             f"--{out_option} {out} is the --{in_option} file {source}: refusing "
                             f"to overwrite an input; write the output to another file")
+
+
+def refuse_stdin_twice(args) -> None:
+    """Raise `UsageError` if two inputs of `args` are ``-``: standard input can be read once
+    (the second would find it at its end, and read nothing, silently)."""
+    named = [f"--{option.replace('_', '-')}" for option in INPUT_OPTIONS
+             for source in _paths(getattr(args, option, None)) if source == STDIO]
+    if len(named) > 1:
+        raise UsageError(f"standard input can be read once, and {' and '.join(f'{n} -' for n in named)} "
+                         "both read it: give all but one as files")
 
 
 def add_text_analysis_options(p: argparse.ArgumentParser) -> None:
