@@ -174,20 +174,26 @@ def test_ftcontains_strings_reads_each_call_s_strings():
     assert ftcontains_strings("ftcontains(?o, \"a\"") is None
 
 
-@pytest.mark.parametrize("text", [
-    ft_query('"rio"') + " # the river's name",                       # a quote in a comment
-    "PREFIX ex: <http://ex/it's#> " + ft_query('"rio"'),            # a quote in an IRI
-    "PREFIX ex: <http://ex/> SELECT ?s WHERE { ?s ex:abstract ?t OPTIONAL { ?s ex:it\\'s ?o } "
-    "FILTER ftcontains(?t, \"rio\") }",                                # a quote in a prefixed name
-    ft_query('"rio"') .replace("FILTER", "FILTER (?t != 'games') FILTER"),  # another string
-    ft_query('"rio" ftand "games"').replace("ftcontains(?t, ", "ftcontains(?t, ((").replace(") }", "))) }"),
+@pytest.mark.parametrize("text, way", [
+    (ft_query('"rio"') + " # the river's name", None),                   # a quote in a comment
+    ("PREFIX ex: <http://ex/it's#> " + ft_query('"rio"'), None),           # a quote in an IRI
+    ("PREFIX ex: <http://ex/> SELECT ?s WHERE { ?s ex:abstract ?t OPTIONAL { ?s ex:it\\'s ?o } "
+     "FILTER ftcontains(?t, \"rio\") }", None),                            # a quote in a prefixed name
+    (ft_query('"rio"').replace("FILTER", "FILTER (?t != 'games') FILTER"), "calls"),  # another string
+    (ft_query('"rio"') + ' # was ftcontains(?t, "games")', "parsed"),    # a call in a comment
+    (ft_query('"rio" ftand "games"').replace("ftcontains(?t, ", "ftcontains(?t, ((").replace(") }", "))) }"),
+     None),
 ])
-def test_texts_the_scan_cannot_read_are_parsed_and_load(text):
-    fresh = Engine(text_analysis=TextAnalysis(stem="english"))
+def test_texts_the_scan_cannot_read_are_parsed_and_load(text, way):
+    analysis = TextAnalysis(stem="english")
+    fresh = Engine(text_analysis=analysis)
     fresh.register(text, "q")
     loaded = Engine.from_bytes(fresh.to_bytes())
     pub = publication("http://ex/a", "Rio games")
     assert answers(loaded, [pub]) == answers(fresh, [pub]) == [[("q", fresh.match(pub)[0].solutions)]]
+    checker = TermChecker(analysis)
+    checker.check(fresh.get("q").query)
+    assert checker.decided == {"checked": 1, "calls": way == "calls", "parsed": way == "parsed"}
 
 
 def test_the_checker_checks_a_sample_and_every_query_with_an_unusual_word(monkeypatch):
