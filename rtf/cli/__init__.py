@@ -34,13 +34,16 @@ import traceback
 import zlib
 
 from rtf.query.analysis import TextAnalysisError
+from rtf.cli.streams import ClosedStreamError, guard_closed_streams
 from rtf.cli.arguments import (
     EXIT_INPUT,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
     EXIT_USAGE,
+    UsageError,
     refuse_outputs_among_inputs,
+    refuse_stdin_twice,
 )
 from rtf.errors import RtfError
 from rtf.io.files import OutputIsInputError
@@ -81,18 +84,34 @@ def _terminate(signum, frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line `argv`; return the exit status (see `rtf --help`)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return EXIT_USAGE
-    with _on_sigterm(_terminate):
-        return _run(args)
+    closed = guard_closed_streams()  # started with stdin, stdout or stderr closed
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return _refused(closed, EXIT_USAGE)
+        with _on_sigterm(_terminate):
+            return _refused(closed, _run(args))
+    except SystemExit as e:  # argparse: --help and --version exit 0, swallowing a failed write
+        if e.code in (0, None) and any(s.refused for s in closed):
+            return _refused(closed, 0)
+        raise
+
+
+def _refused(closed: list, code: int) -> int:
+    """`code`, or a failure if it is 0 but a closed stdin or stdout refused a read or write
+    that something swallowed (argparse prints help and version so)."""
+    refused = next((s for s in closed if s.refused), None)
+    if code == 0 and refused is not None:
+        return _fail(str(ClosedStreamError(*refused.what)))
+    return code
 
 
 def _run(args) -> int:
     try:
         refuse_outputs_among_inputs(args)
+        refuse_stdin_twice(args)
         return args.func(args)
     except BrokenPipeError:  # `rtf match ... | head`: the reader has all it wanted
         _silence_stdout()
@@ -101,7 +120,7 @@ def _run(args) -> int:
         return EXIT_INTERRUPTED
     except Terminated:
         return EXIT_TERMINATED
-    except (OutputIsInputError, TextAnalysisError) as e:
+    except (OutputIsInputError, TextAnalysisError, UsageError) as e:
         return _fail(str(e), EXIT_USAGE)
     except (RtfError, OSError) as e:
         return _fail(str(e))

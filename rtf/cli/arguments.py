@@ -12,12 +12,19 @@ run never leaves a half-written or emptied file.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 from collections.abc import Callable
 
+from rtf.errors import RtfError
 from rtf.io.files import STDIO, OutputIsInputError, same_file
 
 #: Exit statuses (documented in `rtf --help`).
 EXIT_INPUT, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 70, 130, 143
+
+
+class UsageError(RtfError):
+    """A command line that cannot be carried out as given (exit status 2, `EXIT_USAGE`)."""
 
 
 def positive_int(text: str) -> int:
@@ -59,7 +66,7 @@ def between(low: float, high: float, what: str) -> Callable[[str], float]:
 # ------------------------------------------------------------------ output files
 
 #: The options that name files a command reads, and those it writes.
-INPUT_OPTIONS = ("publications", "follow", "queries", "index", "taxonomy", "file")
+INPUT_OPTIONS = ("publications", "follow", "queries", "index", "taxonomy", "file", "stop_words_file")
 OUTPUT_OPTIONS = ("output", "json")
 
 
@@ -87,6 +94,16 @@ def refuse_outputs_among_inputs(args) -> None:
                             f"to overwrite an input; write the output to another file")
 
 
+def refuse_stdin_twice(args) -> None:
+    """Raise `UsageError` if two inputs of `args` are ``-``: standard input can be read once
+    (the second would find it at its end, and read nothing, silently)."""
+    named = [f"--{option.replace('_', '-')}" for option in INPUT_OPTIONS
+             for source in _paths(getattr(args, option, None)) if source == STDIO]
+    if len(named) > 1:
+        raise UsageError(f"standard input can be read once, and {' and '.join(f'{n} -' for n in named)} "
+                         "both read it: give all but one as files")
+
+
 def add_text_analysis_options(p: argparse.ArgumentParser) -> None:
     """The text analysis options (`rtf.query.analysis.TextAnalysis`) of a command that registers queries."""
     g = p.add_argument_group("text analysis", "off by default; for queries and publications alike "
@@ -96,7 +113,7 @@ def add_text_analysis_options(p: argparse.ArgumentParser) -> None:
                                                   "(english, french, german, ...)")
     stop = g.add_mutually_exclusive_group()
     stop.add_argument("--stop-words", metavar="LANG", help="drop LANG's stop words (the stop-words package)")
-    stop.add_argument("--stop-words-file", metavar="F", help="drop the words of F (one per line)")
+    stop.add_argument("--stop-words-file", metavar="F", help="drop the words of F (one per line; '-': stdin)")
     g.add_argument("--cjk-bigrams", action="store_true",
                    help="cut Chinese, Japanese and Korean text into overlapping character pairs")
 
@@ -112,7 +129,7 @@ def text_analysis_of(args):
     stop = getattr(args, "stop_words", None)
     stop_file = getattr(args, "stop_words_file", None)
     if stop_file:
-        with open(stop_file, encoding="utf-8") as f:
+        with contextlib.nullcontext(sys.stdin) if stop_file == STDIO else open(stop_file, encoding="utf-8") as f:
             stop = tuple(line.strip() for line in f if line.strip() and not line.startswith("#"))
     analysis = TextAnalysis(fold_accents=bool(getattr(args, "fold_accents", False)),
                             stem=getattr(args, "stem", None), stop_words=stop,

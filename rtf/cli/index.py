@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-from rtf.cli.arguments import add_text_analysis_options, positive_int, text_analysis_of
+from rtf.cli.arguments import UsageError, add_text_analysis_options, positive_int, text_analysis_of
 from rtf.errors import RtfError
 from rtf.io.files import STDIO, OutputIsInputError, folder_locked, same_file
 from rtf.io.queries import QueryFileError, iter_queries, load_queries, register_all
@@ -58,6 +58,18 @@ def _locked(index: str):
     return folder_locked(index, on_wait=waiting)
 
 
+class NotRewritableError(UsageError):
+    """An index given to ``rtf index add`` or ``remove`` that is not a file they can replace."""
+
+
+def _rewritable(index: str, command: str) -> None:
+    """`NotRewritableError` unless `index` is a regular file (or none yet): add and remove
+    replace it, which a pipe, stdin or a device cannot be."""
+    if index == STDIO or os.path.exists(index) and not os.path.isfile(index):
+        raise NotRewritableError(f"rtf index {command} rewrites the index in place, and {index} is "
+                                 "not a file (a pipe, stdin or a device): give the index file itself")
+
+
 def cmd_build(args) -> int:
     from rtf.engine import Engine
     from rtf.io.builder import IndexBuilder
@@ -74,10 +86,11 @@ def cmd_build(args) -> int:
 
 def cmd_info(args) -> int:
     from rtf.engine import Engine
-    from rtf.io.store import file_info
+    from rtf.io.store import file_info, read_index_bytes
 
-    info = file_info(args.index)
-    engine = Engine.load(args.index)
+    data = read_index_bytes(args.index)  # once: a pipe or stdin cannot be read again
+    info = file_info(args.index, data)
+    engine = Engine.from_bytes(data, args.index)
     stats = engine.stats()
     info.update({k: v for k, v in stats.items()
                  if k not in info and k not in ("truncated_matches", "evaluation_errors")})
@@ -88,6 +101,7 @@ def cmd_info(args) -> int:
 def cmd_add(args) -> int:
     from rtf.engine import Engine
 
+    _rewritable(args.index, "add")
     records = load_queries(args.queries)
     with _locked(args.index):
         engine = Engine.load(args.index)
@@ -102,6 +116,7 @@ def cmd_add(args) -> int:
 def cmd_remove(args) -> int:
     from rtf.engine import Engine
 
+    _rewritable(args.index, "remove")
     with _locked(args.index):
         engine = Engine.load(args.index)
         missing = [qid for qid in args.ids if qid not in engine]

@@ -5,24 +5,29 @@ A saved index (`rtf.io.store`) is decoded into the frozen model classes of
 checked: a file is data, and its checksum is no signature. Each value is
 checked here as it is built -- every field of the type and range the
 parser gives it (``FTNear.min`` a whole number no larger than ``max``, an
-IRI one pyoxigraph accepts, a word as the text rules make it, a function
-with its arity) -- so that a hostile or damaged file is refused at load with
-`ValueError`, never answered with a TypeError at match time. A query's
-branches are not read from the file at all: they are decomposed again from
-its patterns and filters (`rtf.query.decompose`), so every engine answers
-the same query.
+IRI one pyoxigraph accepts, a function with its arity) -- so that a hostile
+or damaged file is refused at load with `ValueError`, never answered with a
+TypeError at match time. A query's branches are not read from the file at
+all: they are decomposed again from its patterns and filters
+(`rtf.query.decompose`), so every engine answers the same query. Its
+full-text words are not judged here, by a rule of this module's own: a
+query's are checked against its text, by the functions that made them
+(`rtf.io.term_checks`).
 """
 
 from __future__ import annotations
 
 import sys
+from typing import NamedTuple
 
 import pyoxigraph as ox
 
+from rtf.errors import IndexFileError
+from rtf.io.taxonomy import Taxonomy
 from rtf.query import model, terms
+from rtf.query.analysis import TextAnalysis, TextAnalysisError
 from rtf.query.decompose import decompose, decompose_group
 from rtf.query.functions import FUNCTION_ARITY, XSD_CASTS
-from rtf.query.text import words
 
 _NONE = type(None)
 _TERMS = (terms.IRI, terms.Literal, terms.Variable, terms.BlankNode)
@@ -69,10 +74,6 @@ def _iri(v) -> bool:
     return True
 
 
-def _word(v) -> bool:
-    return type(v) is str and words(v) == [v]
-
-
 _is_ft = _of(*_FULLTEXT)
 _is_expr = _of(*_EXPRESSIONS)
 _is_operand = _of(*_OPERANDS)
@@ -88,7 +89,7 @@ FIELD_CHECKS: dict[type, tuple] = {
     terms.BlankNode: (_name,),
     terms.Wildcard: (),
     terms.TypePath: (),
-    model.FTWord: (_word, _of(bool)),
+    model.FTWord: (_of(str), _of(bool)),  # which strings: `rtf.io.term_checks`
     model.FTTerm: (_tuple_of(_of(model.FTWord), 1),),
     model.FTAnd: (_tuple_of(_is_ft, 1),),
     model.FTOr: (_tuple_of(_is_ft, 1),),
@@ -199,3 +200,76 @@ def flattened(group: model.GroupPattern) -> tuple[tuple, tuple]:
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ------------------------------------------------------------------ a file's head and query records
+
+
+class Head(NamedTuple):
+    """The checked head of a saved index: what the engine is, and the model's class names."""
+
+    algorithm: str
+    max_solutions: int
+    next_id: int
+    taxonomy: Taxonomy
+    classes: list
+    #: The text analysis options as stored (a dict), or None, and as `TextAnalysis`.
+    text_analysis: dict | None
+    analysis: TextAnalysis | None
+
+
+#: The text rule of the stored words (head's "text_rule": spec section 5's); older files: refused.
+TEXT_RULE = 3
+
+
+def check_head(head, source: str) -> Head:
+    """The `Head` of a file's head line (decoded JSON); `IndexFileError` for a field that is wrong."""
+    def bad(what: str) -> IndexFileError:
+        return IndexFileError(f"{source}: {what}")
+
+    if type(head) is not dict:
+        raise bad("the index's first line is not an object")
+    algorithm = head.get("algorithm")
+    if not isinstance(algorithm, str):
+        raise bad(f"unknown algorithm {algorithm!r}")
+    max_solutions = head.get("max_solutions")
+    if type(max_solutions) is not int or not 1 <= max_solutions <= sys.maxsize:
+        raise bad("max_solutions is not a positive integer (at most 2**63 - 1)")
+    next_id = head.get("next_id")
+    if type(next_id) is not int or not 1 <= next_id <= sys.maxsize:
+        raise bad("next_id is not a positive integer (at most 2**63 - 1)")
+    edges = head.get("taxonomy")
+    if type(edges) is not dict or not all(
+            type(ps) is list and all(type(p) is str for p in ps) for ps in edges.values()):
+        raise bad("the taxonomy is not an object of class -> list of classes")
+    classes = head.get("classes")
+    if type(classes) is not list:
+        raise bad("classes is not a list")
+    text_analysis = head.get("text_analysis")
+    try:  # checked as Engine will take it
+        analysis = None if text_analysis is None else TextAnalysis.from_dict(text_analysis)
+    except (TextAnalysisError, TypeError) as e:
+        raise bad(f"text_analysis: {e}") from None
+    if head.get("text_rule") != TEXT_RULE:
+        raise bad("the index was written by an rtf whose words split at combining marks "
+                  "(before language version 3); rebuild it with `rtf index build`")
+    return Head(algorithm, max_solutions, next_id, Taxonomy(edges), classes, text_analysis, analysis)
+
+
+def check_query_record(entry, values: list, bad) -> tuple:
+    """``(query, id, subscriber, metadata)`` of a file's query entry ``[id, subscriber,
+    reference to its Query in `values`(, metadata)]``; ``bad(what)`` makes the error."""
+    if type(entry) is not list or len(entry) not in (3, 4):
+        raise bad(f"a query entry is not [id, subscriber, query(, metadata)]: {str(entry)[:60]}")
+    qid, subscriber, ref, *extra = entry
+    if type(qid) is not str or not qid:
+        raise bad(f"a query id is not a non-empty string: {qid!r}")
+    if subscriber is not None and type(subscriber) is not str:
+        raise bad(f"query {qid!r}: the subscriber is not a string or null")
+    query = values[ref] if type(ref) is int and 0 <= ref < len(values) else None
+    if not isinstance(query, model.Query):
+        raise bad(f"query {qid!r} does not refer to a query")
+    metadata = extra[0] if extra else None
+    if metadata is not None and type(metadata) is not dict:
+        raise bad(f"query {qid!r}: metadata is not a JSON object")
+    return (query, qid, subscriber, metadata)

@@ -77,6 +77,9 @@ def iter_queries(path: str | Path, problems: list[str] | None = None) -> Iterato
     """`load_queries`' records one at a time, the file read a line at a time: memory stays
     flat whatever the file's size (a million queries read whole took ~1 GB before one was
     registered). A byte that is not UTF-8 raises `QueryFileError` when its line is reached."""
+    if str(path) == "-":  # stdin: JSON Lines (a .rq query is told by its file's name)
+        yield from _records(_decoded_lines(sys.stdin.buffer, "<stdin>"), "<stdin>", problems)
+        return
     path = Path(path)
     if path.suffix == ".rq":
         yield {"id": path.stem, "query": read_text(path, "queries file"), "subscriber": None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import os
+import stat
 import sys
 import time
 import zlib
@@ -84,10 +85,14 @@ def detect_format(path: str | os.PathLike, format: str | ox.RdfFormat | None = N
     the syntax: a name (``"nt"``, ``"turtle"``, ``"nq"``, ``"trig"``, ``"owl"``,
     ...) or a pyoxigraph `RdfFormat`; a name may carry a compression suffix too
     (``"nt.gz"``), which is how stdin (``-``, N-Triples by default) is told
-    that it is compressed.
+    that it is compressed. A pipe whose name says no syntax (a process
+    substitution ``<(zcat x.nt.gz)`` is ``/dev/fd/63``) is N-Triples by
+    default, as stdin is; `open_binary` tells a compressed one by its first bytes.
     """
     name = str(path)
     syntax, compression = _suffixes(Path(name).name) if name != STDIN else ("nt", None)
+    if syntax not in _FORMATS and compression is None and _is_pipe(name):
+        syntax = "nt"
     if isinstance(format, ox.RdfFormat):
         return format, compression
     if format is not None:
@@ -97,6 +102,15 @@ def detect_format(path: str | os.PathLike, format: str | ox.RdfFormat | None = N
         return _FORMATS[syntax], compression
     except KeyError:
         raise UnknownFormatError(syntax, name) from None
+
+
+def _is_pipe(name: str) -> bool:
+    """Whether `name` is a FIFO or a character device (a pipe, a terminal), not a file."""
+    try:
+        mode = os.stat(name).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
 
 
 class UnknownFormatError(PublicationError):
@@ -230,6 +244,9 @@ class LiveStream:
 
     read1 = read
 
+    def close(self) -> None:
+        self._raw.close()
+
 
 class FollowedFile:
     """A file followed by name, like ``tail -F``: the raw input of a `LiveStream`.
@@ -344,12 +361,16 @@ def open_binary(path: str | os.PathLike | IO[bytes], compression: str | None,
     if hasattr(path, "read") or str(path) == STDIN:
         raw, close = LiveStream(path if hasattr(path, "read") else sys.stdin.buffer), None
         compression = compression or raw.peek_compression()
-    elif follow:
+    elif follow and not _is_pipe(str(path)):
         followed = FollowedFile(path)
         raw = LiveStream(followed, poll=FOLLOW_POLL_S, idle_timeout=idle_timeout)
         close = followed.close
         compression = compression or raw.peek_compression()
         followed.separate_lines = compression is None  # a newline inside gzip would break it
+    elif follow:  # a pipe has no name to follow: read as its data comes, to its end, as stdin
+        raw = LiveStream(open(path, "rb"))
+        close = raw.close
+        compression = compression or raw.peek_compression()
     else:
         raw = open(path, "rb")
         close = raw.close

@@ -15,7 +15,8 @@ before parents, as ``[class, field, ...]``, where a field is a JSON scalar
 or ``[i]``, a reference to the i-th value. Loading rebuilds the values in
 one pass through an explicit whitelist of model classes (`MODEL_CLASSES`:
 a value of any other class is refused), checks every field as the parser
-would have made it (`rtf.io.model_checks`), decomposes each query's branches
+would have made it (`rtf.io.model_checks`) and each query's full-text words
+against its text (`rtf.io.term_checks`), decomposes each query's branches
 again from its patterns and filters (they are not in the file, so they
 cannot disagree with them), then indexes the queries as `Engine.register`
 does for a parsed query. Nothing in the file is ever executed: no pickle,
@@ -52,19 +53,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtf.errors import IndexFileError, RtfError
-from rtf.io.files import write_atomically
-from rtf.io.model_checks import FIELD_CHECKS, check_fields, check_value, query_with_branches
+from rtf.io.files import STDIO, write_atomically
+from rtf.io.model_checks import (
+    TEXT_RULE,
+    FIELD_CHECKS,
+    check_fields,
+    check_head,
+    check_query_record,
+    check_value,
+    query_with_branches,
+)
+from rtf.io.term_checks import TermChecker
 from rtf.io.taxonomy import Taxonomy
 from rtf.query import model, terms
-from rtf.query.analysis import TextAnalysis, TextAnalysisError
+from rtf.query.analysis import TextAnalysis
 from rtf.query.terms import shared
 
 #: File signature, first 8 bytes of every index file.
 MAGIC = b"RTFINDEX"
 #: Version of the layout; a file of any other version is refused.
 FORMAT_VERSION = 3
-#: The text rule of the stored words (head's "text_rule": spec section 5's); older files: refused.
-TEXT_RULE = 3
 #: magic and version: the start of every version's header.
 PREAMBLE = struct.Struct("<8sI")
 #: magic, version (uint32), flags (uint32), body length as stored (uint64), body length
@@ -411,9 +419,10 @@ def json_lines(data: bytes, source: str = "<bytes>") -> Iterator:
 
 
 class _ValueBuilder:
-    """Model values rebuilt from value entries, numbered in order across the lines."""
+    """Model values rebuilt from value entries, numbered in order across the lines; the queries'
+    full-text terms checked under the file's text `analysis` (`rtf.io.term_checks`)."""
 
-    def __init__(self, class_names: list):
+    def __init__(self, class_names: list, analysis: TextAnalysis | None = None):
         try:
             self.classes = [MODEL_CLASSES[name] for name in class_names]
         except (KeyError, TypeError):
@@ -422,6 +431,7 @@ class _ValueBuilder:
         self.share = [cls in _SHARED_CLASSES for cls in self.classes]
         self.memo: dict = {}  # branches by (patterns, filters, group), see query_with_branches
         self.values: list = []
+        self.terms = TermChecker(analysis)
 
     def add(self, entries: list) -> None:
         """Build each entry (see the module doc): only classes of `MODEL_CLASSES`, and a
@@ -450,65 +460,19 @@ class _ValueBuilder:
                         raise ValueError("a field that is neither a value nor a reference")
                 if cls is tuple:
                     value = tuple(args)
+                elif cls is model.Query:
+                    check_fields(cls, args)
+                    self.terms.check(value := query_with_branches(args, memo))
                 else:
                     check_fields(cls, args)
-                    value = query_with_branches(args, memo) if cls is model.Query else cls(*args)
+                    value = cls(*args)
                     check_value(value)
+                    if cls is model.FTWord:
+                        self.terms.note_word(value)
             except (IndexError, TypeError, KeyError, ValueError, RtfError, RecursionError) as e:
                 raise IndexFileError(f"the index's model value {n} is malformed: {e}") from None
             append(shared(value) if share[c] else value)
             n += 1
-
-
-def _head(head, source: str) -> tuple[str, int, int, Taxonomy, list, dict | None]:
-    def bad(what: str) -> IndexFileError:
-        return IndexFileError(f"{source}: {what}")
-
-    if type(head) is not dict:
-        raise bad("the index's first line is not an object")
-    algorithm = head.get("algorithm")
-    if not isinstance(algorithm, str):
-        raise bad(f"unknown algorithm {algorithm!r}")
-    max_solutions = head.get("max_solutions")
-    if type(max_solutions) is not int or not 1 <= max_solutions <= sys.maxsize:
-        raise bad("max_solutions is not a positive integer (at most 2**63 - 1)")
-    next_id = head.get("next_id")
-    if type(next_id) is not int or not 1 <= next_id <= sys.maxsize:
-        raise bad("next_id is not a positive integer (at most 2**63 - 1)")
-    edges = head.get("taxonomy")
-    if type(edges) is not dict or not all(
-            type(ps) is list and all(type(p) is str for p in ps) for ps in edges.values()):
-        raise bad("the taxonomy is not an object of class -> list of classes")
-    classes = head.get("classes")
-    if type(classes) is not list:
-        raise bad("classes is not a list")
-    text_analysis = head.get("text_analysis")
-    if text_analysis is not None:
-        try:
-            TextAnalysis.from_dict(text_analysis)  # checked as Engine will take it
-        except (TextAnalysisError, TypeError) as e:
-            raise bad(f"text_analysis: {e}") from None
-    if head.get("text_rule") != TEXT_RULE:
-        raise bad("the index was written by an rtf whose words split at combining marks "
-                  "(before language version 3); rebuild it with `rtf index build`")
-    return algorithm, max_solutions, next_id, Taxonomy(edges), classes, text_analysis
-
-
-def _query_record(entry, values: list, bad) -> tuple:
-    if type(entry) is not list or len(entry) not in (3, 4):
-        raise bad(f"a query entry is not [id, subscriber, query(, metadata)]: {str(entry)[:60]}")
-    qid, subscriber, ref, *extra = entry  # [id, subscriber, query, metadata if any]
-    if type(qid) is not str or not qid:
-        raise bad(f"a query id is not a non-empty string: {qid!r}")
-    if subscriber is not None and type(subscriber) is not str:
-        raise bad(f"query {qid!r}: the subscriber is not a string or null")
-    query = values[ref] if type(ref) is int and 0 <= ref < len(values) else None
-    if not isinstance(query, model.Query):
-        raise bad(f"query {qid!r} does not refer to a query")
-    metadata = extra[0] if extra else None
-    if metadata is not None and type(metadata) is not dict:
-        raise bad(f"query {qid!r}: metadata is not a JSON object")
-    return (query, qid, subscriber, metadata)
 
 
 def decode_lines(lines: Iterator, source: str = "<bytes>") -> SavedIndex:
@@ -518,19 +482,16 @@ def decode_lines(lines: Iterator, source: str = "<bytes>") -> SavedIndex:
 
     try:
         head = next(lines, None)
-        algorithm, max_solutions, next_id, taxonomy, classes, text_analysis = _head(head, source)
-        values = _ValueBuilder(classes)
-        records = []
+        head = check_head(head, source)
+        values, records = _ValueBuilder(head.classes, head.analysis), []
         for line in lines:
-            if type(line) is not dict or len(line) != 1:
-                raise bad("a line of the index is not {\"values\": [...]} or {\"queries\": [...]}")
-            (kind, entries), = line.items()
-            if type(entries) is not list or kind not in ("values", "queries"):
-                raise bad("a line of the index is not {\"values\": [...]} or {\"queries\": [...]}")
-            if kind == "values":
+            kind, entries = next(iter(line.items())) if type(line) is dict and len(line) == 1 else (0, 0)
+            if kind == "values" and type(entries) is list:
                 values.add(entries)
+            elif kind == "queries" and type(entries) is list:
+                records += [check_query_record(entry, values.values, bad) for entry in entries]
             else:
-                records += [_query_record(entry, values.values, bad) for entry in entries]
+                raise bad("a line of the index is not {\"values\": [...]} or {\"queries\": [...]}")
     except IndexFileError as e:
         if str(e).startswith(source):
             raise
@@ -538,7 +499,8 @@ def decode_lines(lines: Iterator, source: str = "<bytes>") -> SavedIndex:
     except (RtfError, KeyError, TypeError, ValueError, IndexError, AttributeError,
             RecursionError) as e:
         raise bad(f"the index content is malformed: {type(e).__name__}: {e}") from None
-    return SavedIndex(algorithm, max_solutions, taxonomy, records, next_id, text_analysis)
+    return SavedIndex(head.algorithm, head.max_solutions, head.taxonomy, records, head.next_id,
+                      head.text_analysis)
 
 
 def decode_index(data: bytes, source: str = "<bytes>") -> SavedIndex:
@@ -564,7 +526,7 @@ def summary(data: bytes, source: str = "<bytes>") -> dict:
     values themselves are not checked)."""
     lines = json_lines(data, source)
     head = next(lines, None)
-    _head(head, source)
+    check_head(head, source)
     counts = {"values": 0, "queries": 0}
     for line in lines:
         if type(line) is not dict or len(line) != 1 or not set(line) <= set(counts):
@@ -587,14 +549,15 @@ def write_index(saved: SavedIndex, path: str | os.PathLike) -> int:
 
 
 def read_index_bytes(path: str | os.PathLike) -> bytes:
-    """The bytes of index file `path`, unchecked (`IndexFileError` if it cannot be read)."""
+    """The bytes of index file `path` (``-``: stdin), unchecked (`IndexFileError` if unreadable)."""
     try:
-        return Path(path).read_bytes()
+        return sys.stdin.buffer.read() if str(path) == STDIO else Path(path).read_bytes()
     except OSError as e:
         raise IndexFileError(f"cannot read the index {path}: {e.strerror or e}") from None
 
 
-def file_info(path: str | os.PathLike) -> dict:
-    """What `rtf index info` shows without building the index: header and body counts."""
-    info = summary(read_index_bytes(path), str(path))
-    return {"path": str(path), "bytes": os.path.getsize(path), **info}
+def file_info(path: str | os.PathLike, data: bytes | None = None) -> dict:
+    """What `rtf index info` shows without building the index: header and body counts (of
+    `data`, the file's bytes if read already: a pipe or stdin can be read only once)."""
+    data = read_index_bytes(path) if data is None else data
+    return {"path": str(path), "bytes": len(data), **summary(data, str(path))}
