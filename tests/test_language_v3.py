@@ -197,3 +197,48 @@ def test_confirmed_answers_take_their_place_among_many_star_answers(algorithm):
     got = e.match(pub)
     assert [m.query_id for m in got] == sorted(m.query_id for m in got)
     assert list(got) == list(ref.match(pub))
+
+
+# ------------------------------------------------------------ answers shared between queries
+
+def test_not_exists_over_a_basic_pattern_is_evaluated_in_its_context():
+    """Regression: a FILTER NOT EXISTS over a basic graph pattern is a leaf of its query's
+    skeleton; it was evaluated before the EXISTS context was set (every such query failed)."""
+    from rtf import Publication
+    e = Engine()
+    for k, prop in enumerate(("q", "r")):
+        e.register(f"SELECT ?s WHERE {{ ?s <http://x/p> ?o FILTER NOT EXISTS {{ ?s <http://x/{prop}> ?x }} }}",
+                   f"n{k}")
+    pub = Publication("p", [("<http://x/a>", "<http://x/p>", '"1"'), ("<http://x/a>", "<http://x/r>", '"2"')])
+    assert [m.query_id for m in e.match(pub)] == ["n0"]
+
+
+_SWAPS = [("ex:a", "ex:b"), ("ex:b", "ex:c"), ("ex:C1", "ex:C4"), ('"rio"', '"gold"'), ("ex:q", "ex:r")]
+
+
+@settings(max_examples=80, **SETTINGS)
+@given(base=st.lists(v3_queries(), min_size=1, max_size=3), pubs=st.lists(publications(), min_size=1, max_size=3),
+       data=st.data())
+def test_queries_of_one_skeleton_share_answers_exactly(base, pubs, data):
+    """Variants of a query that differ in constants (one skeleton): the answers with sharing
+    (`rtf.algebra.sharing`) equal the answers of each query evaluated alone."""
+    import rtf.algebra.results as results
+    texts = []
+    for text in base:
+        texts.append(text)
+        for old, new in data.draw(st.lists(st.sampled_from(_SWAPS), max_size=3)):
+            texts.append(text.replace(old, new))
+    from rtf.parser import PARSE_CACHE
+    shared = Engine("rtfs", taxonomy=taxonomy())
+    for k, text in enumerate(texts):
+        shared.register(text, f"q{k}")
+    got = [answers(shared, pub) for pub in pubs]
+    PARSE_CACHE.clear()  # (the queries parsed again: their analyses are made again, unshared)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(results, "skeleton", lambda query: None)
+        alone = Engine("naive", taxonomy=taxonomy())
+        for k, text in enumerate(texts):
+            alone.register(text, f"q{k}")
+        expected = [answers(alone, pub) for pub in pubs]
+    PARSE_CACHE.clear()  # (nothing made under the patch outlives it)
+    assert got == expected

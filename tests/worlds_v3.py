@@ -119,7 +119,9 @@ class _Draw:
         kind = self.draw(st.integers(0, 9 if depth < 2 else 4))
         v = self.pick(used) if used else "?x"
         if kind <= 1:
-            op = self.pick(["=", "!=", "<", "<=", ">", ">="])
+            # (pyoxigraph orders IRIs and blank nodes, `?x <= ?x` is true there, where SPARQL 1.1
+            # has no operator mapping: a type error; plain SPARQL queries compare with = and !=)
+            op = self.pick(["=", "!="] if self.sparql_only else ["=", "!=", "<", "<=", ">", ">="])
             return f"{self.value(used, depth + 1)} {op} {self.value(used, depth + 1)}"
         if kind == 2:
             return f"BOUND({v})"

@@ -123,7 +123,8 @@ class Dataset:
     """What a query is evaluated over: the publication's triples and the taxonomy's
     virtual triples (for ``a/rdfs:subClassOf*``), each a `Graph` made when first read."""
 
-    __slots__ = ("_triples", "_virtual", "_graph", "_types", "now", "memo", "fresh")
+    __slots__ = ("_triples", "_virtual", "_graph", "_types", "now", "memo", "fresh", "canon",
+                 "canon_ids", "answers")
 
     def __init__(self, triples, virtual=(), now: str | None = None) -> None:
         self._triples = triples
@@ -137,6 +138,10 @@ class Dataset:
         self.memo: dict = {}
         #: blank nodes the publication does not hold (`rtf.algebra.results`), made when first asked
         self.fresh = None
+        #: lists of solutions by value, and the answers of query skeletons (`rtf.algebra.sharing`)
+        self.canon: dict = {}
+        self.canon_ids: dict = {}
+        self.answers: dict = {}
 
     @property
     def graph(self) -> Graph:

@@ -23,10 +23,12 @@ from rtf.algebra.evaluate import evaluate
 from rtf.algebra.graph import Dataset
 from rtf.algebra.model import AlgebraQuery
 from rtf.algebra.needs import needs_of
+from rtf.algebra.sharing import canonical, skeleton
 from rtf.query.expressions import CONTEXT, EvaluationContext
 from rtf.query.terms import BlankNode, Variable
 
 _NOTHING: dict = {}
+_MISSING = object()
 #: The one solution of an ASK query, as the indexes answer it.
 UNIT_ROWS = frozenset({()})
 
@@ -47,19 +49,37 @@ def run(query: AlgebraQuery, dataset: Dataset):
     """The match payload of `query` on `dataset` (see the module), or None."""
     analysis = query.analysis
     if analysis is None:  # made once, kept with the query (no cache to outgrow)
-        analysis = (needs_of(query), _reads_context(query))
+        analysis = (needs_of(query), _reads_context(query), skeleton(query))
         object.__setattr__(query, "analysis", analysis)
-    needs, reads_context = analysis
-    if reads_context:  # EXISTS, NOW(), BNODE(): an evaluation context of its own
-        context = EvaluationContext(lambda pattern, bound: bool(evaluate(pattern, dataset, bound, needs)),
-                                    dataset.now, fresh_blank_nodes(dataset))
-        token = CONTEXT.set(context)
-        try:
-            solutions = evaluate(query.pattern, dataset, _NOTHING, needs)
-        finally:
-            CONTEXT.reset(token)
-    else:
-        solutions = evaluate(query.pattern, dataset, _NOTHING, needs)
+    needs, reads_context, shape = analysis
+    if not reads_context:
+        return _answer(query, dataset, needs, shape)
+    # EXISTS, NOW(), BNODE(): an evaluation context of its own, for the leaves too.
+    context = EvaluationContext(lambda pattern, bound: bool(evaluate(pattern, dataset, bound, needs)),
+                                dataset.now, fresh_blank_nodes(dataset))
+    token = CONTEXT.set(context)
+    try:
+        return _answer(query, dataset, needs, shape)
+    finally:
+        CONTEXT.reset(token)
+
+
+def _answer(query: AlgebraQuery, dataset: Dataset, needs, shape):
+    """The match payload, shared by the queries of one skeleton whose leaves found the same
+    solutions on this publication (`rtf.algebra.sharing`), else evaluated."""
+    if shape is None:
+        return _evaluated(query, dataset, needs)
+    key = (id(shape[0]), *[canonical(evaluate(leaf, dataset, _NOTHING, needs), dataset)
+                           for leaf in shape[1]])
+    answers = dataset.answers
+    found = answers.get(key, _MISSING)
+    if found is _MISSING:
+        found = answers[key] = _evaluated(query, dataset, needs)
+    return found
+
+
+def _evaluated(query: AlgebraQuery, dataset: Dataset, needs):
+    solutions = evaluate(query.pattern, dataset, _NOTHING, needs)
     if query.form == "ASK":
         return UNIT_ROWS if solutions else None
     if query.form == "CONSTRUCT":

@@ -119,22 +119,38 @@ def passes(expr, solution: Solution) -> bool:
 # by identity saves hashing the whole expression tree on every call. Each
 # entry holds its expression, so an id cannot be reused while it is cached.
 _BY_ID: dict[int, tuple[object, Compiled]] = {}
-_BY_ID_LIMIT = 1 << 17  # (version-3 queries keep many compiled at once: a smaller one thrashed)
+_BY_ID_LIMIT = 8192
 
 
-def _compiled(expr) -> Compiled:
-    hit = _BY_ID.get(id(expr))
+def _by_identity(table: dict, limit: int, expr, make) -> Compiled:
+    hit = table.get(id(expr))
     if hit is not None and hit[0] is expr:
         return hit[1]
-    if len(_BY_ID) >= _BY_ID_LIMIT:
-        _BY_ID.clear()
-    compiled = compile_filter(expr)
-    _BY_ID[id(expr)] = (expr, compiled)
+    if len(table) >= limit:
+        table.clear()
+    compiled = make(expr)
+    table[id(expr)] = (expr, compiled)
     return compiled
 
 
-#: `compile_filter`, remembered by identity (no hashing of the expression's tree).
-compiled_filter = _compiled
+def _compiled(expr) -> Compiled:
+    return _by_identity(_BY_ID, _BY_ID_LIMIT, expr, compile_filter)
+
+
+# The algebra's evaluator asks for every candidate's expressions on every publication: tables of its own, larger.
+_FILTERS: dict[int, tuple[object, Compiled]] = {}
+_OPERANDS: dict[int, tuple[object, Compiled]] = {}
+_ALGEBRA_LIMIT = 1 << 16
+
+
+def compiled_filter(expr) -> Compiled:
+    """`compile_filter`, remembered by identity (no hashing of the expression's tree)."""
+    return _by_identity(_FILTERS, _ALGEBRA_LIMIT, expr, compile_filter)
+
+
+def compiled_operand(op) -> Compiled:
+    """`compile_operand`, remembered by identity."""
+    return _by_identity(_OPERANDS, _ALGEBRA_LIMIT, op, compile_operand)
 
 
 @lru_cache(maxsize=8192)
@@ -197,22 +213,6 @@ def _part(compiled: Compiled, solution):
 
 
 # ------------------------------------------------------------------ operands
-
-
-_OPERANDS: dict[int, tuple[object, Compiled]] = {}
-
-
-def compiled_operand(op) -> Compiled:
-    """`compile_operand`, remembered by identity (the algebra's evaluator asks for the same
-    expressions on every publication). The entry holds the expression: its id stays its own."""
-    hit = _OPERANDS.get(id(op))
-    if hit is not None and hit[0] is op:
-        return hit[1]
-    if len(_OPERANDS) >= _BY_ID_LIMIT:
-        _OPERANDS.clear()
-    compiled = compile_operand(op)
-    _OPERANDS[id(op)] = (op, compiled)
-    return compiled
 
 
 def compile_operand(op) -> Compiled:
