@@ -56,6 +56,9 @@ WORD = re.compile(r"[^\W_]+")
 #: (among them the combining marks; the others end the word, `_split`).
 _CANDIDATE = re.compile(r"[^\W_](?:[^\W_]|[^\w\s\x00-\x7f])*")
 _MARKS = frozenset(("Mn", "Mc"))
+#: A character that may be a combining mark (neither a word character, a space nor ASCII):
+#: a text with none after an alphanumeric one has its alphanumeric runs for words.
+_MAYBE_MARK = re.compile(r"[^\w\s\x00-\x7f]")
 
 
 def words(text: str) -> list[str]:
@@ -72,7 +75,23 @@ def words(text: str) -> list[str]:
         return [w.casefold() for w in WORD.findall(text)]
     if not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)
+    if not _mark_after_word(text):  # no word goes on past its alphanumeric run
+        folded = list(map(str.casefold, WORD.findall(text)))
+        # (NUL composes with nothing: the words are in NFC exactly when their join is)
+        if unicodedata.is_normalized("NFC", "\0".join(folded)):
+            return folded
+        return [unicodedata.normalize("NFC", w) for w in folded]
     return [word_of(text[start:end]) for start, end in word_places(text)]
+
+
+def _mark_after_word(text: str) -> bool:
+    """Whether a combining mark follows an alphanumeric character somewhere in `text`."""
+    category = unicodedata.category
+    for m in _MAYBE_MARK.finditer(text):
+        at = m.start()
+        if at and text[at - 1].isalnum() and category(text[at]) in _MARKS:
+            return True
+    return False
 
 
 def word_places(text: str) -> list[tuple[int, int]]:
