@@ -17,6 +17,8 @@ memory.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import functools
 import gc
 import sys
@@ -246,6 +248,8 @@ class Engine:
                                      "with text analysis: register the query text")
                 query = query.text
             parsed = parse_query(query) if isinstance(query, str) else query
+            if parsed.algebra is None and not parsed.patterns and parsed.text:
+                parsed = parse_query(parsed.text)  # a version-3 query loaded from an index
             for pattern in parsed.patterns:
                 for term in pattern.terms:
                     if isinstance(term, (IRI, Literal)):
@@ -307,7 +311,8 @@ class Engine:
         pub = as_publication(publication)
         triples = list(pub.triples)
         virtual = self.taxonomy.expand(triples)
-        groups, found, truncated = self._index.solution_groups(triples, virtual, self.max_solutions)
+        groups, found, truncated = self._index.solution_groups(triples, virtual, self.max_solutions,
+                                                               pub.now_key())
         if truncated:
             self._truncated += len(truncated)
         # Parallel lists, built in C: no Python object per match until one is read. The
@@ -318,6 +323,12 @@ class Engine:
             group = groups[0]  # in id order
             matches = Matches(group.ids, [group.solutions] * len(group.ids), None, truncated,
                               self._asks > 0, group.subscribers, self._records_of)
+        elif len(groups) == 1 and len(found) * 8 < len(groups[0].ids):
+            # One large group and a few other answers (version-3 queries confirmed, say):
+            # those put in their places in the group's id order, not everything sorted again.
+            ids, solutions, subscribers = self._merged(groups[0], found)
+            matches = Matches(ids, solutions, None, truncated, self._asks > 0, subscribers,
+                              self._records_of)
         else:
             subscribers = {}
             for group in groups:
@@ -331,6 +342,29 @@ class Engine:
         if matches:
             self._unsettled[id(matches)] = matches
         return matches
+
+    def _merged(self, group, found: dict) -> tuple[list, list, list]:
+        """The group's ids, solutions and subscribers with `found`'s queries inserted in
+        query-id order (the group's ids are in that order already)."""
+        group_ids, subscribers_of = group.ids, group.subscribers
+        ids: list = []
+        solutions: list = []
+        subscribers: list = []
+        queries, shared = self._queries, group.solutions
+        start = 0
+        for qid in sorted(found):
+            cut = bisect_left(group_ids, qid, start)
+            ids += group_ids[start:cut]
+            solutions += [shared] * (cut - start)
+            subscribers += subscribers_of[start:cut]
+            ids.append(qid)
+            solutions.append(found[qid])
+            subscribers.append(queries[qid].subscriber)
+            start = cut
+        ids += group_ids[start:]
+        solutions += [shared] * (len(group_ids) - start)
+        subscribers += subscribers_of[start:]
+        return ids, solutions, subscribers
 
     def _records_of(self, query_ids: list[str]) -> list[RegisteredQuery]:
         """The records of `query_ids`, for a match list that reads them (`Matches.registered`)."""

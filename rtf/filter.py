@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rtf.query.model import Query
+from rtf.matching.confirm import Confirmation
 from rtf.matching.hits import Hits
 from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape
 from rtf.matching.shared_predicates import EvaluationMemo
@@ -69,7 +70,7 @@ class QueryIndex(ABC):
 
     @abstractmethod
     def solutions(self, triples: list[Triple], virtual: list[Triple],
-                  limit: int | None = None) -> tuple[Solutions, set[str]]:
+                  limit: int | None = None, now: str | None = None) -> tuple[Solutions, set[str]]:
         """(query id -> distinct projected solutions, ids of the truncated queries).
 
         Only the queries that match are in the dict. `triples` are the
@@ -78,17 +79,22 @@ class QueryIndex(ABC):
         path may match. With a `limit`, a query holds at most `limit`
         solutions and its work is bounded accordingly; a query cut short
         (more solutions than `limit`, or its join bound reached) is in the set.
+        `now` is the publication's instant (``NOW()``, an xsd:dateTime key).
+
+        A version-3 query's answer is what `rtf.algebra.results.run` gives: a
+        frozenset of rows, the `OrderedRows` of an ORDER BY query, or the `Triples`
+        of a CONSTRUCT.
         """
 
-    def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None
-                        ) -> tuple[list[Group], Solutions, set[str]]:
+    def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None,
+                        now: str | None = None) -> tuple[list[Group], Solutions, set[str]]:
         """`solutions` as (groups, rest, truncated): each group a `Group`, queries
         that share one set of solutions, their ids and subscribers in query-id
         order (no query in two groups or in `rest`); `rest` the other queries'
         solutions by id. An index that answers many queries alike (star queries
         about the publication's subject) hands them over without a dict entry
         each; this default puts everything in `rest`."""
-        found, truncated = self.solutions(triples, virtual, limit)
+        found, truncated = self.solutions(triples, virtual, limit, now)
         return [], found, truncated
 
     def compact(self) -> None:
@@ -175,6 +181,8 @@ class IndexedQueries(QueryIndex):
         #: Residual predicate evaluations made, and those saved by sharing one answer (seed 002).
         self.filter_evaluations = 0
         self.filter_evaluations_shared = 0
+        #: Version-3 queries whose evaluation failed on a publication (they did not match).
+        self.evaluation_errors = 0
 
     def add(self, query_id: str, query: Query, record=None) -> None:
         new_shapes, branches = self.table.add(query_id, query, record)
@@ -237,19 +245,25 @@ class IndexedQueries(QueryIndex):
         return hits
 
     def solutions(self, triples: list[Triple], virtual: list[Triple],
-                  limit: int | None = None) -> tuple[Solutions, set[str]]:
-        groups, out, truncated = self.solution_groups(triples, virtual, limit)
+                  limit: int | None = None, now: str | None = None) -> tuple[Solutions, set[str]]:
+        groups, out, truncated = self.solution_groups(triples, virtual, limit, now)
         for group in groups:
             out.update(dict.fromkeys(group.ids, group.solutions))
         return out, truncated
 
-    def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None
-                        ) -> tuple[list[Group], Solutions, set[str]]:
+    def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None,
+                        now: str | None = None) -> tuple[list[Group], Solutions, set[str]]:
         if limit is None:
             limit = sys.maxsize
         hits = self.satisfied(triples, virtual)
+        always = self.table.always
         if not hits:
-            return [], {}, set()
+            if not always:
+                return [], {}, set()
+            out: Solutions = {}
+            truncated: set[str] = set()
+            self._confirm(always.items(), triples, virtual, now, limit, out, truncated)
+            return [], out, truncated
         subject = only_subject(triples)
         memo = EvaluationMemo()  # the publication's shared predicate answers (seed 002)
         solver = PublicationSolver(hits, subject, triples, virtual, memo)
@@ -271,12 +285,21 @@ class IndexedQueries(QueryIndex):
                     chosen = known_slots if len(present) == 1 else known_slots[known_codes == code]
                     groups.append(Group(*table.by_id(chosen), found))
                 slots = slots[~known]
+        out: Solutions = {}
+        truncated: set[str] = set()
+        if always or (len(slots) and table.slot_confirm[slots].any()):
+            # Version-3 candidates: each query's algebra, evaluated once (rtf.matching.confirm).
+            confirm = table.slot_confirm[slots]
+            candidates = dict(always)
+            for slot in np.sort(slots[confirm]).tolist():
+                rb = table.branches[slot]
+                candidates.setdefault(rb.query_id, rb.algebra)
+            self._confirm(candidates.items(), triples, virtual, now, limit, out, truncated)
+            slots = slots[~confirm]
         if len(slots):
             hits.settle()  # the other branches read their shapes' triples
-        out: Solutions = {}
         branches = table.branches
         solve = solver.solve
-        truncated: set[str] = set()
         for slot in np.sort(slots).tolist():  # (in slot order: the same answers run to run)
             rb = branches[slot]
             found, cut = solve(rb, limit)
@@ -294,6 +317,11 @@ class IndexedQueries(QueryIndex):
         self.filter_evaluations += solver.memo.evaluations
         self.filter_evaluations_shared += solver.memo.shared
         return groups, out, truncated
+
+    def _confirm(self, candidates, triples, virtual, now, limit, out, truncated) -> None:
+        confirmation = Confirmation(triples, virtual, now)
+        confirmation.answers(candidates, limit, out, truncated)
+        self.evaluation_errors += confirmation.errors
 
     def compact(self) -> None:
         self.table.compact()

@@ -28,6 +28,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sys
+
+from rtf.matching.confirm import Confirmation
 from rtf.query.expressions import passes
 from rtf.filter import JOIN_ROWS_PER_SOLUTION, QueryIndex, Solutions, Triple
 from rtf.query.model import Query, TriplePattern, operand_variables
@@ -270,6 +273,10 @@ class NaiveQueries(QueryIndex):
         self.evaluation_errors = 0
 
     def add(self, query_id: str, query: Query, record=None) -> None:
+        if query.algebra is not None:  # version 3: its algebra, on every publication
+            self.queries[query_id] = query
+            self.plans[query_id] = None
+            return
         # A WHERE with UNION or OPTIONAL is evaluated by the algebra (no plan).
         plan = plan_query(query) if query.group is None else None
         self.queries[query_id] = query
@@ -280,11 +287,17 @@ class NaiveQueries(QueryIndex):
         del self.plans[query_id]
 
     def solutions(self, triples: list[Triple], virtual: list[Triple],
-                  limit: int | None = None) -> tuple[Solutions, set[str]]:
+                  limit: int | None = None, now: str | None = None) -> tuple[Solutions, set[str]]:
         out: Solutions = {}
         truncated: set[str] = set()
         grouped = by_predicate(triples)
+        confirmation = Confirmation(triples, virtual, now)
+        version3 = [(qid, q.algebra) for qid, q in self.queries.items() if q.algebra is not None]
+        confirmation.answers(version3, sys.maxsize if limit is None else limit, out, truncated)
+        self.evaluation_errors += confirmation.errors
         for qid, q in self.queries.items():
+            if q.algebra is not None:
+                continue
             try:
                 plan = self.plans[qid]
                 if plan is None:

@@ -98,6 +98,7 @@ def check(output: Path, index: str, qlog, manifests: list[dict]) -> dict:
     """Lost and duplicated matches: every batch against an engine at the batch's pin."""
     from rtf.engine import Engine
     from rtf.io.output import match_line
+    from rtf.spark.arrow_matches import row_line
     from rtf.io.reader import read_publications
     from rtf.spark.batch_output import read_matches
     from rtf.spark.oplog import apply_operation
@@ -116,10 +117,7 @@ def check(output: Path, index: str, qlog, manifests: list[dict]) -> dict:
         for f in m["files"]:
             for pub in read_publications(f["path"].removeprefix("file:"), skip_invalid=True):
                 expected.update(match_line(pub.id, x) for x in engines[pin].match(pub))
-    got = Counter(json.dumps({"publication": r["publication"], "query": r["query"],
-                              "subscriber": r["subscriber"],
-                              "bindings": [dict(b) for b in r["bindings"]]}, ensure_ascii=False)
-                  for r in read_matches(output).to_pylist())
+    got = Counter(row_line(r) for r in read_matches(output).to_pylist())
     return {"expected": sum(expected.values()), "read_by_pyarrow": sum(got.values()),
             "lost": sum((expected - got).values()), "duplicated": sum((got - expected).values()),
             "equal": got == expected}

@@ -339,18 +339,23 @@ def test_selective_mix_is_deterministic_by_seed(world_pubs):
     assert generate_queries(world_pubs, 200, seed=6, mix=Mix.selective()) != first
 
 
-def test_selective_mix_does_not_depend_on_the_hash_seed(world):
-    """Word and class choices go through sets and counters: their order must not leak in."""
+def generated_under_hash_seeds(files: list[str], count: int, mix: str) -> set[str]:
+    """The JSON of `generate_queries` over `files` (seed 3, `mix` a Python expression), as
+    printed by two processes of different hash seeds: one text when nothing depends on them."""
     import subprocess
     import sys
 
     code = ("import json, sys; from rtf.io.reader import read_publications; "
             "from rtf.bench.workload import Mix, generate_queries; "
-            f"print(json.dumps(generate_queries(list(read_publications([{world!r}])), 100, seed=3, "
-            "mix=Mix.selective())))")
-    outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                              env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout for seed in ("1", "2")}
-    assert len(outputs) == 1
+            f"print(json.dumps(generate_queries(list(read_publications({files!r})), {count}, seed=3, "
+            f"mix={mix})))")
+    return {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout for seed in ("1", "2")}
+
+
+def test_selective_mix_does_not_depend_on_the_hash_seed(world):
+    """Word and class choices go through sets and counters: their order must not leak in."""
+    assert len(generated_under_hash_seeds([world], 100, "Mix.selective()")) == 1
 
 
 def test_selective_queries_are_typed_stars_of_informative_own_words(world_pubs):

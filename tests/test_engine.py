@@ -62,7 +62,9 @@ def test_a_bad_query_leaves_the_engine_unchanged(engine):
     with pytest.raises(QuerySyntaxError):
         engine.register("SELECT ?x WHERE { ?x ", "bad")
     with pytest.raises(UnsupportedQueryError):
-        engine.register("SELECT ?x WHERE { ?x ?p ?o MINUS { ?x ?q ?r } }", "bad")
+        engine.register("SELECT ?x WHERE { GRAPH ?g { ?x ?q ?r } }", "bad")
+    with pytest.raises(QuerySyntaxError):  # BIND of a variable already bound
+        engine.register("SELECT ?x WHERE { ?x ?p ?o BIND(1 AS ?o) }", "bad")
     assert len(engine) == 1 and "bad" not in engine
     assert engine.match(pub) == before
 

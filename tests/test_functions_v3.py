@@ -143,13 +143,13 @@ SPEC_EXAMPLES = [
     # 17.4.4 ABS, ROUND, CEIL, FLOOR
     ("abs", ["1"], "1"),
     ("abs", ["-1.5"], "1.5"),
-    ("round", ["2.4999"], "2.0"),
-    ("round", ["2.5"], "3.0"),
-    ("round", ["-2.5"], "-2.0"),
-    ("ceil", ["10.5"], "11.0"),
-    ("ceil", ["-10.5"], "-10.0"),
-    ("floor", ["10.5"], "10.0"),
-    ("floor", ["-10.5"], "-11.0"),
+    ("round", ["2.4999"], '"2"^^xsd:decimal'),
+    ("round", ["2.5"], '"3"^^xsd:decimal'),
+    ("round", ["-2.5"], '"-2"^^xsd:decimal'),
+    ("ceil", ["10.5"], '"11"^^xsd:decimal'),
+    ("ceil", ["-10.5"], '"-10"^^xsd:decimal'),
+    ("floor", ["10.5"], '"10"^^xsd:decimal'),
+    ("floor", ["-10.5"], '"-11"^^xsd:decimal'),
     # 17.4.5 YEAR ... TZ, on the spec's one dateTime
     *[(f, ['"2011-01-10T14:45:13.815-05:00"^^xsd:dateTime'], expected) for f, expected in [
         ("year", "2011"), ("month", "1"), ("day", "10"), ("hours", "14"), ("minutes", "45"),
@@ -291,12 +291,12 @@ W3C_CASES = [
     ("timezone", ['"2010-12-21T15:38:02-08:00"^^xsd:dateTime'], '"-PT8H"^^xsd:dayTimeDuration'),
     ("timezone", ['"2011-02-01T01:02:03"^^xsd:dateTime'], "error"),
     ("tz", ['"2010-12-21T15:38:02-08:00"^^xsd:dateTime'], '"-08:00"'),
-    ("seconds", ['"2010-06-21T11:28:01Z"^^xsd:dateTime'], "1.0"),
+    ("seconds", ['"2010-06-21T11:28:01Z"^^xsd:dateTime'], '"1"^^xsd:decimal'),
     ("hours", ['"2008-06-20T23:59:00Z"^^xsd:dateTime'], "23"),
     # functions/round01, ceil01, floor01, abs01 (data.ttl's numbers)
-    ("round", ["-1.6"], "-2.0"), ("round", ["1.1"], "1.0"), ("round", ["-1"], "-1"),
-    ("ceil", ["-1.6"], "-1.0"), ("ceil", ["1.1"], "2.0"), ("ceil", ["-2"], "-2"),
-    ("floor", ["-1.6"], "-2.0"), ("floor", ["2.5"], "2.0"),
+    ("round", ["-1.6"], '"-2"^^xsd:decimal'), ("round", ["1.1"], '"1"^^xsd:decimal'), ("round", ["-1"], "-1"),
+    ("ceil", ["-1.6"], '"-1"^^xsd:decimal'), ("ceil", ["1.1"], '"2"^^xsd:decimal'), ("ceil", ["-2"], "-2"),
+    ("floor", ["-1.6"], '"-2"^^xsd:decimal'), ("floor", ["2.5"], '"2"^^xsd:decimal'),
     ("abs", ["-2"], "2"), ("abs", ["-1.6"], "1.6"),
     # functions/strlang03-rdf11, strdt03-rdf11: only simple literals (and xsd:string) are lexical forms
     ("strlang", ['"foo"', '"en-US"'], '"foo"@en-us'),
@@ -363,7 +363,7 @@ XPATH_CASES = [
     ("ceil", ["-0.5e0"], '"-0.0E0"^^xsd:double'),
     ("floor", ['"-INF"^^xsd:double'], '"-INF"^^xsd:double'),
     ("round", ['"12345678901234567890123456789.5"^^xsd:decimal'],
-     '"12345678901234567890123456790.0"^^xsd:decimal'),
+     '"12345678901234567890123456790"^^xsd:decimal'),
     ("abs", ['"-5"^^xsd:byte'], "5"),
     ("abs", ['"x"'], "error"),
     # dates: the end of a day is the next day (fn:year-from-dateTime of its value; regression:

@@ -20,6 +20,7 @@ PACKAGE = ROOT / "rtf"
 LAYERS: list[tuple[str, ...]] = [
     ("rtf.errors",),
     ("rtf.query",),
+    ("rtf.algebra",),
     ("rtf.parser",),
     ("rtf.io",),
     ("rtf.matching",),
@@ -31,8 +32,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("rtf.cli",),
 ]
 
-#: Entries allowed directly in rtf/ (issue 20: at most 14 modules and folders).
-MAX_TOP_LEVEL_ENTRIES = 14
+#: Entries allowed directly in rtf/ (issue 20: at most 14 modules and folders; issue 38 added
+#: the algebra's stage, rtf/algebra).
+MAX_TOP_LEVEL_ENTRIES = 15
 #: Longest source file, in lines (tests excepted).
 MAX_LINES = 600
 
@@ -162,7 +164,7 @@ def test_type_checking_imports_do_not_count():
     assert _type_checking_only(tree.body[1])
 
 
-def test_the_package_top_holds_at_most_fourteen_entries():
+def test_the_package_top_holds_at_most_fifteen_entries():
     entries = sorted(p.name for p in PACKAGE.iterdir()
                      if p.name not in ("__init__.py", "__pycache__", "py.typed"))
     assert len(entries) <= MAX_TOP_LEVEL_ENTRIES, entries

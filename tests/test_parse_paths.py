@@ -52,13 +52,14 @@ _ALTS = " . ".join(f"?s (<http://ex/a{i}>|<http://ex/b{i}>) ?o{i}" for i in rang
 
 
 @pytest.mark.parametrize("text", [
-    f"SELECT * {{ ?s {_P}/<http://ex/q> ?o }}",                       # a property path
-    f'SELECT * {{ "lit" {_P} ?o }}',                                  # a literal subject
-    f"SELECT * {{ ?s {_P} ?o OPTIONAL {{ ?s {_P} ?v }} ?s {_P} ?w }}",  # a pattern after OPTIONAL
-    f'SELECT * {{ ?s {_P} ?o FILTER ftcontains(str(?o), "x") }}',     # ftcontains on an expression
+    f"CONSTRUCT {{ ?s {_P}/<http://ex/q> ?o }} WHERE {{ ?s {_P} ?o }}",  # a path in a template
+    f"SELECT * {{ ?s {_P} ?o BIND(1 AS ?o) }}",                       # BIND of a bound variable
+    f"SELECT ?o (COUNT(?s) AS ?n) {{ ?s {_P} ?o }} GROUP BY ?s",      # a variable not grouped
+    f"SELECT * {{ ?s {_P} ?o FILTER(COUNT(?o) > 1) }}",               # an aggregate in a FILTER
+    f"SELECT * {{ ?s {_P} ?o FROM <http://ex/g> }}",                  # (a parse error)
+    f"SELECT * {{ GRAPH ?g {{ ?s {_P} ?o }} }}",                       # a named graph
     f"SELECT * {{ ?s {_P} ?o FILTER({'!' * 70}?o) }}",                # nested too deeply
     f"SELECT * {{ {_ALTS} }}",                                         # over the branch cap
-    f"SELECT * {{ ?s {_P} ?o . {{ ?s {_P} ?x }} UNION {{ OPTIONAL {{ ?s {_P} ?y }} }} }}",
     f"PREFIX ex: <http://ex/> SELECT * {{ ?s ex:p ?o FILTER ftcontains(?o, \"a\" ftnear(2, 1) \"b\") }}",
 ])
 def test_errors_positioned_by_the_tree_are_the_positioned_parse_errors(text):

@@ -242,36 +242,19 @@ def test_fulltext_errors_have_positions(ft):
 # ------------------------------------------------------------------ rejection
 
 @pytest.mark.parametrize("text, construct, line, column", [
-    ("SELECT * { { ?s ?p ?o OPTIONAL { ?s ?q ?v } } }", "OPTIONAL inside a nested group", 1, 23),
-    ("SELECT * { ?s ?p ?o OPTIONAL { ?s ?q ?v OPTIONAL { ?v ?q ?w } } }", "OPTIONAL inside", 1, 41),
-    ("SELECT * { ?s ?p ?o OPTIONAL { ?s ?q ?v } ?s ?r ?w }", "triple pattern after OPTIONAL", 1, 43),
-    ("SELECT * { ?s ?p ?o MINUS { ?s ?q ?o } }", "MINUS", 1, 21),
     ("SELECT * { GRAPH ?g { ?s ?p ?o } }", "GRAPH", 1, 12),
-    ("SELECT * { SERVICE <x> { ?s ?p ?o } }", "SERVICE", 1, 12),
-    ("SELECT * { ?s ?p ?o BIND(1 AS ?x) }", "BIND", 1, 21),
-    ("SELECT * { ?s ?p ?o VALUES ?o { 1 } }", "VALUES", 1, 21),
-    ("SELECT * { ?s ?p ?o }\nORDER BY ?s", "ORDER BY", 2, 1),
-    ("SELECT * { ?s ?p ?o } LIMIT 10", "LIMIT", 1, 23),
-    ("SELECT * { ?s ?p ?o } OFFSET 10", "OFFSET", 1, 23),
-    ("SELECT ?s { ?s ?p ?o } GROUP BY ?s", "GROUP BY", 1, 24),
-    ("SELECT (COUNT(?s) AS ?n) { ?s ?p ?o }", "COUNT", 1, 9),
-    ("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", "CONSTRUCT", 1, 1),
+    ("SELECT * { ?s ?p ?o OPTIONAL { GRAPH <http://x/g> { ?s ?q ?v } } }", "GRAPH", 1, 32),
+    ("SELECT * { SERVICE <http://x/> { ?s ?p ?o } }", "SERVICE", 1, 12),
+    ("SELECT * { SERVICE SILENT <http://x/> { ?s ?p ?o } }", "SERVICE", 1, 12),
     ("DESCRIBE ?s WHERE { ?s ?p ?o }", "DESCRIBE", 1, 1),
-    ("SELECT * FROM <g> { ?s ?p ?o }", "FROM", 1, 10),
-    ("SELECT * { ?s ?p ?o FILTER NOT EXISTS { ?s ?q ?o } }", "NOT EXISTS", 1, 28),
-    ("SELECT * { ?s ?p ?o FILTER EXISTS { ?s ?q ?o } }", "EXISTS", 1, 28),
-    ("SELECT * { ?s ?p ?o FILTER(CONCAT(?o, 1) > 2) }", "CONCAT", 1, 28),
-    ("SELECT * { ?s ?p ?o FILTER(ENCODE_FOR_URI(?o)) }", "ENCODE_FOR_URI", 1, 28),
-    ("SELECT * { { SELECT ?s { ?s ?p ?o } } }", "sub-query", 1, 14),
-    ("SELECT * { ?s <http://x/p>/<http://x/q> ?o }", "property path", 1, 15),
-    ("SELECT * { ?s <http://x/p>* ?o }", "property path", 1, 15),
-    ("SELECT * { ?s <http://x/p>|^<http://x/q> ?o }", "property path", 1, 15),
-    ("SELECT * { ?s (<http://x/p>|<http://x/q>)/<http://x/r> ?o }", "property path", 1, 15),
-    ("SELECT * { ?s ^<http://x/p> ?o }", "property path", 1, 15),
-    ("SELECT * { ?s !<http://x/p> ?o }", "property path", 1, 15),
-    ("SELECT * { ?s rdfs:subClassOf* ?o }", "property path", 1, 15),
-    ("SELECT * { ?s a/rdfs:subClassOf+ ?o }", "property path", 1, 15),
-    ("SELECT * { \"lit\" ?p ?o }", "literal as subject", 1, 12),
+    ("PREFIX x: <http://x/>\ndescribe x:a", "DESCRIBE", 2, 1),
+    ("SELECT * FROM <http://x/g> { ?s ?p ?o }", "FROM", 1, 10),
+    ("SELECT * FROM NAMED <http://x/g> { ?s ?p ?o }", "FROM NAMED", 1, 10),
+    ("ASK FROM <http://x/g> { ?s ?p ?o }", "FROM", 1, 5),
+    ("CONSTRUCT { ?s ?p ?o } FROM <http://x/g> WHERE { ?s ?p ?o }", "FROM", 1, 24),
+    ("SELECT * { ?s ?p ?o FILTER EXISTS { GRAPH ?g { ?s ?q ?o } } }", "GRAPH", 1, 37),
+    ("INSERT DATA { <http://x/a> <http://x/p> 1 }", "SPARQL Update", 1, 1),
+    ("DELETE WHERE { ?s ?p ?o }", "SPARQL Update", 1, 1),
 ])
 def test_unsupported_constructs_are_named_with_their_position(text, construct, line, column):
     with pytest.raises(UnsupportedQueryError) as e:
@@ -281,8 +264,6 @@ def test_unsupported_constructs_are_named_with_their_position(text, construct, l
 
 
 @pytest.mark.parametrize("text, line, column", [
-    ("ASK {}", 1, 5),
-    ("SELECT ?s { FILTER(true) }", 1, 11),
     ("SELECT ?s { ?s ?p }", 1, 19),
     ("SELECT ?s { ?s ?p ?o", 1, 21),
     ("SELECT ?s\n{ ?s ?p ?o . . }", 2, 14),

@@ -360,7 +360,7 @@ def test_reconnecting_subscriber_gets_every_match_once_in_order(server):
 BAD_QUERIES = [
     "SELECT ?x WHERE {\n  ?x ?y \n}",
     'ASK { ?s <http://ex/p> ?t FILTER ftcontains(?t, "a" ftand) }',
-    "SELECT ?x WHERE { ?x ?p ?o MINUS { ?x ?q ?r } }",
+    "SELECT ?x WHERE { ?x ?p ?o SERVICE <http://x/> { ?x ?q ?r } }",
     "not a query",
 ]
 

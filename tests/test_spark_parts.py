@@ -243,9 +243,8 @@ def test_arrow_rows_hold_the_matches_as_rtf_match_prints_them(dbpedia_slice):
         if i % 37 == 0:
             got += rows.flush().to_pylist()
     got += rows.flush().to_pylist()
-    as_lines = [json.dumps({"publication": r["publication"], "query": r["query"],
-                            "subscriber": r["subscriber"], "bindings": [dict(b) for b in r["bindings"]]},
-                           ensure_ascii=False) for r in got]
+    from rtf.spark.arrow_matches import row_line
+    as_lines = [row_line(r) for r in got]
     assert len(expected) > 1000 and any('"query": "ask"' in line for line in expected)
     assert as_lines == expected
     assert lines.flush().column(0).to_pylist() == expected

@@ -105,11 +105,7 @@ def expected_lines(index: Path, files, ops=(), pin: int = 0) -> list[str]:
             for m in engine.match(p)]
 
 
-def row_line(row: dict) -> str:
-    """A match row as the line `rtf match` writes (the bindings keep their variables' order)."""
-    return json.dumps({"publication": row["publication"], "query": row["query"],
-                       "subscriber": row["subscriber"],
-                       "bindings": [dict(solution) for solution in row["bindings"]]}, ensure_ascii=False)
+from rtf.spark.arrow_matches import row_line  # noqa: E402 (the lines of match rows)
 
 
 def _binary_files(spark, paths):
@@ -131,7 +127,7 @@ def test_match_publications_gives_the_matches_of_rtf_match(spark, drops):
     assert sorted(lines) == expected  # byte for byte, as rtf match writes them
     matches = match_publications(docs, index.read_bytes())
     assert matches.schema.simpleString() == ("struct<publication:string,query:string,subscriber:string,"
-                                             "bindings:array<map<string,string>>>")
+                                             "bindings:array<map<string,string>>,triples:array<array<string>>>")
     # Through Arrow (as Parquet readers do): a map keeps its variables in projection order
     # (``collect()`` would make Java HashMaps of them, in hash order).
     assert sorted(map(row_line, matches.toArrow().to_pylist())) == expected

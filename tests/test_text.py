@@ -6,6 +6,8 @@ own syntax, and the answer worked out by hand from the spec.
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -39,18 +41,51 @@ def test_words_are_casefolded_alphanumeric_runs(text, expected):
     assert words(text) == expected
 
 
-@given(st.text())
-def test_words_agree_with_the_character_by_character_definition(text):
+def _spec_words(text: str) -> list[str]:
+    """Spec section 5, "Text, version 3", read character by character: the text in NFC; a
+    word is a maximal run of alphanumeric characters and of combining marks (Mn, Mc)
+    following one, casefolded and put in NFC again."""
+    text = unicodedata.normalize("NFC", text)
     runs, current = [], ""
     for ch in text:
-        if ch.isalnum():
+        if ch.isalnum() or (current and unicodedata.category(ch) in ("Mn", "Mc")):
             current += ch
         elif current:
             runs.append(current)
             current = ""
     if current:
         runs.append(current)
-    assert words(text) == [r.casefold() for r in runs]
+    return [unicodedata.normalize("NFC", r.casefold()) for r in runs]
+
+
+# Texts rich in what the rule is about: combining marks, Indic vowel signs, letters whose
+# casefold is several characters, punctuation between them.
+_MARKED = st.text(st.sampled_from("ae iu\u0301\u0308\u0323\u093f\u094d\u0915\u0937\u0947"
+                                  "\u0130\u1f50\u03c2\u00df\u212b.-_*\u2014 \u00e9\u1ebd\u0e31"),
+                  max_size=24)
+
+
+@given(st.one_of(st.text(), _MARKED))
+def test_words_agree_with_the_character_by_character_definition(text):
+    assert words(text) == _spec_words(text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("cafe\u0301", ["caf\u00e9"]),                        # NFD: one word, in NFC
+    ("na\u00efve approach", ["na\u00efve", "approach"]),
+    ("nai\u0308ve approach", ["na\u00efve", "approach"]),
+    ("\u0939\u093f\u0928\u094d\u0926\u0940", ["\u0939\u093f\u0928\u094d\u0926\u0940"]),  # हिन्दी: one word
+    ("\u0301abc", ["abc"]),                                # a mark starts no word
+    ("a.\u0301b", ["a", "b"]),                             # nor continues one after punctuation
+])
+def test_combining_marks_stay_inside_words(text, expected):
+    assert words(text) == expected
+
+
+def test_a_phrase_with_combining_marks_matches_either_normalisation():
+    nfd = TextIndex.of("le cafe\u0301 na\u0131ve")
+    assert nfd.matches(parse_ft_string("caf\u00e9"))
+    assert TextIndex.of("un caf\u00e9").matches(parse_ft_string("cafe\u0301*"))
 
 
 # ----------------------------------------------------------- query strings

@@ -47,6 +47,16 @@ class Workload:
     texts: list[str]
     rejected: int = 0  # generated queries the parser refused (replaced by others)
 
+    @property
+    def version3(self) -> int:
+        """Queries beyond the version-2 fragment (spec section 5), answered by their algebra."""
+        return sum(q.algebra is not None for q in self.queries)
+
+    @property
+    def unindexed(self) -> int:
+        """Version-3 queries that require no triple: evaluated on every publication."""
+        return sum(q.algebra is not None and not q.branches for q in self.queries)
+
 
 @dataclass
 class BenchParams:
@@ -63,7 +73,8 @@ class BenchParams:
     queries: str | None = None
     isolate: bool = True
     memory: bool = True
-    mix_name: str = "paper"  # a workload of rtf.bench.workload.MIXES: paper or selective
+    mix_name: str = "paper"  # a workload of rtf.bench.workload.MIXES: paper, selective, ...
+    v3_share: float | None = None  # the share of version-3 queries (None: the mix's own)
     index_cache: str | None = None  # a folder of saved engines reused across runs
 
     def step_size(self) -> int:
@@ -114,7 +125,7 @@ def parse_workload(records: list[dict], ft_pr: int, n: int,
         batch = more(round_, n - len(wl.ids))
 
 
-def bench_mix(ft_pr: int, mix_name: str = "paper"):
+def bench_mix(ft_pr: int, mix_name: str = "paper", v3_share: float | None = None):
     """The workload `mix_name` at FT_pr = `ft_pr` %.
 
     ``paper`` (the default): at most 4 tuples, 1-3 conjunctive terms,
@@ -126,9 +137,17 @@ def bench_mix(ft_pr: int, mix_name: str = "paper"):
     ``?s p ?o1 . ?s p ?o2 . ?s p ?o3`` whose solutions are the cube of a
     multi-valued property: on a football season with 90 ``dbp:stadium``
     values one of them alone costs seconds of join, in every engine alike.
+
+    ``sparql11``: the selective queries, a share of them (`v3_share`, 0.2
+    unless given) rewritten into SPARQL 1.1 queries around the same star
+    (`rtf.bench.sparql11_workload`); at ``v3_share = 0`` the same base
+    queries, all version 2.
     """
     from rtf.bench.workload import named_mix
-    return named_mix(mix_name, ft_pr / 100)
+    mix = named_mix(mix_name, ft_pr / 100)
+    if v3_share is not None:
+        mix.v3_share = v3_share
+    return mix
 
 
 def make_workload(params: BenchParams, vocab, taxonomy, ft_pr: int) -> Workload:
@@ -145,7 +164,7 @@ def make_workload(params: BenchParams, vocab, taxonomy, ft_pr: int) -> Workload:
     if params.mix_name == "values":  # its own publications and queries: FT_pr is only a label
         from rtf.bench.values_workload import values_queries
         return parse_workload(values_queries(n, seed=params.seed), ft_pr, n)
-    mix = bench_mix(ft_pr, params.mix_name)
+    mix = bench_mix(ft_pr, params.mix_name, params.v3_share)
 
     def more(round_: int, k: int) -> list[dict]:
         return generate_queries(vocab, k, seed=params.seed + 1000 * round_, mix=mix,

@@ -50,6 +50,13 @@ def latency_summary(runs: list[dict]) -> list[str]:
                    f"publications/s: " + "; ".join(
                        f"{r['algorithm']} {r['filter_ms_p50']:,.2f} / {r['filter_ms_p99']:,.2f} ms, "
                        f"{r['pubs_per_s']:,.1f}" for r in group))
+        for r in group:
+            if r.get("v3_candidates_per_pub") is not None:
+                candidates, matched = r["v3_candidates_per_pub"], r["v3_matches_per_pub"]
+                out.append(f"  version 3, {r['algorithm']}: {candidates:,.1f} candidates confirmed per "
+                           f"publication, {matched:,.1f} of them matched"
+                           + (f" ({candidates / matched:,.1f} candidates per match)" if matched else "")
+                           + f"; confirming took {r['confirm_pct']} % of the filter time")
         base = next((r for r in group if r["algorithm"] == "rtfs"), group[0])
         others = [r for r in group if r is not base and base["filter_ms_mean"]]
         if others:
@@ -64,6 +71,9 @@ def format_report(doc: dict) -> str:
     out = [format_table(doc["runs"]), ""]
     seen = ", ".join(f"{a} {n:,}" for a, n in p["publications_per_algorithm"].items())
     workload = f"queries from {p['queries']}" if p.get("queries") else f"the {p['mix_name']} mix"
+    for ft_pr, v3 in sorted((p.get("version3_queries") or {}).items()):
+        workload += (f" (FT_pr={ft_pr}%: {v3['queries']:,} version-3 queries, {v3['unindexed']:,} "
+                     f"of them evaluated on every publication)")
     out.append(f"workload: {workload}; publications filtered per algorithm: {seen} "
                f"(of {p['publications_read']:,} read); "
                f"insert s: time to register the queries added since the previous DB size; "

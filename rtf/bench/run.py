@@ -50,14 +50,18 @@ def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) 
         f"DB {', '.join(f'{d:,}' for d in params.db)} in steps of {step:,}; "
         f"FT_pr {', '.join(f'{f}%' for f in params.ft_pr)}; {', '.join(params.algorithms)}")
 
-    rows, memory, workloads, rejected = [], {}, {}, {}
+    rows, memory, workloads, rejected, version3 = [], {}, {}, {}, {}
     for ft_pr in params.ft_pr:
         t = time.perf_counter()
         wl = make_workload(params, vocab, taxonomy, ft_pr)
         workloads[ft_pr] = wl
         rejected[ft_pr] = wl.rejected
+        v3 = wl.version3
+        if v3:
+            version3[ft_pr] = {"queries": v3, "unindexed": wl.unindexed}
         log(f"  FT_pr={ft_pr}%: {len(wl.ids):,} queries generated and parsed in "
-            f"{time.perf_counter() - t:.1f} s")
+            f"{time.perf_counter() - t:.1f} s" + (f" ({v3:,} of them version 3, {wl.unindexed:,} "
+                                                 f"evaluated on every publication)" if v3 else ""))
         for alg in params.algorithms:
             seen = pubs[:params.pubs_for(alg)]
             t = time.perf_counter()
@@ -101,8 +105,9 @@ def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) 
                       publications_per_algorithm={a: len(pubs[:params.pubs_for(a)])
                                                   for a in params.algorithms},
                       queries_rejected_by_parser=rejected, memory_method=MEMORY_METHOD,
+                      version3_queries=version3 or None,
                       mix=None if params.queries else "values" if params.mix_name == "values" else {
-                          k: v for k, v in asdict(bench_mix(0, params.mix_name)).items()
+                          k: v for k, v in asdict(bench_mix(0, params.mix_name, params.v3_share)).items()
                           if k != "ft_pr"},
                       seconds=round(time.perf_counter() - t0, 1))
     return {"params": params_out, "machine": machine_info(), "runs": rows,

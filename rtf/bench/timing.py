@@ -8,9 +8,11 @@ import gc
 import hashlib
 import time
 import traceback
+from contextlib import nullcontext
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from rtf.bench.confirm_census import ConfirmCensus
 from rtf.bench.inputs import Workload, chunks
 from rtf.bench.memory import peak_rss_mb
 from rtf.io.progress import progress
@@ -136,15 +138,18 @@ def time_algorithm(algorithm: str, wl: Workload, pubs: list, db: Sequence[int], 
         times, digests, counts = [], [], []
         gc_clock.reset()
         gc.callbacks.append(gc_clock)
+        # version-3 queries: their candidates, matches and confirmation time (rtf.bench.confirm_census)
+        census = ConfirmCensus() if any(q.algebra is not None for q in wl.queries[:end]) else None
         try:
-            for pub in progress(pubs, f"{algorithm} FT{wl.ft_pr} filter DB={end:,}", unit="pub"):
-                t = time.perf_counter()
-                found = engine.match(pub)
-                times.append(time.perf_counter() - t)
-                gc_clock.pause()  # the digest's garbage is the harness's, not the engine's
-                digests.append(answer_digest(found))
-                counts.append(len(found))
-                gc_clock.resume()
+            with census or nullcontext():
+                for pub in progress(pubs, f"{algorithm} FT{wl.ft_pr} filter DB={end:,}", unit="pub"):
+                    t = time.perf_counter()
+                    found = engine.match(pub)
+                    times.append(time.perf_counter() - t)
+                    gc_clock.pause()  # the digest's garbage is the harness's, not the engine's
+                    digests.append(answer_digest(found))
+                    counts.append(len(found))
+                    gc_clock.resume()
         finally:
             gc.callbacks.remove(gc_clock)
         total = sum(times)
@@ -163,11 +168,20 @@ def time_algorithm(algorithm: str, wl: Workload, pubs: list, db: Sequence[int], 
             "matches_per_pub": sum(counts) / len(pubs) if pubs else float("nan"),
             "digest": combined_digest(digests),
             "peak_rss_mb": round(peak_rss_mb(), 1),
+            **(_census_figures(census, len(pubs), total) if census is not None else {}),
             # kept out of the JSON: per-publication figures for the comparison and plots
             "_digests": digests, "_counts": counts, "_times": times,
         })
     gc.unfreeze()
     return rows
+
+
+def _census_figures(census: ConfirmCensus, publications: int, total: float) -> dict:
+    """Version 3's share of the filtering: candidates confirmed and matches per publication,
+    the share of the filter time spent confirming them."""
+    return {"v3_candidates_per_pub": census.candidates / publications if publications else None,
+            "v3_matches_per_pub": census.matches / publications if publications else None,
+            "confirm_pct": round(100 * census.seconds / total, 1) if total else None}
 
 
 def run_isolated(isolate: bool, fn: Callable, *args):

@@ -24,6 +24,8 @@ against its own IRI.
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
+
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -345,6 +347,37 @@ def compare(expected: Answer, actual: Answer, ordered: bool = False) -> str | No
         return ("the same rows in another order: expected " + " ".join(map(_row_text, want[:6]))
                 + " ..., got " + " ".join(map(_row_text, got[:6])) + " ...")
     return _set_diff([_row_text(r) for r in want], [_row_text(r) for r in got], "rows")
+
+
+_NUMBERS = ("integer", "decimal", "float", "double")
+
+
+def by_value(answer: Answer) -> Answer:
+    """`answer` with each number written in one form per value and datatype.
+
+    The W3C results write some numbers in another lexical form than an
+    engine's (``"1050"^^xsd:double`` for 1.05E3, ``"6"^^xsd:decimal`` beside
+    ``"2.0"^^xsd:decimal``): no one form passes them all. Jena's and Oxigraph's
+    harnesses compare such literals by value; so does ours, after comparing by term.
+    """
+    if isinstance(answer, bool):
+        return answer
+    if isinstance(answer, frozenset):
+        return frozenset(tuple(map(_number_form, t)) for t in answer)
+    return tuple(tuple((v, _number_form(t)) for v, t in row) for row in answer)
+
+
+def _number_form(term: str) -> str:
+    if not term.startswith('"') or not term.endswith(">"):
+        return term
+    lexical, _, datatype = term[1:].rpartition('"^^<')
+    if datatype[:-1].rpartition("#")[2] not in _NUMBERS:
+        return term
+    try:
+        value = Decimal(lexical.strip())
+    except InvalidOperation:
+        return term
+    return f'"{value.normalize()}"^^<{datatype}'
 
 
 def _kind(answer: Answer) -> str:

@@ -46,9 +46,10 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 
+from rtf.bench.sparql11_workload import Version3Builder
 from rtf.io.publication import Publication
 from rtf.query.terms import (
     RDF_TYPE,
@@ -61,6 +62,7 @@ from rtf.query.terms import (
 from rtf.query.text import words
 
 _TYPE = f"<{RDF_TYPE}>"
+RDFS_SUBCLASS_OF = "http://www.w3.org/2000/01/rdf-schema#subClassOf"
 #: A word in more than this share of the publications is not informative (selective mix).
 COMMON_WORD_SHARE = 0.01
 #: The full-text mix draws no word found in more than this share of the publications.
@@ -106,6 +108,10 @@ class Mix:
     # words found in more than this share of the publications are never drawn
     # (1.0: any word; the multiset's Zipf law then favours stop words)
     max_word_share: float = 1.0
+    # the query becomes a SPARQL 1.1 query beyond the version-2 fragment (aggregates,
+    # paths, MINUS, EXISTS, BIND, VALUES, sub-queries, CONSTRUCT...) built around its star
+    # (rtf.bench.sparql11_workload); the other queries are as the mix makes them
+    v3_share: float = 0.0
 
     @classmethod
     def paper(cls, ft_pr: float = 0.5) -> "Mix":
@@ -126,6 +132,15 @@ class Mix:
         """
         return cls(ft_pr=ft_pr, distinct_predicates=1.0, rare_class=1.0, informative_words=1.0,
                    constant=SELECTIVE_CONSTANT)
+
+    @classmethod
+    def sparql11(cls, ft_pr: float = 0.5, v3_share: float = 0.2) -> "Mix":
+        """The selective workload with `v3_share` of its queries made version-3 queries
+        (``--mix sparql11``) around their star, so they stay as selective
+        (`rtf.bench.sparql11_workload`); at ``v3_share = 0`` the selective queries themselves."""
+        mix = cls.selective(ft_pr)
+        mix.v3_share = v3_share
+        return mix
 
     @classmethod
     def fulltext(cls, ft_pr: float = 1.0) -> "Mix":
@@ -205,9 +220,48 @@ class Vocabulary:
         return Counter(o for pub in self.publications for o in {t[2] for t in pub.triples if t[1] == _TYPE})
 
     @cached_property
+    def class_members(self) -> dict[str, "ClassMembers"]:
+        """class -> its publications' properties: how many of its members (publications
+        whose main subject has the class) have each, about that subject."""
+        out: dict[str, ClassMembers] = {}
+        for pub in self.publications:
+            own = _own_triples(pub)
+            predicates = {t[1] for t in own if t[1] != _TYPE}
+            for _, _, cls in _class_tuples(own):
+                members = out.get(cls)
+                if members is None:
+                    members = out[cls] = ClassMembers()
+                members.count += 1
+                members.properties.update(predicates)
+        return out
+
+    @cached_property
+    def predicate_publications(self) -> Counter:
+        """predicate -> number of publications that use it about their main subject."""
+        return Counter(p for pub in self.publications for p in {t[1] for t in _own_triples(pub)})
+
+    @cached_property
+    def predicate_objects(self) -> dict[str, list[str]]:
+        """predicate -> the IRIs it has as objects, sorted, each once."""
+        found: dict[str, set[str]] = {}
+        for pub in self.publications:
+            for _, p, o in pub.triples:
+                if is_iri(o):
+                    found.setdefault(p, set()).add(o)
+        return {p: sorted(os) for p, os in found.items()}
+
+    @cached_property
     def typed_publications(self) -> list[Publication]:
         """The publications whose main subject has a class, in input order."""
         return [pub for pub in self.publications if _class_tuples(_own_triples(pub))]
+
+
+@dataclass
+class ClassMembers:
+    """The publications of one class: how many, and how many have each property."""
+
+    count: int = 0
+    properties: Counter = field(default_factory=Counter)
 
 
 def _own_triples(pub: Publication) -> list[tuple[str, str, str]]:
@@ -302,18 +356,23 @@ class _Builder:
         counts = self.v.class_publications
         return min(classes, key=lambda t: (counts[t[2]], t[2])) if classes else None
 
-    def fulltext_query(self) -> str:
+    def fulltext_query(self) -> "Star":
         """One tuple ``?s p ?o`` on a literal of a random publication, and its ftcontains."""
-        literals = [t for pub in (self.rng.choice(self.v.publications),) for t in pub.triples
-                    if is_literal(t[2]) and words(lexical_form(t[2]))]
+        pub = self.rng.choice(self.v.publications)
+        literals = [t for t in pub.triples if is_literal(t[2]) and words(lexical_form(t[2]))]
         if not literals:  # a publication without text: any word of the vocabulary
-            predicate, local = "*", []
+            predicate, local, source = "*", [], None
         else:
-            _, predicate, o = self.rng.choice(literals)
-            local = words(lexical_form(o))
-        return f"SELECT ?s WHERE {{ ?s {predicate} ?o FILTER ftcontains(?o, {self.fulltext(local)}) }}"
+            source = self.rng.choice(literals)
+            predicate, local = source[1], words(lexical_form(source[2]))
+        return Star(pub, [StarTuple(predicate, "?o", source)],
+                    [f"FILTER ftcontains(?o, {self.fulltext(local)})"], ["?s"], dots=False)
 
     def query(self) -> str:
+        return self.star().text()
+
+    def star(self) -> "Star":
+        """The next query of the mix, as its parts (`Star`)."""
         if self.chance(self.mix.fulltext_only):
             return self.fulltext_query()
         models = self.v.publications
@@ -332,19 +391,18 @@ class _Builder:
             chosen = [typed] + self.pick(others, min(k - 1, len(others)))
         else:
             chosen = self.pick(own, k)
-        lines, filters = [], []
+        tuples, filters = [], []
         var = 0
-        for s, p, o in chosen:
+        for t in chosen:
+            s, p, o = t
             var += 1
             pred = p
             if p == _TYPE:
-                cls = o
                 if self.v.taxonomy is not None and is_iri(o) and self.chance(self.mix.taxonomy):
                     ancestors = sorted(self.v.taxonomy.ancestors_or_self(o))
-                    cls = self.rng.choice(ancestors)
-                    lines.append(f"?s a/<http://www.w3.org/2000/01/rdf-schema#subClassOf>* {cls} .")
+                    tuples.append(StarTuple(f"a/<{RDFS_SUBCLASS_OF}>*", self.rng.choice(ancestors), t))
                 else:
-                    lines.append(f"?s a {cls} .")
+                    tuples.append(StarTuple("a", o, t))
                 continue
             if self.chance(self.mix.wildcard):
                 pred = "*"
@@ -365,17 +423,54 @@ class _Builder:
                 obj = "*"
             else:
                 obj = f"?o{var}"
-            lines.append(f"?s {pred} {obj} .")
+            tuples.append(StarTuple(pred, obj, t))
+        star = Star(pub, tuples, filters, ["?s"])
         if self.chance(self.mix.project_all):
-            projected = sorted({w for w in " ".join(lines).split() if w.startswith("?")})
-        else:
-            projected = ["?s"]
-        body = " ".join(lines + filters)
-        return f"SELECT {' '.join(projected)} WHERE {{ {body} }}"
+            star.projected = sorted({w for t in tuples for w in t.text().split() if w.startswith("?")})
+        return star
+
+
+@dataclass
+class StarTuple:
+    """One tuple ``?s predicate object .`` of a generated query, as written (the predicate
+    may be ``a``, ``*`` or the taxonomy path; the object a constant, ``?oN`` or ``*``),
+    and the triple of the modelled publication it was made from (None: any word)."""
+
+    predicate: str
+    object: str
+    source: tuple[str, str, str] | None
+
+    def text(self) -> str:
+        return f"?s {self.predicate} {self.object} ."
+
+    @property
+    def is_type(self) -> bool:
+        return self.source is not None and self.source[1] == _TYPE
+
+
+@dataclass
+class Star:
+    """A generated query in parts: a star of tuples about ``?s`` modelled on one
+    publication, its FILTERs and its projection (`text` is the query)."""
+
+    publication: Publication
+    tuples: list[StarTuple]
+    filters: list[str]
+    projected: list[str]
+    dots: bool = True  # each tuple ends with " ." (the full-text mix writes none)
+
+    def where(self) -> str:
+        """The group's body: the tuples, then the FILTERs."""
+        tuples = [t.text() if self.dots else t.text()[:-2] for t in self.tuples]
+        return " ".join(tuples + self.filters)
+
+    def text(self) -> str:
+        return f"SELECT {' '.join(self.projected)} WHERE {{ {self.where()} }}"
 
 
 #: The named workloads of ``rtf bench --mix`` (each a function of FT_pr from 0 to 1).
-MIXES = {"paper": Mix.paper, "selective": Mix.selective, "fulltext": Mix.fulltext}
+MIXES = {"paper": Mix.paper, "selective": Mix.selective, "fulltext": Mix.fulltext,
+         "sparql11": Mix.sparql11}
 
 
 def named_mix(name: str, ft_pr: float) -> Mix:
@@ -387,8 +482,14 @@ def generate_queries(publications: Sequence[Publication] | Vocabulary, n: int, s
                      mix: Mix | None = None, taxonomy=None, prefix: str = "g") -> list[dict]:
     """`n` query records {"id", "query", "subscriber"}, deterministic for `seed`."""
     vocab = publications if isinstance(publications, Vocabulary) else Vocabulary(publications, taxonomy)
-    builder = _Builder(vocab, random.Random(seed), mix or Mix())
-    return [{"id": f"{prefix}{i}", "query": builder.query(), "subscriber": f"user{i % 97}"}
+    mix = mix or Mix()
+    builder = _Builder(vocab, random.Random(seed), mix)
+    if mix.v3_share > 0:
+        # the same base queries as at v3_share = 0, a share of them made version 3
+        make = Version3Builder(builder, seed).query
+    else:
+        make = builder.query
+    return [{"id": f"{prefix}{i}", "query": make(), "subscriber": f"user{i % 97}"}
             for i in range(1, n + 1)]
 
 

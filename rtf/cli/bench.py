@@ -19,7 +19,7 @@ from rtf.bench.plots import write_plots
 from rtf.bench.report import format_report
 from rtf.bench.run import public_json, run_bench
 from rtf.bench.workload import MIXES
-from rtf.cli.arguments import positive_int
+from rtf.cli.arguments import between, positive_int
 from rtf.errors import RtfError
 from rtf.io.files import atomic_output
 
@@ -57,6 +57,9 @@ def _ft_list(text: str) -> list[int]:
     if values[0] < 0 or values[-1] > 100:
         raise argparse.ArgumentTypeError("FT_pr values are percentages, 0 to 100")
     return values
+
+
+_probability = between(0, 1, "a share")
 
 
 def _algorithms(text: str) -> list[str]:
@@ -97,6 +100,9 @@ sizes) would take about 8 hours here; iBroker on the first 1,000 only, ~6 hours:
   {PAPER_COMMAND} --ibroker-pubs 1000
 the selective workload (few queries match each publication, so the index decides):
   rtf bench --mix selective --db 20000,40000,60000,80000,100000 --pubs 300 --json sel.json
+SPARQL 1.1 subscriptions (20 % version 3) and the same base queries all version 2:
+  rtf bench --mix sparql11 --db 10K,100K --pubs 300 --algorithms rtfs --no-memory
+  rtf bench --mix sparql11 --v3-share 0 --db 10K,100K --pubs 300 --algorithms rtfs --no-memory
 the three FT_pr of Fig. 7:
   rtf bench --ft-pr 0,50,100 --algorithms rtfs,rtfm --pubs 200 --plots out/
 """
@@ -137,10 +143,17 @@ def add_command(sub) -> None:
                    help="the generated workload: paper (the RTF paper's; about 11 %% of the queries "
                         "match a DBpedia publication), selective (about 2 %%: a class constraint "
                         "and informative words, as real subscriptions; rtf.bench.workload.Mix.selective) "
-                        "fulltext (full-text-only queries, about 1.4 %% of them match an abstract) "
-                        "or values (typed publications it generates, queries whose selectivity lies "
+                        "fulltext (full-text-only queries, about 1.4 %% of them match an abstract), "
+                        "values (typed publications it generates, queries whose selectivity lies "
                         "in FILTER comparisons: about 3.5 %% match; --publications is then unused) "
+                        "or sparql11 (the selective queries, --v3-share of them rewritten into SPARQL "
+                        "1.1 queries around the same star: aggregates, paths, MINUS, EXISTS, BIND, "
+                        "VALUES, sub-queries, CONSTRUCT...; rtf.bench.sparql11_workload) "
                         "(default: paper)")
+    p.add_argument("--v3-share", type=_probability, metavar="P",
+                   help="the share of generated queries made SPARQL 1.1 (version 3) queries, 0 to 1 "
+                        "(default: the mix's; sparql11: 0.2); 0 gives the same base queries, all "
+                        "version 2, to compare with")
     p.add_argument("--queries", metavar="Q.jsonl",
                    help="use these queries (the first max DB of them) instead of generating")
     p.add_argument("--json", metavar="OUT.json", help="write the figures as JSON")
@@ -175,7 +188,7 @@ def params_from_args(args) -> BenchParams:
         ibroker_pubs=args.ibroker_pubs, naive_pubs=args.naive_pubs, seed=args.seed,
         step=args.step, taxonomy=args.taxonomy, queries=args.queries,
         isolate=not args.in_process, memory=not args.no_memory, mix_name=args.mix_name,
-        index_cache=args.index_cache)
+        v3_share=args.v3_share, index_cache=args.index_cache)
 
 
 def cmd_bench(args) -> int:

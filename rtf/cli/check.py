@@ -29,7 +29,7 @@ def add_command(sub) -> None:
 
 def cmd_check(args) -> int:
     """Check one query (argument, .rq file or stdin), or every query of a JSON Lines file."""
-    from rtf.matching.explain import never_match_reasons
+    from rtf.matching.explain import query_warnings
     from rtf.parser import parse_query
 
     if args.file and Path(args.file).suffix != ".rq":
@@ -51,7 +51,7 @@ def cmd_check(args) -> int:
                 print("  " + " " * max((e.column or 1) - 1, 0) + "^", file=sys.stderr)
         return 1
     print(q.describe())
-    for reason in never_match_reasons(q):
+    for reason in query_warnings(q):
         print(f"warning: {reason}", file=sys.stderr)
     return 0
 
@@ -62,7 +62,7 @@ def check_query_file(path: str) -> int:
     each query that can never match gets a warning, all in line order; exit 1
     if any was bad."""
     from rtf.engine import Engine
-    from rtf.matching.explain import never_match_reasons
+    from rtf.matching.explain import query_warnings
 
     problems: list[str] = []
     records = load_queries(path, problems)
@@ -77,7 +77,7 @@ def check_query_file(path: str) -> int:
                 or engine.get(rec["id"]).query.text != rec["query"]:
             continue
         claimed.add(rec["id"])
-        for reason in never_match_reasons(engine.get(rec["id"]).query):
+        for reason in query_warnings(engine.get(rec["id"]).query):
             reports.append((rec["line"], f"{path}:{rec['line']}: query {rec['id']!r}: warning: {reason}"))
             warnings += 1
     for _, report in sorted(reports, key=lambda r: r[0]):  # stable: a line's reports keep their order

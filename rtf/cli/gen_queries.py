@@ -38,6 +38,9 @@ _MIX_HELP = {
                          f"{COMMON_WORD_SHARE:.0%}% of the publications",  # %%: argparse formats help
     "fulltext_only": "a query is full text alone: ?s p ?o FILTER ftcontains(?o, ...)",
     "max_word_share": "no word found in more than this share of the publications is drawn",
+    "v3_share": "a query becomes a SPARQL 1.1 (version 3) query around its star: aggregates, "
+                "paths, MINUS, EXISTS, BIND, VALUES, sub-queries, CONSTRUCT... (0: the base "
+                "mix's queries themselves)",
 }
 assert set(_MIX_HELP) == set(Mix.field_names()) - {"ft_pr"}
 
@@ -71,6 +74,15 @@ def add_command(sub) -> None:
                f"{FULLTEXT_WORD_SHARE:.0%} of the publications; about 1.5 % of the queries match each abstract:\n"
                "  rtf gen-queries --publications ../shared/data/dbpedia/*abstracts.nt.gz "
                "-n 100000 --mix fulltext -o fulltext.jsonl\n\n"
+               "--mix sparql11: the selective queries, --v3-share of them (default 0.2) rewritten\n"
+               "around the same star into SPARQL 1.1 queries beyond the version-2 fragment\n"
+               "(GROUP BY with aggregates and HAVING, MINUS, [NOT] EXISTS, ^p and p+ paths, BIND,\n"
+               "VALUES, sub-SELECTs, CONSTRUCT, ORDER BY/LIMIT, nested OPTIONAL, projection\n"
+               "expressions); --v3-share 0 gives the same base queries, all version 2:\n"
+               "  rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz "
+               "-n 100000 --mix sparql11 -o sparql11.jsonl\n"
+               "  rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz "
+               "-n 100000 --mix sparql11 --v3-share 0 -o v2only.jsonl\n\n"
                "--mix values: DBpedia-style typed publications of ten classes (integers, decimals,\n"
                "doubles, dates, dateTimes, tagged labels; a few ill-typed, NaN or INF on purpose)\n"
                "and queries ?s a C ; p ?v FILTER(...) with comparisons, ranges, IN, year(),\n"
@@ -95,7 +107,8 @@ def add_command(sub) -> None:
                            "publication, as with real subscriptions; see below")
     kind.add_argument("--mix", choices=sorted([*MIXES, "values"]), dest="mix_name",
                       help="a named workload: paper (the default), selective (as --selective), "
-                           "fulltext (full-text-only queries, as a search engine stores them; see below) "
+                           "fulltext (full-text-only queries, as a search engine stores them; see below), "
+                           "sparql11 (selective, a share of them SPARQL 1.1 queries; see below) "
                            "or values (typed publications it generates itself, with --write-publications, "
                            "and queries whose selectivity lies in FILTER comparisons; see below)")
     p.add_argument("--write-publications", metavar="FILE",
@@ -116,7 +129,8 @@ def add_command(sub) -> None:
                               + "".join(f", --{flag} {getattr(other, name)}"
                                         for flag, other, base in (
                                             ("all-operators", Mix.all_operators(), Mix()),
-                                            ("selective", Mix.selective(), Mix.paper()))
+                                            ("selective", Mix.selective(), Mix.paper()),
+                                            ("mix sparql11", Mix.sparql11(), Mix.selective()))
                                         if getattr(other, name) != getattr(base, name))
                               + ")")
     p.add_argument("-o", "--output", required=True, help="JSON Lines file to write")

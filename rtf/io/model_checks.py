@@ -114,8 +114,8 @@ FIELD_CHECKS: dict[type, tuple] = {
     model.TriplePattern: (_of(terms.IRI, terms.Variable, terms.BlankNode, terms.Wildcard),
                           _of(terms.IRI, terms.Variable, terms.Wildcard, terms.TypePath),
                           _of(*_TERMS, terms.Wildcard)),
-    model.Query: (lambda v: v in ("SELECT", "ASK"), _tuple_of(_name), _of(bool),
-                  _tuple_of(_of(model.TriplePattern), 1), _tuple_of(_is_expr), _of(str),
+    model.Query: (lambda v: v in ("SELECT", "ASK", "CONSTRUCT"), _tuple_of(_name), _of(bool),
+                  _tuple_of(_of(model.TriplePattern)), _tuple_of(_is_expr), _of(str),
                   _of(model.GroupPattern, _NONE)),
 }
 
@@ -160,8 +160,16 @@ def query_with_branches(fields: list, memo: dict | None = None) -> model.Query:
     differ only in their projection or text share them.
     """
     form, projection, distinct, patterns, filters, text, group = fields
-    if form == "ASK" and (projection or distinct):
-        raise ValueError("an ASK query projects nothing")
+    if form != "SELECT" and (projection or distinct):
+        raise ValueError(f"an {form} query projects nothing")
+    if not patterns and group is None:
+        # A version-3 query: its text alone is stored; the engine parses it again
+        # (`Engine.register_parsed`), under its text analysis.
+        if not text:
+            raise ValueError("a version-3 query without its text")
+        return model.Query(form, projection, distinct, (), (), (), text, None)
+    if form == "CONSTRUCT":
+        raise ValueError("a CONSTRUCT query is a version-3 query: stored as its text")
     key = (id(patterns), id(filters), id(group))
     found = memo.get(key) if memo is not None else None
     if found is not None and found[0] is patterns and found[1] is filters and found[2] is group:
@@ -210,6 +218,10 @@ class Head(NamedTuple):
     analysis: TextAnalysis | None
 
 
+#: The text rule of the stored words (head's "text_rule": spec section 5's); older files: refused.
+TEXT_RULE = 3
+
+
 def check_head(head, source: str) -> Head:
     """The `Head` of a file's head line (decoded JSON); `IndexFileError` for a field that is wrong."""
     def bad(what: str) -> IndexFileError:
@@ -238,6 +250,9 @@ def check_head(head, source: str) -> Head:
         analysis = None if text_analysis is None else TextAnalysis.from_dict(text_analysis)
     except (TextAnalysisError, TypeError) as e:
         raise bad(f"text_analysis: {e}") from None
+    if head.get("text_rule") != TEXT_RULE:
+        raise bad("the index was written by an rtf whose words split at combining marks "
+                  "(before language version 3); rebuild it with `rtf index build`")
     return Head(algorithm, max_solutions, next_id, Taxonomy(edges), classes, text_analysis, analysis)
 
 

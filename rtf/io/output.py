@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import json
 
+from rtf.algebra.results import OrderedRows, Triples
+
 
 def match_line(pub_id: str, m) -> str:
     """One output line: exactly ``json.dumps({"publication", "query", "subscriber",
     "bindings"}, ensure_ascii=False)``, written by hand (5x faster: a publication
-    makes thousands of matches, and most of them share their bindings)."""
+    makes thousands of matches, and most of them share their bindings). A CONSTRUCT
+    match has ``"triples"`` (a list of [subject, predicate, object]) for ``"bindings"``."""
     subscriber = "null" if m.subscriber is None else _json_string(m.subscriber)
     return (f'{{"publication": {_json_string(pub_id)}, "query": {_json_string(m.query_id)}, '
-            f'"subscriber": {subscriber}, "bindings": {_json_bindings(m)}}}')
+            f'"subscriber": {subscriber}, {_answer_text(m.solutions) if not m.is_ask else _ASK_ANSWER}}}')
 
 
 _json_string = json.encoder.encode_basestring  # what json.dumps uses with ensure_ascii=False
@@ -28,20 +31,26 @@ _BINDINGS: dict = {}  # solutions -> their JSON array; star queries share their 
 _CACHED = 4096  # entries each cache holds before it starts again
 
 
-def _json_bindings(m) -> str:
-    if m.is_ask:
-        return "[]"
-    return _bindings_text(m.solutions)
+_ASK_ANSWER = '"bindings": []'
 
 
-def _bindings_text(solutions) -> str:
+def _answer_text(solutions) -> str:
+    """``"bindings": [...]`` of a match's solutions (in order for an ORDER BY query's
+    `OrderedRows`, else sorted), or ``"triples": [...]`` of a CONSTRUCT's `Triples`."""
     found = _BINDINGS.get(solutions)
     if found is None:
         if len(_BINDINGS) >= _CACHED:
             _BINDINGS.clear()
-        found = _BINDINGS[solutions] = "[" + ", ".join(
-            "{" + ", ".join(f"{_json_string(v)}: {_json_string(t)}" for v, t in sol) + "}"
-            for sol in sorted(solutions)) + "]"
+        if isinstance(solutions, Triples):
+            found = '"triples": [' + ", ".join(
+                "[" + ", ".join(map(_json_string, t)) + "]" for t in sorted(solutions)) + "]"
+        else:
+            rows = solutions if isinstance(solutions, OrderedRows) else sorted(solutions)
+            found = '"bindings": [' + ", ".join(
+                "{" + ", ".join(f"{_json_string(v)}: {_json_string(t)}" for v, t in sol) + "}"
+                for sol in rows) + "]"
+        # (an OrderedRows equal to a frozenset never is: a tuple and a set are unequal)
+        _BINDINGS[solutions] = found
     return found
 
 
@@ -51,11 +60,11 @@ _ESCAPED_BYTES = bytes(range(0x20)) + b'"\\'
 
 
 def _end_text(solutions) -> str:
-    return _bindings_text(solutions) + "}\n"
+    return _answer_text(solutions) + "}\n"
 
 
 def _middle_text(subscriber) -> str:
-    return '", "subscriber": ' + ("null" if subscriber is None else _json_string(subscriber)) + ', "bindings": '
+    return '", "subscriber": ' + ("null" if subscriber is None else _json_string(subscriber)) + ', '
 
 
 def _texts(cache: dict, keys: list, make) -> list:
@@ -81,7 +90,7 @@ class _Kind:
         self.encode = encode
         self.errors = errors  # how the ids are encoded (text: whatever they hold, as before)
         self.empty = encode("")
-        self.ask_end = encode("[]}\n")
+        self.ask_end = encode(_ASK_ANSWER + "}\n")
         self.ends: dict = {}
         self.middles: dict = {}
         self.end = lambda solutions: encode(_end_text(solutions))
@@ -127,7 +136,7 @@ def match_bytes(pub_id: str, matches) -> bytes:
     """
     solutions = matches.solutions
     if (pub_id.isascii() and solutions and solutions.count(solutions[0]) == len(solutions)
-            and _bindings_text(solutions[0]).isascii()):
+            and _answer_text(solutions[0]).isascii()):
         return _lines(_TEXT, pub_id, matches).encode()
     return _lines(_BYTES, pub_id, matches)
 
@@ -197,12 +206,16 @@ def sparql_term(key: str) -> dict:
 
 
 def sparql_json(m, registered) -> dict:
-    """A match as a SPARQL 1.1 Query Results JSON document (ASK: a boolean)."""
+    """A match as a SPARQL 1.1 Query Results JSON document (ASK: a boolean). A CONSTRUCT
+    match has no such document: it is its triples, each term as SPARQL JSON writes terms."""
     if m.is_ask:
         return {"head": {}, "boolean": True}
+    if isinstance(m.solutions, Triples):
+        return {"triples": [{"subject": sparql_term(s), "predicate": sparql_term(p),
+                             "object": sparql_term(o)} for s, p, o in sorted(m.solutions)]}
+    rows = m.solutions if isinstance(m.solutions, OrderedRows) else sorted(m.solutions)
     return {"head": {"vars": list(registered.query.projection)},
-            "results": {"bindings": [{v: sparql_term(t) for v, t in sol}
-                                     for sol in sorted(m.solutions)]}}
+            "results": {"bindings": [{v: sparql_term(t) for v, t in sol} for sol in rows]}}
 
 
 def sparql_json_line(pub_id: str, m, registered) -> str:

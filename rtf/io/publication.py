@@ -13,8 +13,10 @@ and canonicalised once per distinct term (`canonical_term`, cached).
 from __future__ import annotations
 
 import re
+import time
 import warnings
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyoxigraph as ox
@@ -150,7 +152,7 @@ class Publication:
     its first subject.
     """
 
-    __slots__ = ("id", "triples")
+    __slots__ = ("id", "triples", "received")
 
     def __init__(self, id: str, triples: Iterable[Triple]):
         """Raises TypeError or ValueError (naming the triple) unless every
@@ -162,6 +164,9 @@ class Publication:
         # A set semantics: a publication holds each triple once.
         self.triples: tuple[Triple, ...] = tuple(dict.fromkeys(
             checked_triple(t, i) for i, t in enumerate(triples)))
+        #: When it was made (ns since the epoch): what ``NOW()`` reads, one instant for every
+        #: query and engine that matches it (spec section 5).
+        self.received = time.time_ns()
 
     @classmethod
     def from_canonical(cls, id: str, triples: Iterable[Triple]) -> Publication:
@@ -171,7 +176,19 @@ class Publication:
         pub = cls.__new__(cls)
         pub.id = id
         pub.triples = tuple(dict.fromkeys(triples))
+        pub.received = time.time_ns()
         return pub
+
+    def now_key(self) -> str:
+        """``NOW()`` on this publication: its `received` instant as an xsd:dateTime key (UTC)."""
+        received = getattr(self, "received", None)
+        if received is None:  # made without its constructor (an old pickle)
+            received = self.received = time.time_ns()
+        seconds, nanos = divmod(received, 1_000_000_000)
+        stamp = datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        fraction = f"{nanos:09d}".rstrip("0")
+        lexical = f"{stamp}.{fraction}Z" if fraction else f"{stamp}Z"
+        return f'"{lexical}"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
 
     def __repr__(self) -> str:
         return f"Publication({self.id!r}, {len(self.triples)} triples)"

@@ -24,22 +24,17 @@ no eval, only JSON and the whitelisted constructors. Decompression is
 capped by the header's length, itself capped (`MAX_BODY_BYTES`,
 `MAX_RATIO`): a zlib bomb is an `IndexFileError`, never a MemoryError.
 
-Both ways stream: the writer (`IndexWriter`) encodes and compresses a few
-thousand values at a time and puts the head line in front at the end (so
-`rtf index build` can write queries as it registers them, a chunk at a
-time, learning `next_id` last), and the reader decompresses and decodes
-one line at a time, so neither holds the whole body uncompressed.
+Both ways stream: the writer (`IndexWriter`) encodes and compresses a few thousand values
+at a time and puts the head line in front at the end (so `rtf index build` writes queries as it
+registers them, learning `next_id` last), and the reader decodes one line at a time.
 
-This module knows the file, not the engine: `encode_index` writes a
-`SavedIndex` (algorithm, solution cap, taxonomy, parsed queries) and
-`decode_index` reads one back; `rtf.engine.Engine.save`, `load`,
-`to_bytes` and `from_bytes` turn an engine into one and back.
+This module knows the file, not the engine (`encode_index`, `decode_index`;
+`Engine.save`, `load`, `to_bytes` and `from_bytes` turn an engine into one and back).
+A version-3 query is stored as its text, parsed again on load.
 
-Loading is all-or-nothing: the header, checksum and version are verified,
-the whole body is decoded and a new `Engine` is built; any problem raises
-`IndexFileError` and nothing is returned. Saving is atomic: a temporary
-file beside the target, fsync, rename, fsync of the folder
-(`rtf.io.files.write_atomically`).
+Loading is all-or-nothing (header, checksum and version verified, the whole body decoded,
+a new `Engine` built; else `IndexFileError`). Saving is atomic: a temporary file beside the
+target, fsync, rename, fsync of the folder (`rtf.io.files.write_atomically`).
 """
 
 from __future__ import annotations
@@ -60,6 +55,7 @@ from pathlib import Path
 from rtf.errors import IndexFileError, RtfError
 from rtf.io.files import STDIO, write_atomically
 from rtf.io.model_checks import (
+    TEXT_RULE,
     FIELD_CHECKS,
     check_fields,
     check_head,
@@ -126,9 +122,10 @@ CLASS_NAMES: list[str] = list(MODEL_CLASSES)
 #: values (patterns, conjuncts, branches) are already stored once each in
 #: the file; sharing them again would hash them recursively for nothing.
 _SHARED_CLASSES = frozenset((terms.IRI, terms.Variable, model.FTWord))
-#: The fields stored of each class: all its dataclass fields, but a query's branches,
-#: which loading decomposes again from its patterns and filters.
-_FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls) if (cls, f.name) != (model.Query, "branches"))
+#: The fields stored of each class: all its dataclass fields, but a query's branches (loading
+#: decomposes them again) and algebra (a version-3 query is stored as its text, parsed on load).
+_NOT_STORED = {(model.Query, "branches"), (model.Query, "algebra")}
+_FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls) if (cls, f.name) not in _NOT_STORED)
            for cls in MODEL_CLASSES.values() if dataclasses.is_dataclass(cls)}
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -301,6 +298,7 @@ class IndexWriter:
             return self._file
         self._flush_queries()
         head = {"algorithm": algorithm, "max_solutions": max_solutions, "next_id": next_id,
+                "text_rule": TEXT_RULE,
                 "taxonomy": {c: list(ps) for c, ps in taxonomy.parent_table().items()},
                 "classes": CLASS_NAMES}
         if text_analysis is not None:  # absent: the spec's default words

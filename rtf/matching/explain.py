@@ -29,18 +29,17 @@ binds to a literal (unbound, or bound only as a subject or predicate).
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 
 from rtf.query.model import (And, FTAnd, FTExpr, FTNear, FTNot, FTOr, FTTerm, FtContains, Query,
                        TupleConjunct)
 from rtf.query.terms import BlankNode, TypePath, Variable, Wildcard, is_literal, lexical_form
+from rtf.query.analysis import word_of, word_places
 from rtf.query.text import TextIndex, analysed, current_analysis
 
-__all__ = ["explain_match", "explain_solution", "ft_hits", "never_match_reasons"]
+__all__ = ["explain_match", "explain_solution", "ft_hits", "never_match_reasons", "query_warnings"]
 
-_WORD = re.compile(r"[^\W_]+")  # the words of rtf.query.text.words, with their places
 
 
 # ------------------------------------------------------------------ explain
@@ -53,7 +52,9 @@ def explain_match(match, publication, source) -> list[dict]:
     used), a `RegisteredQuery` or a `Query`.
     """
     query, virtual = _query_and_virtual(match.query_id, publication, source)
-    solutions = [{}] if match.is_ask else match.bindings
+    # (a version-3 query is explained by its presearch branches: the ftcontains of its
+    # required patterns; an ASK or CONSTRUCT match has no rows, so one entry)
+    solutions = [{}] if match.is_ask or match.triples is not None else match.bindings
     with analysed(getattr(source, "text_analysis", None)):  # an Engine's text analysis
         return [explain_solution(query, publication, bindings, virtual) for bindings in solutions]
 
@@ -152,10 +153,10 @@ def ft_hits(expr: FTExpr, text: str) -> list[dict]:
     """What satisfied `expr` in `text`: one entry per satisfied term, phrase,
     prefix or ``ftnear``, with the character spans [start, end) in `text` and
     the words there. A negation contributes nothing (an absence has no span)."""
-    places = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    places = word_places(text)  # in the text as written (its words are read in NFC)
     analysis = current_analysis()
     if analysis is not None:  # a term's span is the span of the word it comes from
-        places = [places[i] for i in analysis.origins([text[s:e].casefold() for s, e in places])]
+        places = [places[i] for i in analysis.origins([word_of(text[s:e]) for s, e in places])]
     index = TextIndex.of(text)
     return list(_hits(expr, index, places, text))
 
@@ -215,6 +216,20 @@ def _near_pairs(e: FTNear, index: TextIndex) -> list[tuple[tuple[int, int], tupl
 # --------------------------------------------------------------- never match
 
 
+def query_warnings(query: Query) -> list[str]:
+    """What ``rtf check`` and the server say of a query beyond its errors: why it can never
+    match (`never_match_reasons`), or that it is evaluated for every publication (a
+    version-3 query that requires no triple: spec section 5)."""
+    if query.algebra is not None:
+        if query.branches:
+            return []
+        return ["evaluated for every publication: its result can be non-empty without any "
+                "triple (an aggregate without GROUP BY, VALUES or an empty group, a pattern "
+                "only OPTIONAL, MINUS or NOT EXISTS, a zero-length path), so no index can "
+                "skip it"]
+    return never_match_reasons(query)
+
+
 def never_match_reasons(query: Query) -> list[str]:
     """Why `query` can never match ([] if nothing is known against it).
 
@@ -224,6 +239,8 @@ def never_match_reasons(query: Query) -> list[str]:
     predicate, which are never literals); the query can never match when all
     its branches are dead.
     """
+    if query.algebra is not None:
+        return []  # (its algebra decides; the presearch joins full text only where it is bound)
     objects = {_name(p.object) for p in query.patterns} - {None}
     bound = {_name(t) for p in query.patterns for t in p.terms} - {None}
     reasons: dict[str, None] = {}

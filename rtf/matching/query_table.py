@@ -266,6 +266,9 @@ class RegisteredBranch:
     #: The residual filters, ordered and shared (`rtf.matching.shared_predicates`): made
     #: on first use (a branch the value index answers by itself never needs it).
     residual: "ResidualPlan | None" = None
+    #: A version-3 query's algebra (`rtf.algebra.model.AlgebraQuery`): the branch only
+    #: finds the query, which its algebra then answers (`rtf.matching.confirm`).
+    algebra: object = None
 
     def residual_plan(self) -> "ResidualPlan | None":
         plan = self.residual
@@ -385,6 +388,10 @@ class QueryTable:
     _next_private: int = 0
     #: the slots' query-id ranks, for listing matches by id (`rtf.matching.id_order`)
     id_order: IdOrder = field(default_factory=IdOrder)
+    #: slot -> True for a branch of a version-3 query (its algebra answers it)
+    slot_confirm: np.ndarray = field(default_factory=lambda: np.zeros(64, dtype=bool))
+    #: version-3 queries that require no triple, evaluated on every publication: id -> algebra
+    always: dict = field(default_factory=dict)
 
     def add(self, query_id: str, query: Query, record=None) -> tuple[list[TupleShape], list[RegisteredBranch]]:
         """Register a query; return the shapes that are new (to be indexed) and its branches.
@@ -398,8 +405,14 @@ class QueryTable:
         if query_id in self.queries:
             raise ValueError(f"a query with id {query_id!r} is already registered")
         from rtf.matching.optional import optional_part
-        optional = optional_part(query)
+        algebra = query.algebra
+        optional = optional_part(query) if algebra is None else None
         self.id_order.changed()
+        if algebra is not None and not query.branches:
+            # Nothing required: a candidate on every publication (no slot, no shape).
+            self.queries[query_id] = ()
+            self.always[query_id] = algebra
+            return [], []
         planned = []
         for b in query.branches:
             per_tuple = [shape_of_shared(t) for t in b.tuples]
@@ -410,7 +423,9 @@ class QueryTable:
         branches, plans = [], []
         for b, keys, keep, keep_names, names in planned:
             rb = RegisteredBranch(query_id, b, self._take_slot(), keep=keep, keep_names=keep_names,
-                                  projection=query.projection, optional=optional)
+                                  projection=query.projection, optional=optional, algebra=algebra)
+            if algebra is not None:
+                self.slot_confirm[rb.slot] = True
             shapes = []
             for key in keys:
                 if self.share_shapes:
@@ -446,13 +461,14 @@ class QueryTable:
                 self.slot_subscriber[rb.slot] = subscriber
                 self.subscribed += 1
             self.tuple_count += len(shapes)
-            # A star answer would skip the OPTIONAL groups: such a branch is joined.
-            rb.star = star_plan(rb) if optional is None else None
+            # A star answer would skip the OPTIONAL groups: such a branch is joined; a
+            # version-3 branch is answered by its algebra.
+            rb.star = star_plan(rb) if optional is None and algebra is None else None
             branches.append(rb)
         # A query's only branch, a star about the subject: its answer on a one-subject
         # publication ({var: subject}, or the unit solution "") is known without looking.
         star = branches[0].star if len(branches) == 1 else None
-        if star is None and len(branches) == 1 and optional is None:
+        if star is None and len(branches) == 1 and optional is None and algebra is None:
             # A star whose residual the value index decides exactly: known once complete.
             if exact_star(plans[0], branches[0].branch, query.projection):
                 star = star_plan(branches[0], plans[0].variables)
@@ -491,13 +507,14 @@ class QueryTable:
         self.branches.append(None)
         if slot >= len(self.need):
             for name, empty in (("need", -1), ("slot_id", None), ("slot_subscriber", None),
-                               ("slot_answer", -1)):
+                               ("slot_answer", -1), ("slot_confirm", False)):
                 setattr(self, name, grown(getattr(self, name), slot + 1, empty))
         return slot
 
     def remove(self, query_id: str) -> list[TupleShape]:
         """Unregister a query; return the shapes no branch uses any more (to prune)."""
         emptied = []
+        self.always.pop(query_id, None)
         for rb in self.queries.pop(query_id):
             if not self.structures.leave(rb.slot):  # counted by its shapes
                 self.pivots.remove(rb.slot)
@@ -517,6 +534,7 @@ class QueryTable:
                 self.slot_subscriber[rb.slot] = None
                 self.subscribed -= 1
             self.slot_answer[rb.slot] = -1
+            self.slot_confirm[rb.slot] = False
             self._free.append(rb.slot)
         self.shapes = shrunk(self.shapes)
         self.queries = shrunk(self.queries)

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import attrgetter, itemgetter
 
+from rtf.algebra.results import OrderedRows, Triples
+
 
 class Match(tuple):
     """A query that a publication satisfies, and with which bindings.
@@ -61,10 +63,21 @@ class Match(tuple):
 
     @property
     def bindings(self) -> list[dict[str, str]]:
-        """The solutions as {variable: N-Triples term} dicts, sorted; [] for ASK."""
-        if self[3]:
+        """The solutions as {variable: N-Triples term} dicts: in the query's order for an
+        ORDER BY query (version 3), else sorted; [] for ASK and CONSTRUCT."""
+        solutions = self[2]
+        if self[3] or isinstance(solutions, Triples):
             return []
-        return [dict(s) for s in sorted(self[2])]
+        if isinstance(solutions, OrderedRows):
+            return [dict(s) for s in solutions]
+        return [dict(s) for s in sorted(solutions)]
+
+    @property
+    def triples(self) -> list[tuple[str, str, str]] | None:
+        """A CONSTRUCT match's triples, (subject, predicate, object) N-Triples terms, sorted;
+        None for a SELECT or ASK match."""
+        solutions = self[2]
+        return sorted(solutions) if isinstance(solutions, Triples) else None
 
     def explain(self, publication, source) -> list[dict]:
         """Why this match: per solution, the branch that matched and each

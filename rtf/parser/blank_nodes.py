@@ -19,9 +19,12 @@ from lark import Token, Tree
 from rtf.errors import QuerySyntaxError
 
 #: Children of a group that end its current basic graph pattern.
-_BREAKS = frozenset({"group_or_union", "optional_pattern"})
+_BREAKS = frozenset({"group_or_union", "optional_pattern", "minus_pattern", "bind", "inline_data",
+                     "graph_pattern", "service_pattern"})
 #: The nodes on the way from the tree's root to its groups.
-_CONTAINERS = frozenset({"select_query", "ask_query", "where_clause", "group"}) | _BREAKS
+_CONTAINERS = frozenset({"select_query", "ask_query", "construct_query", "construct_where",
+                         "describe_query", "where_clause", "group", "sub_select_group", "sub_select",
+                         "exists_call", "not_exists_call", "filter"}) | _BREAKS
 
 
 def check_blank_node_scopes(tree: Tree, text: str) -> None:

@@ -75,6 +75,12 @@ BUILTIN_PREFIXES = {
     "owl": "http://www.w3.org/2002/07/owl#",
 }
 
+#: The functions of version 2 (spec section 1): a FILTER calling another makes a
+#: version-3 query.
+V2_FUNCTIONS = frozenset({
+    "str", "lang", "datatype", "bound", "isiri", "isliteral", "isblank", "isnumeric", "sameterm",
+    "lcase", "ucase", "strlen", "strstarts", "strends", "contains", "year", "month", "day", "abs"})
+
 #: What version 1 called an operand: kept as such so that its model is unchanged.
 _SIMPLE_OPERAND = (Variable, BlankNode, IRI, Literal, Lang)
 
@@ -101,6 +107,20 @@ def _unsupported(construct: str, node, detail: str = "") -> UnsupportedQueryErro
     return UnsupportedQueryError(construct, line, col, detail)
 
 
+class OutsideFragment(Exception):
+    """The query is valid, but outside the fragment of spec sections 1-4 (version 2),
+    whose model the indexes answer by themselves: it is built as a version-3 query
+    instead (`rtf.parser.algebra`), which its algebra confirms. Never seen by a caller."""
+
+    def __init__(self, construct: str):
+        super().__init__(construct)
+        self.construct = construct
+
+
+#: What a version-2 group holds; any other part makes a version-3 query.
+_V2_GROUP_PARTS = frozenset({"triples_block", "filter", "group_or_union", "optional_pattern"})
+
+
 class QueryBuilder:
     """Builds one `Query` from one parse tree."""
 
@@ -120,29 +140,43 @@ class QueryBuilder:
         self.depth = 0  # of the group being built: 1 is the WHERE group
 
     # ------------------------------------------------------------ entry
-    def build(self, tree: Tree) -> Query:
-        prologue, query = tree.children
+    def prologue(self, prologue: Tree) -> None:
+        """``BASE`` and ``PREFIX`` declarations, in order."""
         for decl in prologue.children:
             if decl.data == "base_decl":
                 self.base = self.resolve(decl.children[0])
             else:
                 ns, iri = decl.children
                 self.prefixes[str(ns)[:-1]] = self.resolve(iri)
+
+    def build(self, tree: Tree) -> Query:
+        prologue, query, *trailing = tree.children
+        self.prologue(prologue)
+        if trailing or query.data not in ("ask_query", "select_query"):
+            raise OutsideFragment(trailing[0].data if trailing else query.data)
+        children = query.children
+        if any(c.data == "dataset_clause" for c in children):
+            raise OutsideFragment("dataset clause")  # refused by name (`rtf.parser.algebra`)
+        if children[-1].children:  # solution_modifier
+            raise OutsideFragment("solution modifier")
         if query.data == "ask_query":
             form, distinct, projection_node = "ASK", False, None
-            where = query.children[0]
+            where = children[0]
         else:
             form = "SELECT"
-            children = list(query.children)
+            clause = list(children[0].children)
             distinct = False
-            if children[0].data == "select_modifier":
-                distinct = children.pop(0).children[0].upper() == "DISTINCT"
-            projection_node, where = children
+            if clause[0].data == "select_modifier":
+                distinct = clause.pop(0).children[0].upper() == "DISTINCT"
+            projection_node, where = clause[0], children[1]
+            if any(isinstance(c, Tree) and c.data == "select_expression"
+                   for c in projection_node.children):
+                raise OutsideFragment("expression in SELECT")
         group = where.children[0]
         where_pattern = self.group_pattern(group)
         self.collect(where_pattern)
         if not self.all_patterns:
-            raise _syntax("a query needs at least one triple pattern in its WHERE group", group)
+            raise OutsideFragment("group without a triple pattern")
         projection: tuple[str, ...] = ()
         if projection_node is not None:
             first = projection_node.children[0]
@@ -167,24 +201,26 @@ class QueryBuilder:
 
     def group_pattern(self, node: Tree) -> GroupPattern:
         """A ``{ ... }`` group: its triples, FILTERs, UNIONs and OPTIONALs, in its own scope."""
+        if node.data != "group":
+            raise OutsideFragment("sub-query")
         saved = self.patterns, self.filters, self.unions
         self.patterns, self.filters, self.unions = [], [], []
         optionals = []
         self.depth += 1
         try:
             for part in node.children:
+                if part.data not in _V2_GROUP_PARTS:
+                    raise OutsideFragment(part.data)
                 if part.data == "triples_block":
                     if optionals:
-                        raise _unsupported("triple pattern after OPTIONAL", part,
-                                           "write the required patterns before the OPTIONAL groups")
+                        raise OutsideFragment("triple pattern after OPTIONAL")
                     for tss in part.children:
                         self.triples_same_subject(tss)
                 elif part.data == "filter":
                     self.filters.append(self.expression(part.children[0]))
                 elif part.data == "group_or_union":
                     if optionals:
-                        raise _unsupported("group or UNION after OPTIONAL", part,
-                                           "write the required patterns before the OPTIONAL groups")
+                        raise OutsideFragment("group or UNION after OPTIONAL")
                     self.first_union = self.first_union or part
                     self.unions.append(tuple(self.group_pattern(g) for g in part.children))
                 else:  # optional_pattern
@@ -210,8 +246,7 @@ class QueryBuilder:
         """``OPTIONAL { ... }`` in the WHERE group itself (its own group may hold
         UNION and (p|q), not another OPTIONAL: that one is nested)."""
         if self.depth > 1:
-            raise _unsupported("OPTIONAL inside a nested group", node,
-                               "OPTIONAL may only follow the required patterns of the WHERE group")
+            raise OutsideFragment("OPTIONAL inside a nested group")
         return self.group_pattern(node.children[0])
 
     # ------------------------------------------------------------ terms
@@ -312,6 +347,8 @@ class QueryBuilder:
             b = self.fresh_blank()
             self.property_list(b, node.children[0])
             return b
+        if kind == "collection":
+            raise OutsideFragment("collection")
         raise _syntax(f"unexpected {kind}", node)
 
     def fresh_blank(self) -> BlankNode:
@@ -322,9 +359,8 @@ class QueryBuilder:
     def triples_same_subject(self, node: Tree) -> None:
         first = node.children[0]
         if isinstance(first, Tree) and first.data in ("rdf_literal", "numeric_literal",
-                                                      "boolean_literal"):
-            raise _unsupported("literal as subject", first,
-                               "RDF data has no literal subjects, so the pattern could never match")
+                                                      "boolean_literal", "collection"):
+            raise OutsideFragment("literal or collection as subject")
         subject = self.term(first)
         if len(node.children) > 1:
             self.property_list(subject, node.children[1])
@@ -334,6 +370,8 @@ class QueryBuilder:
             verb_node, objects = vo.children
             predicate = self.verb(verb_node)
             for obj_node in objects.children:
+                if isinstance(obj_node, Tree) and obj_node.data == "collection":
+                    raise OutsideFragment("collection")
                 if isinstance(obj_node, Tree) and obj_node.data == "blank_node_property_list":
                     b = self.fresh_blank()
                     self.add_pattern(subject, predicate, b, verb_node)
@@ -390,9 +428,7 @@ class QueryBuilder:
         return tuple(dict.fromkeys(out))
 
     def _raise_path(self, node, written: str):
-        raise _unsupported("property path", node,
-                           f"{written!r}; the paths supported are a/rdfs:subClassOf* and "
-                           f"alternatives between IRIs (p1|p2)")
+        raise OutsideFragment("property path")
 
     def _is_iri(self, node, value: str) -> bool:
         if node.data == "rdf_type":
@@ -444,8 +480,7 @@ class QueryBuilder:
         if kind == "ftcontains_call":
             arg = self.value(node.children[0])
             if not is_variable(arg):
-                raise _unsupported("ftcontains on an expression", node,
-                                   "the first argument of ftcontains must be a variable")
+                raise OutsideFragment("ftcontains on an expression")
             return FtContains(arg, self.ft(node.children[1]))
         if kind == "regex_call":
             return Regex(*(self.value(c) for c in node.children))
@@ -477,6 +512,8 @@ class QueryBuilder:
             return self.builtin(node)
         if kind == "function_call":
             return self.cast(node)
+        if kind in ("aggregate", "exists_call", "not_exists_call"):
+            raise OutsideFragment(kind)
         if kind in self._CONDITIONS:
             return self.expression(node)  # a boolean used as a value: (?a < ?b) = true
         raise _syntax(f"unexpected {kind} in FILTER", node)
@@ -486,6 +523,8 @@ class QueryBuilder:
         name = str(name_tok).lower()
         if name == "isuri":
             name = "isiri"
+        if name not in V2_FUNCTIONS:
+            raise OutsideFragment(f"function {name}")
         arity = FUNCTION_ARITY[name]
         args = tuple(self.value(a) for a in args_node.children)
         if len(args) != arity:

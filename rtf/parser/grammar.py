@@ -25,3 +25,10 @@ def lark_parser(positions: bool = True) -> Lark:
     """
     return Lark(grammar_text(), parser="lalr", lexer="contextual", propagate_positions=positions,
                 maybe_placeholders=False)
+
+
+def builtin_names() -> tuple[str, ...]:
+    """The names of the functions the grammar's BUILTIN_NAME terminal accepts, lower case."""
+    import re
+    found = re.search(r"^BUILTIN_NAME: /\(\?i:([^)]*)\)", grammar_text(), re.MULTILINE)
+    return tuple(found.group(1).split("|")) if found else ()

@@ -45,6 +45,9 @@ _NESTING_RULES = frozenset({
     "blank_node_property_list",
     "path_alternative", "path_sequence", "path_inverse", "path_elt", "path_group",
     "path_negated_set", "path_negated",
+    # a group nested in another (the WHERE group itself is not a level)
+    "group_or_union", "optional_pattern", "minus_pattern", "sub_select_group", "exists_call",
+    "not_exists_call", "aggregate", "collection", "select_expression", "group_expression", "bind",
 })
 
 

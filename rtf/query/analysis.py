@@ -48,14 +48,89 @@ from dataclasses import dataclass, field
 
 from rtf.query.memo import bounded_by_chars
 
-#: A word of the spec (section 3): a maximal run of characters for which ``str.isalnum()``
-#: holds. Python's ``\w`` is exactly ``isalnum()`` plus ``_``, so ``[^\W_]+`` finds the runs in C.
+#: A run of ``str.isalnum()`` characters: Python's ``\w`` is exactly ``isalnum()`` plus ``_``,
+#: so ``[^\W_]+`` finds the runs in C. An ASCII text's words are exactly these runs.
 WORD = re.compile(r"[^\W_]+")
+#: What may hold a word of a text that is not ASCII: an alphanumeric character, then
+#: alphanumeric characters and characters that are neither word characters, spaces nor ASCII
+#: (among them the combining marks; the others end the word, `_split`).
+_CANDIDATE = re.compile(r"[^\W_](?:[^\W_]|[^\w\s\x00-\x7f])*")
+_MARKS = frozenset(("Mn", "Mc"))
+#: A character that may be a combining mark (neither a word character, a space nor ASCII):
+#: a text with none after an alphanumeric one has its alphanumeric runs for words.
+_MAYBE_MARK = re.compile(r"[^\w\s\x00-\x7f]")
 
 
 def words(text: str) -> list[str]:
-    """The words of `text`, casefolded, in order (the spec's default words)."""
-    return [w.casefold() for w in WORD.findall(text)]
+    """The words of `text`, in order (spec section 5, "Text, version 3"): the text in NFC; a
+    word is a maximal run of alphanumeric characters (``str.isalnum()``) and of combining
+    marks (categories Mn, Mc) following one, casefolded and put in NFC again.
+
+    >>> words("Naïve café, U.S.!")
+    ['naïve', 'café', 'u', 's']
+    >>> words("cafe\u0301") == words("caf\u00e9") == ["caf\u00e9"]
+    True
+    """
+    if text.isascii():
+        return [w.casefold() for w in WORD.findall(text)]
+    if not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    if not _mark_after_word(text):  # no word goes on past its alphanumeric run
+        folded = list(map(str.casefold, WORD.findall(text)))
+        # (NUL composes with nothing: the words are in NFC exactly when their join is)
+        if unicodedata.is_normalized("NFC", "\0".join(folded)):
+            return folded
+        return [unicodedata.normalize("NFC", w) for w in folded]
+    return [word_of(text[start:end]) for start, end in word_places(text)]
+
+
+def _mark_after_word(text: str) -> bool:
+    """Whether a combining mark follows an alphanumeric character somewhere in `text`."""
+    category = unicodedata.category
+    for m in _MAYBE_MARK.finditer(text):
+        at = m.start()
+        if at and text[at - 1].isalnum() and category(text[at]) in _MARKS:
+            return True
+    return False
+
+
+def word_places(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each word of `text` as it is written (not normalised): the
+    characters the words of `words` come from, for explanations' spans."""
+    if text.isascii():
+        return [m.span() for m in WORD.finditer(text)]
+    out = []
+    for m in _CANDIDATE.finditer(text):
+        run = m.group()
+        if run.isalnum():
+            out.append(m.span())
+        else:
+            out += _split(run, m.start())
+    return out
+
+
+def _split(run: str, offset: int) -> list[tuple[int, int]]:
+    """The words in `run` (it starts with an alphanumeric character): a character that is
+    neither alphanumeric nor a combining mark ends a word; marks after it start none."""
+    category = unicodedata.category
+    out = []
+    start = None
+    for i, c in enumerate(run):
+        if c.isalnum():
+            if start is None:
+                start = i
+        elif start is not None and category(c) not in _MARKS:
+            out.append((offset + start, offset + i))
+            start = None
+    if start is not None:
+        out.append((offset + start, offset + len(run)))
+    return out
+
+
+def word_of(written: str) -> str:
+    """The word a run of `word_places` stands for: casefolded, in NFC."""
+    folded = written.casefold()
+    return folded if folded.isascii() else unicodedata.normalize("NFC", folded)
 
 
 #: Characters written without spaces between words: CJK ideographs (with

@@ -32,12 +32,9 @@ Atoms:
 bare ``?x``, ``true``    effective boolean value (§17.2.2)
 =======================  ====================================================
 
-Filters run for every candidate solution, so an expression is compiled
-once into nested closures (`compile_filter`, cached): constants are turned
-into keys, regular expressions compiled, operators looked up, and parts
-without variables folded, before the first solution arrives. A constant
-regex that cannot run is refused when the query is registered
-(`check_regexes`, `InvalidRegexError`).
+An expression is compiled once into nested closures (`compile_filter`, cached): constants
+made keys, regexes compiled, parts without variables folded; version 3's ``IF``, ``COALESCE``,
+``IRI()``, ``EXISTS``, ``NOW()``, ``BNODE()`` too (`rtf.query.context`).
 
 >>> from rtf.query.model import Compare, Or, Not, Variable, Literal
 >>> XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"
@@ -54,16 +51,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
+from rtf.query.context import CONTEXT, EvaluationContext  # noqa: F401 (re-exported)
 from rtf.query.functions import FUNCTIONS, XSD_CASTS, arithmetic, boolean_key
 from rtf.query.model import (
     And,
     Arithmetic,
     Call,
+    Coalesce,
     Compare,
     Contains,
     EffectiveBoolean,
+    Exists,
     FtContains,
+    If,
     In,
+    IriCall,
     Lang,
     LangMatches,
     Not,
@@ -84,7 +86,8 @@ from rtf.query.terms import (
 from rtf.query.text import text_index
 from rtf.query.values import ERROR, comparator, effective_boolean
 
-__all__ = ["ERROR", "evaluate", "passes", "compile_filter", "compile_operand", "Solution"]
+__all__ = ["ERROR", "evaluate", "passes", "compile_filter", "compile_operand", "compiled_operand",
+           "compiled_filter", "Solution"]
 
 Solution = Mapping[str, str]
 #: A compiled expression or operand: solution -> True | False | ERROR (or a key).
@@ -119,15 +122,35 @@ _BY_ID: dict[int, tuple[object, Compiled]] = {}
 _BY_ID_LIMIT = 8192
 
 
-def _compiled(expr) -> Compiled:
-    hit = _BY_ID.get(id(expr))
+def _by_identity(table: dict, limit: int, expr, make) -> Compiled:
+    hit = table.get(id(expr))
     if hit is not None and hit[0] is expr:
         return hit[1]
-    if len(_BY_ID) >= _BY_ID_LIMIT:
-        _BY_ID.clear()
-    compiled = compile_filter(expr)
-    _BY_ID[id(expr)] = (expr, compiled)
+    if len(table) >= limit:
+        table.clear()
+    compiled = make(expr)
+    table[id(expr)] = (expr, compiled)
     return compiled
+
+
+def _compiled(expr) -> Compiled:
+    return _by_identity(_BY_ID, _BY_ID_LIMIT, expr, compile_filter)
+
+
+# The algebra's evaluator asks for every candidate's expressions on every publication: tables of its own, larger.
+_FILTERS: dict[int, tuple[object, Compiled]] = {}
+_OPERANDS: dict[int, tuple[object, Compiled]] = {}
+_ALGEBRA_LIMIT = 1 << 16
+
+
+def compiled_filter(expr) -> Compiled:
+    """`compile_filter`, remembered by identity (no hashing of the expression's tree)."""
+    return _by_identity(_FILTERS, _ALGEBRA_LIMIT, expr, compile_filter)
+
+
+def compiled_operand(op) -> Compiled:
+    """`compile_operand`, remembered by identity."""
+    return _by_identity(_OPERANDS, _ALGEBRA_LIMIT, op, compile_operand)
 
 
 @lru_cache(maxsize=8192)
@@ -170,7 +193,7 @@ def _build(expr) -> Compiled:
         raise _NotAnExpression(f"not a filter expression: {expr!r}")
     try:
         compiled = build(expr)
-        if operand_variables(expr):
+        if operand_variables(expr) or _volatile(expr):
             return compiled
         # No variables: the value is the same for every solution.
         value = compiled({})
@@ -229,6 +252,9 @@ def _operand(op) -> Compiled:
         return _call(op)
     if isinstance(op, Arithmetic):
         return _arithmetic(op)
+    value_builder = _VALUE_BUILDERS.get(type(op))
+    if value_builder is not None:
+        return value_builder(op)
     if type(op) in _BUILDERS:  # a condition used as a value: true/false as xsd:boolean
         condition = _build(op)
 
@@ -244,6 +270,8 @@ def _call(op: Call) -> Compiled:
     if op.name == "bound":
         name = op.args[0].name
         return lambda solution: boolean_key(name in solution)
+    if op.name in _CONTEXT_FUNCTIONS:
+        return _context_call(op)
     function = FUNCTIONS.get(op.name) or XSD_CASTS.get(op.name)
     if function is None:
         raise _NotAnExpression(f"unknown function: {op.name!r}")
@@ -467,3 +495,106 @@ _BUILDERS = {
     LangMatches: _lang_matches, EffectiveBoolean: _effective_boolean, In: _in,
     And: _and, Or: _or, Not: _not,
 }
+
+
+# ------------------------------------------------------- version 3: values
+
+
+_CONTEXT_FUNCTIONS = frozenset({"now", "rand", "uuid", "struuid", "bnode"})
+
+
+def _volatile(expr) -> bool:
+    """An expression whose value is not fixed by its variables (it must not be folded)."""
+    if isinstance(expr, Exists):
+        return True
+    if isinstance(expr, Call):
+        return expr.name in _CONTEXT_FUNCTIONS or any(_volatile(a) for a in expr.args)
+    for name in getattr(expr, "__slots__", ()):
+        value = getattr(expr, name, None)
+        if isinstance(value, tuple):
+            if any(_volatile(v) for v in value if not isinstance(v, (str, int))):
+                return True
+        elif value is not None and not isinstance(value, (str, int, bool)) and _volatile(value):
+            return True
+    return False
+
+
+def _context_call(op: Call) -> Compiled:
+    from rtf.query.functions import rand_key, struuid_key, uuid_key
+    name = op.name
+    if name == "now":
+        def now(solution):
+            context = CONTEXT.get()
+            return ERROR if context is None or context.now is None else context.now
+        return now
+    if name == "rand":
+        return lambda solution: rand_key()
+    if name == "uuid":
+        return lambda solution: uuid_key()
+    if name == "struuid":
+        return lambda solution: struuid_key()
+    arg = _operand(op.args[0]) if op.args else None  # bnode
+
+    def bnode(solution):
+        context = CONTEXT.get()
+        if context is None:
+            return ERROR
+        if arg is None:
+            return context.bnode(solution, None)
+        key = arg(solution)
+        if key is ERROR or key[0] != '"' or (key[-1] != '"' and literal_parts(key).datatype != XSD_STRING):
+            return ERROR  # a simple literal or an xsd:string
+        return context.bnode(solution, key)
+    return bnode
+
+
+def _if(op: If) -> Compiled:
+    condition, then, otherwise = _operand(op.condition), _operand(op.then), _operand(op.otherwise)
+
+    def choose(solution):
+        key = condition(solution)
+        if key is ERROR:
+            return ERROR
+        chosen = effective_boolean(key)
+        if chosen is ERROR:
+            return ERROR
+        return then(solution) if chosen else otherwise(solution)
+    return choose
+
+
+def _coalesce(op: Coalesce) -> Compiled:
+    args = tuple(_total(_operand(a)) for a in op.args)
+
+    def first(solution):
+        for arg in args:
+            key = arg(solution)
+            if key is not ERROR:
+                return key
+        return ERROR
+    return first
+
+
+def _iri_call(op: IriCall) -> Compiled:
+    from rtf.query.functions import iri_function
+    arg, base = _operand(op.arg), op.base
+
+    def make(solution):
+        key = arg(solution)
+        return ERROR if key is ERROR else iri_function(key, base)
+    return make
+
+
+def _exists(expr: Exists) -> Compiled:
+    pattern, negated = expr.pattern, expr.negated
+
+    def exists(solution):
+        context = CONTEXT.get()
+        if context is None:
+            return ERROR
+        found = context.exists(pattern, solution)
+        return not found if negated else found
+    return exists
+
+
+_VALUE_BUILDERS = {If: _if, Coalesce: _coalesce, IriCall: _iri_call}
+_BUILDERS[Exists] = _exists

@@ -269,7 +269,53 @@ class Not:
         return f"!{self.operand}"
 
 
-Atom = Compare | FtContains | Regex | Contains | LangMatches | EffectiveBoolean | In
+@dataclass(frozen=True, slots=True)
+class If:
+    """``IF(condition, then, else)`` (version 3): the condition's effective boolean
+    value picks one branch, an error in it is an error."""
+
+    condition: object
+    then: object
+    otherwise: object
+
+    def __str__(self) -> str:
+        return f"IF({self.condition}, {self.then}, {self.otherwise})"
+
+
+@dataclass(frozen=True, slots=True)
+class Coalesce:
+    """``COALESCE(e1, ...)`` (version 3): the first argument that has a value."""
+
+    args: tuple
+
+    def __str__(self) -> str:
+        return f"COALESCE({', '.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True, slots=True)
+class Exists:
+    """``EXISTS { pattern }`` / ``NOT EXISTS`` (version 3): `pattern` is an algebra
+    pattern (`rtf.algebra.model`), evaluated with the solution's bindings substituted."""
+
+    pattern: object
+    negated: bool = False
+
+    def __str__(self) -> str:
+        return f"{'NOT ' if self.negated else ''}EXISTS {{ {self.pattern} }}"
+
+
+@dataclass(frozen=True, slots=True)
+class IriCall:
+    """``IRI(arg)`` / ``URI(arg)`` (version 3): a string resolved against the query's `base`."""
+
+    arg: object
+    base: str | None = None
+
+    def __str__(self) -> str:
+        return f"IRI({self.arg})"
+
+
+Atom = Compare | FtContains | Regex | Contains | LangMatches | EffectiveBoolean | In | Exists
 Expr = Atom | And | Or | Not
 
 
@@ -303,6 +349,17 @@ def operand_variables(op) -> set[str]:
         return operand_variables(op.left) | operand_variables(op.right)
     if isinstance(op, In):
         return operand_variables(op.arg).union(*(operand_variables(v) for v in op.values))
+    if isinstance(op, If):
+        return operand_variables(op.condition) | operand_variables(op.then) | operand_variables(op.otherwise)
+    if isinstance(op, Coalesce):
+        return set().union(*(operand_variables(a) for a in op.args))
+    if isinstance(op, IriCall):
+        return operand_variables(op.arg)
+    if isinstance(op, Exists):
+        return set()  # the pattern's own variables; those of the solution are substituted
+    names = getattr(op, "variable_names", None)  # an algebra expression (rtf.algebra.model)
+    if names is not None:
+        return set(names())
     raise TypeError(f"not an operand or expression: {op!r}")
 
 
@@ -446,6 +503,11 @@ class Query:
     #: The WHERE clause as written; None stands for ``{ patterns FILTER filters }``.
     #: `patterns` and `filters` then list every pattern and filter anywhere in it.
     group: GroupPattern | None = None
+    #: A version-3 query (spec section 5): its SPARQL algebra (`rtf.algebra.model.AlgebraQuery`),
+    #: which decides its answers; its `branches` are then only what the indexes use to find
+    #: the publications where it may match (`rtf.algebra.presearch`), and `patterns`,
+    #: `filters` and `group` are empty.
+    algebra: object = None
 
     @property
     def where(self) -> GroupPattern:
@@ -456,8 +518,14 @@ class Query:
     def is_ask(self) -> bool:
         return self.form == "ASK"
 
+    @property
+    def is_construct(self) -> bool:
+        return self.form == "CONSTRUCT"
+
     def describe(self) -> str:
         """The decomposition, as a person reads it (what ``rtf check`` prints)."""
+        if self.algebra is not None:
+            return self._describe_algebra()
         lines = [f"form:        {self.form}{' DISTINCT' if self.distinct else ''}"]
         if not self.is_ask:
             lines.append("projection:  " + (" ".join("?" + v for v in self.projection) or "(none)"))
@@ -471,19 +539,41 @@ class Query:
                 lines.append("filters:")
                 lines += [f"  {f}" for f in self.filters]
         lines.append(f"branches:    {len(self.branches)} (disjunctive normal form)")
+        lines += self._branch_lines()
+        return "\n".join(lines)
+
+    def _describe_algebra(self) -> str:
+        lines = [f"form:        {self.form} (language version 3: its SPARQL algebra answers it)"]
+        if self.form == "SELECT":
+            lines.append("projection:  " + (" ".join("?" + v for v in self.projection) or "(none)"))
+        if self.form == "CONSTRUCT":
+            lines.append("template:")
+            lines += [f"  {t}" for t in self.algebra.template]
+        lines.append("algebra:")
+        lines += self.algebra.lines("  ")  # (rtf.algebra.describe)
+        if not self.branches:
+            lines.append("presearch:   none (evaluated for every publication)")
+        else:
+            lines.append(f"presearch:   {len(self.branches)} branch(es): the query is evaluated on a "
+                         "publication that holds a triple for each tuple of one of them")
+        lines += self._branch_lines()
+        return "\n".join(lines)
+
+    def _branch_lines(self) -> list[str]:
+        lines = []
         for i, b in enumerate(self.branches, 1):
             lines.append(f"  branch {i}:")
             for j, t in enumerate(b.tuples, 1):
                 lines.append(f"    t{j} {t}")
             for r in b.residual:
                 lines.append(f"    residual FILTER {r}")
-        return "\n".join(lines)
+        return lines
 
 
 __all__ = [
     "FTWord", "FTTerm", "FTAnd", "FTOr", "FTNot", "FTNear", "FTExpr",
     "Lang", "Call", "Arithmetic", "In", "Compare", "FtContains", "Regex", "Contains", "LangMatches", "EffectiveBoolean",
-    "And", "Or", "Not", "Atom", "Expr", "operand_variables",
+    "And", "Or", "Not", "Atom", "Expr", "operand_variables", "If", "Coalesce", "Exists", "IriCall",
     "TriplePattern", "TupleConjunct", "Branch", "GroupPattern", "Query",
     "IRI", "Literal", "Variable", "BlankNode", "Wildcard", "TypePath", "WILDCARD", "TYPE_PATH",
 ]

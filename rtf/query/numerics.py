@@ -7,9 +7,10 @@ or one derived from it. Operations follow XPath's numeric operators (SPARQL
 1.1 §17.3): operands are promoted (integer -> decimal -> float -> double),
 an integer operation stays integer except division, which is decimal.
 
-Results are written in their canonical lexical forms: xsd:integer without
-leading zeros, xsd:decimal with at least one digit after the point
-(``"2.0"``), xsd:double and xsd:float in scientific notation with the
+Results are written in their canonical lexical forms (XSD 1.1, as Oxigraph
+writes them): xsd:integer without leading zeros, xsd:decimal without exponent
+nor trailing zeros, a whole number without a point (``"2"``, ``"2.5"``),
+xsd:double and xsd:float in scientific notation with the
 fewest digits that read back as the same value (``"1.0E-1"``; a float's
 digits are those of its single-precision value, not of the double that
 holds it).
@@ -18,7 +19,7 @@ holds it).
 ...            '"4"^^<http://www.w3.org/2001/XMLSchema#integer>')
 '"0.25"^^<http://www.w3.org/2001/XMLSchema#decimal>'
 >>> FUNCTIONS["round"]('"-2.5"^^<http://www.w3.org/2001/XMLSchema#decimal>')
-'"-2.0"^^<http://www.w3.org/2001/XMLSchema#decimal>'
+'"-2"^^<http://www.w3.org/2001/XMLSchema#decimal>'
 """
 
 from __future__ import annotations
@@ -75,9 +76,10 @@ def _plain_decimal(value: Decimal) -> str:
 
 
 def _decimal_lexical(value: Decimal) -> str:
-    """The canonical xsd:decimal form: no exponent, at least one fraction digit."""
-    text = _plain_decimal(value)
-    return text if "." in text else text + ".0"
+    """The canonical xsd:decimal form of XSD 1.1 (as Oxigraph writes it): no exponent, no
+    trailing zero in the fraction, and no decimal point at all for a whole number (``2``,
+    ``2.5``, ``-0.25``)."""
+    return _plain_decimal(value)
 
 
 def _shortest(kind: int, value: float) -> Decimal:

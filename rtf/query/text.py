@@ -1,8 +1,9 @@
 """Text rules of the spec (section 3) and the full-text evaluator.
 
-A text becomes words: each maximal run of characters for which
-``str.isalnum()`` is true, casefolded, numbered from 0. Python's ``\\w`` is
-exactly ``isalnum()`` plus ``_``, so ``[^\\W_]+`` finds the runs in C.
+A text becomes words (spec section 5, "Text, version 3"): the text in NFC,
+each maximal run of alphanumeric characters and of the combining marks that
+follow one, casefolded and in NFC again, numbered from 0
+(`rtf.query.analysis.words`).
 
 >>> words("The U.S. Olympic-Games!")
 ['the', 'u', 's', 'olympic', 'games']
@@ -13,13 +14,14 @@ True
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_left
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from rtf.query.analysis import WORD as _WORD
-from rtf.query.analysis import TextAnalysis, words
+from rtf.query.analysis import TextAnalysis, word_of, word_places, words
 from rtf.query.memo import bounded_by_chars
 from rtf.query.model import (
     FTAnd,
@@ -33,8 +35,6 @@ from rtf.query.model import (
     ft_word,
 )
 
-# A run of word characters optionally followed by '*', or a lone '*'.
-_QUERY_TOKEN = re.compile(r"[^\W_]+\*?|\*")
 
 
 #: The text analysis of the engine at work (`Engine(text_analysis=...)` sets it for the
@@ -79,23 +79,25 @@ def parse_ft_string(value: str) -> FTTerm:
     """
     analysis = _ANALYSIS.get()
     result = []
-    for m in _QUERY_TOKEN.finditer(value):
-        token = m.group()
-        if token == "*":
+    text = value if value.isascii() else unicodedata.normalize("NFC", value)
+    places = word_places(text)
+    ends = {end for _, end in places}
+    for k, c in enumerate(text):  # a '*' that does not end a word: alone, or at its start
+        if c == "*" and k not in ends:
             raise FullTextError(f"'*' must end a word in {value!r}")
-        end = m.end()
-        # "ol*mp": the '*' is followed directly by another word character.
-        if token.endswith("*") and end < len(value) and _WORD.match(value, end):
-            raise FullTextError(f"'*' must end a word in {value!r}")
-        if token.endswith("*"):
-            word = token[:-1].casefold()
+    for start, end in places:
+        word = word_of(text[start:end])
+        if end < len(text) and text[end] == "*":
+            # "ol*mp": the '*' is followed directly by another word character.
+            if end + 1 < len(text) and _WORD.match(text, end + 1):
+                raise FullTextError(f"'*' must end a word in {value!r}")
             result.append(ft_word(word if analysis is None else analysis.prefix(word), True))
         elif analysis is None:
-            result.append(ft_word(token.casefold(), False))
+            result.append(ft_word(word, False))
         else:  # a query word is analysed as a text's words are: maybe several terms, maybe none
-            result.extend(ft_word(term, False) for term in analysis.terms([token.casefold()]))
+            result.extend(ft_word(term, False) for term in analysis.terms([word]))
     if not result:
-        if analysis is not None and _QUERY_TOKEN.search(value):
+        if analysis is not None and places:
             raise FullTextError(f"only stop words in {value!r} (the engine's text analysis drops them)")
         raise FullTextError(f"no words in {value!r}")
     return ft_term(tuple(result))

@@ -14,13 +14,16 @@ the rows one Python object at a time had cost as much as matching
 >>> rows.add("http://ex/a", [Match("q1", None, frozenset({(("s", "<http://ex/a>"),)})),
 ...                          Match("q2", "ann", frozenset({()}), is_ask=True)])
 >>> rows.flush().to_pylist()[1]
-{'publication': 'http://ex/a', 'query': 'q2', 'subscriber': 'ann', 'bindings': []}
+{'publication': 'http://ex/a', 'query': 'q2', 'subscriber': 'ann', 'bindings': [], 'triples': None}
 """
 
 from __future__ import annotations
 
+import json
 from itertools import repeat
 from operator import itemgetter
+
+from rtf.algebra.results import OrderedRows, Triples
 
 _QUERY = itemgetter(0)
 _SUBSCRIBER = itemgetter(1)
@@ -33,7 +36,20 @@ def arrow_match_schema():
 
     return pa.schema([("publication", pa.string()), ("query", pa.string()),
                       ("subscriber", pa.string()),
-                      ("bindings", pa.list_(pa.map_(pa.string(), pa.string())))])
+                      ("bindings", pa.list_(pa.map_(pa.string(), pa.string()))),
+                      # a CONSTRUCT match's triples, [subject, predicate, object] each (null otherwise)
+                      ("triples", pa.list_(pa.list_(pa.string())))])
+
+
+def row_line(row: dict) -> str:
+    """A match row (as pyarrow reads one: bindings as (variable, term) pairs in projection
+    order) as the line `rtf match` writes for it, byte for byte."""
+    doc = {"publication": row["publication"], "query": row["query"], "subscriber": row["subscriber"]}
+    if row.get("triples") is not None:
+        doc["triples"] = [list(t) for t in row["triples"]]
+    else:
+        doc["bindings"] = [dict(solution) for solution in row["bindings"]]
+    return json.dumps(doc, ensure_ascii=False)
 
 
 class MatchRows:
@@ -52,6 +68,7 @@ class MatchRows:
         self.queries: list[str] = []
         self.subscribers: list[str | None] = []
         self.values: list[list] = []  # distinct bindings values
+        self.triples: list[list | None] = []  # distinct triples values (None: not a CONSTRUCT)
         self.value_of: list[int] = []  # per row
         self.slots: dict = {}  # solutions -> index into values
 
@@ -77,7 +94,13 @@ class MatchRows:
             example = dict(zip(keys, found))
             for key in new:  # an ASK's solutions are {()}, never a SELECT's: one key space
                 self.slots[key] = len(self.values)
-                self.values.append([] if example[key][3] else [list(s) for s in sorted(key)])
+                if isinstance(key, Triples):
+                    self.values.append([])
+                    self.triples.append([list(t) for t in sorted(key)])
+                    continue
+                self.triples.append(None)
+                rows = key if isinstance(key, OrderedRows) else sorted(key)  # (ORDER BY: in order)
+                self.values.append([] if example[key][3] else [list(s) for s in rows])
         self.value_of.extend(map(self.slots.__getitem__, keys))
 
     def flush(self):
@@ -93,6 +116,7 @@ class MatchRows:
                 pa.array(self.queries, pa.string()),
                 pa.array(self.subscribers, pa.string()),
                 pa.array(self.values, schema.field("bindings").type).take(pa.array(self.value_of, pa.int32())),
+                pa.array(self.triples, schema.field("triples").type).take(pa.array(self.value_of, pa.int32())),
             ], schema=schema)
         self._start()
         return batch

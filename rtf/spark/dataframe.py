@@ -58,7 +58,7 @@ log = logging.getLogger("rtf.spark")
 
 #: The output of `match_publications` (Spark DDL).
 MATCH_SCHEMA = ("publication string, query string, subscriber string, "
-                "bindings array<map<string,string>>")
+                "bindings array<map<string,string>>, triples array<array<string>>")
 #: The output with ``lines=True``: the lines of ``rtf match`` (write them with ``df.write.text``).
 LINES_SCHEMA = "value string"
 
