@@ -374,8 +374,8 @@ function highlighted(literal, hits) {
     else passages.push([from, to]);
   }
   const quote = el("blockquote");
-  for (const [from, to] of passages) {
-    if (from > 0) quote.append("… ");
+  passages.forEach(([from, to], i) => {
+    if (from > 0) quote.append(i ? " … " : "… ");
     let at = from;
     for (const [start, end] of spans) {
       const s = Math.max(start, at);
@@ -385,8 +385,8 @@ function highlighted(literal, hits) {
       at = e;
     }
     quote.append(chars.slice(at, to).join(""));
-    if (to < chars.length) quote.append(" …");
-  }
+  });
+  if (passages.at(-1)[1] < chars.length) quote.append(" …");
   if (suffix) quote.append(el("span", "suffix", ` ${suffix}`));
   return quote;
 }
