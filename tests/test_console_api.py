@@ -14,6 +14,7 @@ import argparse
 import json
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -50,7 +51,7 @@ def rdf(*titles: str) -> bytes:
     return "".join(f'<{EX}p{i}> <{EX}title> "{t}" .\n' for i, t in enumerate(titles)).encode()
 
 
-def tokens_file(folder) -> Tokens:
+def tokens_file(folder) -> Path:
     path = folder / "tokens.txt"
     path.write_text("".join(f"{token} {'subscriber:' + who if who in ('alice', 'bob') else who}\n"
                             for who, token in TOKENS.items()))
@@ -334,11 +335,14 @@ def test_recent_keeps_the_last_matched_publications_by_id():
 # ------------------------------------------------------------------ a real server
 
 
+def token_server(folder) -> ServerProcess:
+    """A server in `folder` with TOKENS (not started), the admin's token for its clients."""
+    return ServerProcess(folder / "broker", "--tokens", tokens_file(folder), token=TOKENS["admin"])
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("console-api")
-    with ServerProcess(folder / "broker", "--tokens", tokens_file(folder),
-                       token=TOKENS["admin"]) as proc:
+    with token_server(tmp_path_factory.mktemp("console-api")) as proc:
         yield proc
 
 

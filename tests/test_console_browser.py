@@ -41,6 +41,7 @@ expect = sync_api.expect
 from rtf.io import datasets  # noqa: E402
 from rtf.server.api_check import check_query  # noqa: E402
 from rtf.server.process import ServerProcess  # noqa: E402
+from tests.test_console_api import TOKENS, token_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "docs" / "console"
@@ -49,8 +50,6 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 NT = {"Content-Type": "application/n-triples"}
 EX = "http://ex.org/browser/"
-TOKENS = {"admin": "admin-token-0123456789", "alice": "alice-token-0123456789",
-          "bob": "bob-token-0123456789"}
 #: Waits on elements, in ms: generous, since a loaded machine is slow (they end early).
 WAIT = 15_000
 
@@ -95,13 +94,6 @@ def browser():
         browser.close()
 
 
-def tokens_file(folder: Path) -> Path:
-    path = folder / "tokens.txt"
-    path.write_text(f"{TOKENS['admin']} admin\n{TOKENS['alice']} subscriber:alice\n"
-                    f"{TOKENS['bob']} subscriber:bob\n")
-    return path
-
-
 @pytest.fixture(scope="module")
 def open_server(tmp_path_factory):
     """Single-user mode, on a fixed port: the page reconnects to it after a restart."""
@@ -112,9 +104,7 @@ def open_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def auth_server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("console-auth")
-    with ServerProcess(folder / "broker", "--tokens", tokens_file(folder),
-                       token=TOKENS["admin"]) as proc:
+    with token_server(tmp_path_factory.mktemp("console-auth")) as proc:
         yield proc
 
 
@@ -418,7 +408,7 @@ def test_a_subscriber_sees_and_changes_only_its_own_queries(page, auth_server):
     assert p.evaluate("document.getElementById('subscriber').readOnly")
     p.locator("#stream-state[data-state='live']").wait_for(timeout=WAIT)  # its own stream
     # bob's query can be neither replaced nor removed from alice's page
-    p.fill("#query", query("taken"))
+    p.fill("#query", query("taken").replace("{ ", "{\n  ").replace(" FILTER", "\n  FILTER"))
     p.fill("#query-id", "bob-1")
     p.click("#register")
     p.locator("#register-result.error", has_text="belongs to another subscriber").wait_for(timeout=WAIT)
