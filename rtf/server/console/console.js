@@ -393,7 +393,8 @@ function highlighted(literal, hits) {
 
 // ------------------------------------------------------------------ the live stream
 
-const stream = { name: null, source: null, last: null, retry: null, delay: 100, attempts: 0 };
+// `generation` counts the watch() and stop calls: a connection begun before one is dropped.
+const stream = { name: null, source: null, last: null, retry: null, delay: 100, attempts: 0, generation: 0 };
 
 function watch(name, retained) {
   stopStream();
@@ -407,6 +408,7 @@ function watch(name, retained) {
 }
 
 function stopStream() {
+  stream.generation += 1;
   if (stream.source) stream.source.close();
   clearTimeout(stream.retry);
   stream.source = null;
@@ -427,25 +429,28 @@ function notice(cls, text) {
 /** Open the stream with a new ticket (an EventSource cannot send the token), resuming
  *  after the last event shown: each match is shown once, whatever the reconnections. */
 async function connect() {
-  const name = stream.name;
+  const { name, generation } = stream;
   if (name === null) return;
+  const current = () => stream.generation === generation;
   setStreamState(stream.attempts ? "reconnecting" : "connecting",
     stream.attempts ? `attempt ${stream.attempts}` : "");
   let ticket;
   try {
     ticket = (await (await api("POST", `subscribers/${seg(name)}/tickets`)).json()).ticket;
   } catch (e) {
-    if (name !== stream.name) return;
+    if (!current()) return;
     if ([400, 401, 403].includes(e.status)) setStreamState("refused", e.message);
     else retry(`no ticket (${e.message})`, "reconnecting");
     return;
   }
-  if (name !== stream.name) return;
+  if (!current()) return;
   const params = new URLSearchParams({ ticket });
   if (stream.last !== null) params.set("last_event_id", String(stream.last));
   const source = new EventSource(`subscribers/${seg(name)}/matches?${params}`);
   stream.source = source;
-  source.addEventListener("open", (e) => {
+  // every handler of this connection does nothing once another one replaced it
+  const on = (type, handle) => source.addEventListener(type, (e) => stream.source === source && handle(e));
+  on("open", (e) => {
     if (!(e instanceof MessageEvent)) return;   // (the connection's own open event)
     const data = JSON.parse(e.data);
     if (Number.isInteger(data.last_event_id)) stream.last = data.last_event_id;
@@ -453,14 +458,14 @@ async function connect() {
     stream.delay = 100;
     setStreamState("live", `from event ${stream.last}`);
   });
-  source.addEventListener("match", (e) => {
+  on("match", (e) => {
     const id = Number(e.lastEventId);
     if (stream.last !== null && id <= stream.last) return;   // shown already
     stream.last = id;
     if ($("stream-state").dataset.state !== "live") setStreamState("live", `after event ${id}`);
     showLiveMatch(name, id, JSON.parse(e.data));
   });
-  source.addEventListener("gap", (e) => {
+  on("gap", (e) => {
     const data = JSON.parse(e.data);
     if (stream.last !== null && data.to <= stream.last) return;
     stream.last = data.to;
@@ -468,18 +473,17 @@ async function connect() {
     notice("gap", `gap: ${text}`);
     setStreamState("gap", text);
   });
-  source.addEventListener("cut", (e) => {
+  on("cut", (e) => {
     const data = JSON.parse(e.data);
     if (stream.last === null && Number.isInteger(data.last_event_id)) stream.last = data.last_event_id;
     source.close();
     notice("cut", `cut: ${data.reason}`);
     retry(data.reason, "cut");
   });
-  source.onerror = () => {
-    if (stream.source !== source) return;
+  on("error", () => {
     source.close();
     retry("the connection was lost", "reconnecting");
-  };
+  });
 }
 
 function retry(why, state) {
