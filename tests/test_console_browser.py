@@ -598,3 +598,27 @@ def test_docs_show_every_screenshot():
     for name in written:
         assert (SHOTS / f"{name}.png").exists(), name
 
+
+
+def test_watching_again_leaves_one_stream_open(page, tight_server):
+    """Watch pressed twice at once: the first connection, begun before the second
+    press, is dropped, not left open beside the new one."""
+    def streams() -> float:
+        with tight_server.client() as api:
+            return float(re.search(r"^rtf_streams (\S+)$", api.get("/metrics").text, re.M).group(1))
+
+    with tight_server.client() as api:
+        api.put("/queries/twice", json={"query": query("twice"), "subscriber": "tw"})
+    p = open_console(page, tight_server)
+    p.locator("#app:not([hidden])").wait_for(timeout=WAIT)
+    p.fill("#watch", "tw")
+    deadline = time.monotonic() + WAIT / 1000
+    while streams() and time.monotonic() < deadline:  # the pages of other tests are closed:
+        time.sleep(0.05)                              # their streams end
+    assert streams() == 0
+    p.evaluate("() => { const b = document.querySelector('#watch-form button'); b.click(); b.click(); }")
+    p.locator("#stream-state[data-state='live']").wait_for(timeout=WAIT)
+    with tight_server.client() as api:
+        api.post("/publications", content=triple("tw", "twice"), headers=NT)
+    expect(p.locator("#live li.match[data-event]")).to_have_count(1, timeout=WAIT)
+    assert streams() == 1
