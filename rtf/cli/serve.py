@@ -42,7 +42,10 @@ API (JSON; docs/server.md has every detail, /docs the OpenAPI pages, offline):
                                     results+json one SPARQL JSON results document
   GET    /subscribers/{name}/matches  Server-Sent Events; reconnect with Last-Event-ID
   POST   /subscribers/{name}/tickets  a short-lived ?ticket= for a browser's EventSource
+  POST   /check, /match             rtf check of a query; the matches of an RDF body
+                                    (?explain=true), published to no one
   GET    /health, /metrics (Prometheus)
+  GET    /                          the console, a page for a browser (docs/console.md)
 
 tokens file (--tokens FILE; without it, anyone who reaches the port is admin):
   one "TOKEN ROLE" per line; ROLE is admin, publisher, metrics (reads /metrics)

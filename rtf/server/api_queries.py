@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 from rtf.errors import QueryError
 from rtf.io.metadata import MAX_METADATA_BYTES, MAX_METADATA_DEPTH
 from rtf.io.queries import QueryFileError, decode_text, query_records
-from rtf.server.api_common import (MAX_EVENT_ID, Authenticator, Refused, check_metadata,
-                                   check_name, error_responses, media_type)
+from rtf.server.api_common import (MAX_EVENT_ID, MAX_ID_CHARS, Authenticator, Refused,
+                                   check_metadata, check_name, error_responses, media_type)
 from rtf.server.auth import Principal
 from rtf.server.broker import Broker
 from rtf.server.registry import BulkRefusedError, NotOwnerError, Record
@@ -158,6 +158,10 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
                            after: int = Query(0, ge=0, description="The cursor `next` of the "
                                               "previous page (past the last: an empty page)"),
                            limit: int = Query(1000, ge=1, le=10_000),
+                           contains: str | None = Query(None, max_length=MAX_ID_CHARS,
+                                                        description="Only the queries whose "
+                                                        "id or text contains this (ASCII "
+                                                        "letters of either case)"),
                            who: Principal = Depends(auth)):
         """The registered queries, in registration order, a page at a time."""
         if not who.is_admin:
@@ -168,7 +172,7 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         if subscriber is not None:
             check_name("a subscriber name", subscriber)
         rows = await run_in_threadpool(broker.registry.store.page, subscriber,
-                                       min(after, MAX_EVENT_ID), limit)
+                                       min(after, MAX_EVENT_ID), limit, True, contains)
         # Rendered here, not by the response model: every row is JSON within the bounds
         # (`StoredQuery.as_json`), and 10,000 rows skip a validation that proves nothing.
         return JSONResponse({"queries": [r.as_json() for r in rows],

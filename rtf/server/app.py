@@ -1,7 +1,9 @@
 """The HTTP API of `rtf serve` (docs/server.md): a FastAPI app over a `Broker`.
 
 The routes live by what they serve: `api_queries` (registering), `api_publications`
-(publishing), `api_streams` (pushed matches and stream tickets); here are the
+(publishing), `api_streams` (pushed matches and stream tickets), `api_check` (checking
+a query), `api_match` (matching without publishing, explaining a pushed match),
+`api_console` (the console page); here are the
 app itself, its lifespan, the service routes and the error handlers. SQLite
 writes run in worker threads, matching in the publisher's thread; the streams
 live on the event loop. Every error is ``{"error": "<one line>"}`` (with
@@ -27,11 +29,12 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
 import rtf
-from rtf.server import api_publications, api_queries, api_streams, openapi
+from rtf.server import (api_check, api_console, api_match, api_publications, api_queries,
+                        api_streams, openapi)
 from rtf.server.api_common import Authenticator, Refused, error_responses, storage_error
 from rtf.server.auth import Principal, Tickets, Tokens
 from rtf.server.broker import Broker
-from rtf.server.middleware import BodyLimit, StopGuard, Utf8Only
+from rtf.server.middleware import BodyLimit, SameOrigin, StopGuard, Utf8Only
 
 log = logging.getLogger("rtf.server")
 
@@ -89,11 +92,15 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
                                      "(docs/server.md).")
     app.add_middleware(BodyLimit, limit=broker.config.max_body, metrics=broker.metrics)
     app.add_middleware(Utf8Only, metrics=broker.metrics)
+    app.add_middleware(SameOrigin, metrics=broker.metrics)
     app.add_middleware(StopGuard, metrics=broker.metrics)  # outermost: sees every cancellation
     auth = Authenticator(tokens, Tickets())
     app.include_router(api_queries.routes(broker, auth))
     app.include_router(api_publications.routes(broker, auth))
     app.include_router(api_streams.routes(broker, auth, shutdown))
+    app.include_router(api_check.routes(broker, auth))
+    app.include_router(api_match.routes(broker, auth))
+    app.include_router(api_console.routes(auth))
     openapi.install(app, tokens is not None)
     _errors(app, broker)
 
@@ -110,6 +117,7 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
         """Prometheus metrics (an admin or metrics token)."""
         if not who.may_read_metrics():
             raise Refused(403, f"a {who} token cannot read the metrics")
+        await run_in_threadpool(broker.count_subscribers)
         return Response(generate_latest(broker.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app

@@ -57,6 +57,7 @@ class Broker:
         # so that every stream receives ids in increasing order.
         self.publisher = Publisher(self.registry.engine, self.outbox, self.hub, self.metrics)
         self._snapshot_thread: threading.Thread | None = None
+        self._subscribers_stale = True
 
     @property
     def engine(self):
@@ -74,6 +75,13 @@ class Broker:
         the outbox and pushed to the subscriber's streams."""
         return self.publisher.publish_sync(self.read(body, format, group_by))
 
+    def count_subscribers(self) -> None:
+        """Set the subscribers gauge (for /metrics; from a worker thread): a scan of the
+        table's index, made again only after a registration or removal."""
+        if self._subscribers_stale:
+            self._subscribers_stale = False  # (a change meanwhile sets it again)
+            self.metrics.subscribers.set(self.registry.store.subscribers())
+
     def begin_stop(self) -> None:
         """The server received its stop signal: bulk registrations under way give up
         (rolled back, answered 503), and no snapshot starts in the background (`close`
@@ -81,7 +89,9 @@ class Broker:
         self.registry.stopping.set()
 
     def changed(self) -> None:
-        """After a registration or removal: snapshot in the background when due."""
+        """After a registration or removal: snapshot in the background when due (and the
+        subscribers are counted again at the next /metrics)."""
+        self._subscribers_stale = True
         if (self.registry.changes_since_snapshot >= self.config.snapshot_every
                 and not self.registry.stopping.is_set()):
             self.snapshot_in_background()

@@ -68,6 +68,7 @@ def _serve(args) -> int:
         print(f"rtf serve: listening on {url} ({len(broker.engine)} queries, {args.algorithm}, "
               f"index {s['from']} + {s['replayed']} replayed in {s['seconds']} s"
               f"{', auth on' if tokens else ', no auth'}; data {data})", file=sys.stderr, flush=True)
+        print(f"rtf serve: the console is at {url}/ (docs/console.md)", file=sys.stderr, flush=True)
 
     class Server(uvicorn.Server):
         """uvicorn's server, remembering the signals that stopped it."""

@@ -16,6 +16,8 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.queries = Gauge("rtf_queries", "Registered queries", registry=r)
+        self.subscribers = Gauge("rtf_subscribers", "Subscribers with at least one query "
+                                 "(counted when /metrics is read)", registry=r)
         self.publications = Counter("rtf_publications", "Publications matched", registry=r)
         self.matches = Counter("rtf_matches", "Matches found (publication, query)", registry=r)
         self.filter_seconds = Histogram("rtf_filter_seconds", "Time to match one publication",

@@ -1,11 +1,12 @@
 """ASGI middleware of `rtf serve`: paths and query strings must be UTF-8, bodies
-stay under ``--max-body``, and a request the server's stop cancels is answered
-``503``; all answer JSON errors like every route."""
+stay under ``--max-body``, a request the server's stop cancels is answered
+``503``, and no page of another origin may change anything; all answer JSON
+errors like every route."""
 
 from __future__ import annotations
 
 import asyncio
-from urllib.parse import unquote_to_bytes
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from fastapi.responses import JSONResponse
 
@@ -116,3 +117,40 @@ class BodyLimit:
         response = JSONResponse({"error": f"the request body is over the limit of {self.limit} "
                                           "bytes (rtf serve --max-body)"}, 413)
         await response(scope, receive, send)
+
+
+#: Methods that change nothing: a page of another site may send them (a link to the
+#: console, an image), and cannot read the answer (the server sends no CORS headers).
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+class SameOrigin:
+    """ASGI middleware: a request that changes something (POST, PUT, DELETE) sent by a
+    browser from a page of another origin is refused (``403``), so no other site can
+    make a visitor's browser publish or register on a server without ``--tokens``
+    (with tokens it could not anyway: the token is a header, never a cookie).
+
+    A browser says where a request comes from: ``Sec-Fetch-Site`` (every current
+    browser), of which only ``same-origin`` and ``none`` (typed by the person) pass,
+    and ``Origin``, which must then name the host the request was sent to. Clients
+    that are not browsers (curl, the Python client) send neither, and pass.
+    """
+
+    def __init__(self, app, metrics):
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] not in SAFE_METHODS:
+            headers = dict(scope["headers"])
+            site = headers.get(b"sec-fetch-site")
+            origin = headers.get(b"origin")
+            foreign = (site not in (None, b"same-origin", b"none")
+                       or (origin is not None and urlsplit(origin.decode("latin-1")).netloc.lower()
+                           != headers.get(b"host", b"").decode("latin-1").lower()))
+            if foreign:
+                self.metrics.bad_requests.labels("403").inc()
+                response = JSONResponse({"error": "a request from a page of another origin is "
+                                                  "refused (cross-site request)"}, 403)
+                return await response(scope, receive, send)
+        return await self.app(scope, receive, send)

@@ -35,6 +35,7 @@ from typing import NamedTuple
 from rtf.io.output import match_bytes
 from rtf.server.metrics import Metrics
 from rtf.server.outbox import Outbox
+from rtf.server.recent import Recent
 from rtf.server.stopping import to_the_end
 from rtf.server.streams import Chunk, Hub, sse_matches
 
@@ -92,11 +93,14 @@ class Matched(NamedTuple):
 class Publisher:
     """The publishing thread of a broker (started at once; `stop` ends it)."""
 
-    def __init__(self, engine, outbox: Outbox, hub: Hub, metrics: Metrics):
+    def __init__(self, engine, outbox: Outbox, hub: Hub, metrics: Metrics,
+                 recent: Recent | None = None):
         self.engine = engine
         self.outbox = outbox
         self.hub = hub
         self.metrics = metrics
+        #: The matched publications kept to explain pushed matches (`rtf.server.recent`).
+        self.recent = recent if recent is not None else Recent()
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="rtf-publisher", daemon=True)
         self._thread.start()
@@ -154,6 +158,7 @@ class Publisher:
         lines by subscriber."""
         engine = self.engine
         observe = self.metrics.filter_seconds.observe
+        remember = self.recent.add
         clock = time.perf_counter
         lines: list[bytes] = []  # the group's match lines, in order (UTF-8, no newline)
         subscribers: list[str | None] = []  # the subscriber of each line
@@ -174,6 +179,7 @@ class Publisher:
                     if found:
                         parts.append(match_bytes(pub.id, found))
                         owners += found.subscribers
+                        remember(pub)
                 # made as UTF-8 once: the answer's body, and (split) the events' lines
                 body = b"".join(parts)
             except Exception as e:  # this request fails alone (bad RDF; its events are not kept)
