@@ -321,7 +321,7 @@ class Engine:
         # at a million queries, gathering them was a fifth of a publication's time.
         if len(groups) == 1 and not found:  # the common case: one answer shared by all
             group = groups[0]  # in id order
-            matches = Matches(group.ids, [group.solutions] * len(group.ids), None, truncated,
+            matches = Matches(group.ids, group.per_id(), None, truncated,
                               self._asks > 0, group.subscribers, self._records_of)
         elif len(groups) == 1 and len(found) * 8 < len(groups[0].ids):
             # One large group and a few other answers (version-3 queries confirmed, say):
@@ -332,7 +332,7 @@ class Engine:
         else:
             subscribers = {}
             for group in groups:
-                found.update(dict.fromkeys(group.ids, group.solutions))
+                found.update(group.pairs())
                 subscribers.update(zip(group.ids, group.subscribers))
             qids = sorted(found)
             queries = self._queries
@@ -346,23 +346,23 @@ class Engine:
     def _merged(self, group, found: dict) -> tuple[list, list, list]:
         """The group's ids, solutions and subscribers with `found`'s queries inserted in
         query-id order (the group's ids are in that order already)."""
-        group_ids, subscribers_of = group.ids, group.subscribers
+        group_ids, subscribers_of, solutions_of = group.ids, group.subscribers, group.per_id()
         ids: list = []
         solutions: list = []
         subscribers: list = []
-        queries, shared = self._queries, group.solutions
+        queries = self._queries
         start = 0
         for qid in sorted(found):
             cut = bisect_left(group_ids, qid, start)
             ids += group_ids[start:cut]
-            solutions += [shared] * (cut - start)
+            solutions += solutions_of[start:cut]
             subscribers += subscribers_of[start:cut]
             ids.append(qid)
             solutions.append(found[qid])
             subscribers.append(queries[qid].subscriber)
             start = cut
         ids += group_ids[start:]
-        solutions += [shared] * (len(group_ids) - start)
+        solutions += solutions_of[start:]
         subscribers += subscribers_of[start:]
         return ids, solutions, subscribers
 

@@ -46,7 +46,20 @@ class Group(NamedTuple):
 
     ids: list[str]
     subscribers: list
-    solutions: frozenset
+    #: one set of solutions for all, or a list of them beside `ids`
+    solutions: frozenset | list
+
+    def per_id(self) -> list:
+        """The solutions beside `ids`, one per query."""
+        found = self.solutions
+        return found if type(found) is list else [found] * len(self.ids)
+
+    def pairs(self):
+        """(id, solutions) pairs."""
+        found = self.solutions
+        return zip(self.ids, found) if type(found) is list else dict.fromkeys(self.ids, found).items()
+
+
 Solutions = dict[str, set | frozenset]
 
 
@@ -248,7 +261,7 @@ class IndexedQueries(QueryIndex):
                   limit: int | None = None, now: str | None = None) -> tuple[Solutions, set[str]]:
         groups, out, truncated = self.solution_groups(triples, virtual, limit, now)
         for group in groups:
-            out.update(dict.fromkeys(group.ids, group.solutions))
+            out.update(group.pairs())
         return out, truncated
 
     def solution_groups(self, triples: list[Triple], virtual: list[Triple], limit: int | None = None,
@@ -273,18 +286,29 @@ class IndexedQueries(QueryIndex):
         if subject is not None and len(slots):
             # Most complete branches are a query's only branch, a star about the one
             # subject: their answer ({var: subject}, or the unit solution) is known
-            # without looking, and is given to all of them at once.
+            # without looking, and is given to all of them at once; so is the answer of
+            # the stars that project their objects, one per ProjectedStar. All of them
+            # are put in query-id order at once.
+            parts: list[tuple[np.ndarray, list]] = []  # (slots, their answers)
             codes = table.slot_answer[slots]
             known = codes >= 0
             if known.any():
                 known_slots, known_codes = slots[known], codes[known]
                 present = np.flatnonzero(np.bincount(known_codes))  # a few codes: no sort
-                for code in present.tolist():
-                    var = table.answer_vars[code]
-                    found = solver.subject_solutions(var) if var else UNIT
-                    chosen = known_slots if len(present) == 1 else known_slots[known_codes == code]
-                    groups.append(Group(*table.by_id(chosen), found))
+                if len(present) == 1:
+                    var = table.answer_vars[int(present[0])]
+                    parts.append((known_slots, solver.subject_solutions(var) if var else UNIT))
+                else:
+                    answers = np.empty(int(present[-1]) + 1, dtype=object)
+                    for code in present.tolist():
+                        var = table.answer_vars[code]
+                        answers[code] = solver.subject_solutions(var) if var else UNIT
+                    parts.append((known_slots, answers[known_codes]))
                 slots = slots[~known]
+            if len(slots) and table.projected.by_code:
+                slots = self._projected(slots, solver, hits, limit, parts)
+            if parts:
+                groups.append(self._group(parts))
         out: Solutions = {}
         truncated: set[str] = set()
         if always or (len(slots) and table.slot_confirm[slots].any()):
@@ -317,6 +341,54 @@ class IndexedQueries(QueryIndex):
         self.filter_evaluations += solver.memo.evaluations
         self.filter_evaluations_shared += solver.memo.shared
         return groups, out, truncated
+
+    def _projected(self, slots, solver: PublicationSolver, hits: Hits, limit: int, parts: list) -> np.ndarray:
+        """The branches of projected stars (`rtf.matching.star.ProjectedStar`) answered a star
+        at a time, into `parts`; the slots left to answer one by one."""
+        table = self.table
+        codes = table.slot_projected[slots]
+        known = codes >= 0
+        if not known.any():
+            return slots
+        hits.settle()  # (the stars read their shapes' triples)
+        known_slots, known_codes = slots[known], codes[known]
+        present = np.unique(known_codes)
+        answers = np.empty(len(present), dtype=object)
+        shared = np.ones(len(present), dtype=bool)
+        for k, code in enumerate(present.tolist()):
+            found = solver.projected_solutions(table.projected.by_code[code], limit)
+            if found is None:  # a tested variable with several values, or past the cap
+                shared[k] = False
+            answers[k] = found
+        where = np.searchsorted(present, known_codes)
+        answered = shared[where]
+        if answered.any():
+            matched = answered.copy()
+            matched[answered] = [bool(a) for a in answers[where[answered]].tolist()]
+            if matched.any():
+                parts.append((known_slots[matched], answers[where[matched]]))
+        left = np.ones(len(slots), dtype=bool)
+        left[np.flatnonzero(known)[answered]] = False
+        return slots[left]
+
+    def _group(self, parts: list) -> Group:
+        """One `Group` of every answered slot, in query-id order: its solutions one set for
+        all when the parts share one, else a list beside the ids."""
+        if len(parts) == 1 and not isinstance(parts[0][1], np.ndarray):
+            slots, found = parts[0]
+            ids, subscribers, _ = self.table.by_id(slots)
+            return Group(ids, subscribers, found)
+        slots = np.concatenate([p[0] for p in parts])
+        answers = np.empty(len(slots), dtype=object)
+        at = 0
+        for part_slots, found in parts:
+            if isinstance(found, np.ndarray):
+                answers[at:at + len(part_slots)] = found
+            else:
+                answers[at:at + len(part_slots)] = [found] * len(part_slots)
+            at += len(part_slots)
+        ids, subscribers, solutions = self.table.by_id(slots, answers)
+        return Group(ids, subscribers, solutions)
 
     def _confirm(self, candidates, triples, virtual, now, limit, out, truncated) -> None:
         confirmation = Confirmation(triples, virtual, now)

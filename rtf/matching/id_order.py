@@ -37,15 +37,19 @@ class IdOrder:
     def ordered(self, slot_id: np.ndarray, slots: np.ndarray, registered: int) -> np.ndarray:
         """`slots` (one slot per query; `slot_id` gives their ids) in query-id order;
         `registered` is the number of queries in the table."""
+        return slots[self.order(slot_id, slots, registered)]
+
+    def order(self, slot_id: np.ndarray, slots: np.ndarray, registered: int) -> np.ndarray:
+        """The permutation that puts `slots` in query-id order (see `ordered`)."""
         ranks = self.ranks
         if ranks is not None:
-            return slots[np.argsort(ranks[slots])]  # distinct ranks: no need for a stable sort
+            return np.argsort(ranks[slots])  # distinct ranks: no need for a stable sort
         ids = slot_id[slots].tolist()
         order = sorted(range(len(ids)), key=ids.__getitem__)
         self.debt += len(ids)
         if self.debt >= registered:
             self.ranks = _ranks(slot_id)
-        return slots[np.array(order, dtype=np.intp)]
+        return np.array(order, dtype=np.intp)
 
 
 def _ranks(slot_id: np.ndarray) -> np.ndarray:

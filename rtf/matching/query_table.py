@@ -34,7 +34,7 @@ from rtf.matching.hits import Hits
 from rtf.matching.id_order import IdOrder
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
 from rtf.matching.pivots import Pivots
-from rtf.matching.star import StarPlan, star_plan
+from rtf.matching.star import ProjectedStars, StarPlan, projected_star, star_plan
 from rtf.matching.structures import SlotList, Structures, grown
 from rtf.matching.value_tests import ValueTests, exact_star
 from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
@@ -388,6 +388,9 @@ class QueryTable:
     _next_private: int = 0
     #: the slots' query-id ranks, for listing matches by id (`rtf.matching.id_order`)
     id_order: IdOrder = field(default_factory=IdOrder)
+    #: slot -> code of its `ProjectedStar` in `projected` (-1: none)
+    slot_projected: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
+    projected: ProjectedStars = field(default_factory=ProjectedStars)
     #: slot -> True for a branch of a version-3 query (its algebra answers it)
     slot_confirm: np.ndarray = field(default_factory=lambda: np.zeros(64, dtype=bool))
     #: version-3 queries that require no triple, evaluated on every publication: id -> algebra
@@ -474,6 +477,12 @@ class QueryTable:
                 star = star_plan(branches[0], plans[0].variables)
         if star is not None and (star.var is None or star.on_subject):
             self.slot_answer[branches[0].slot] = self._answer_code(star.var if star.projected else "")
+        elif len(branches) == 1 and optional is None and algebra is None:
+            # A star that projects its objects: answered per ProjectedStar (rtf.matching.star).
+            found = projected_star(branches[0], plans[0].variables,
+                                   exact_star(plans[0], branches[0].branch, ()))
+            if found is not None:
+                self.slot_projected[branches[0].slot] = self.projected.code(found)
         self.queries[query_id] = tuple(branches)
         return new_shapes, branches
 
@@ -492,13 +501,16 @@ class QueryTable:
             self.answer_vars.append(var)
         return self.answer_vars.index(var)
 
-    def by_id(self, slots: np.ndarray) -> tuple[list[str], list]:
-        """(ids, subscribers) of `slots` (one slot per query), in query-id order."""
-        ordered = self.id_order.ordered(self.slot_id, slots, len(self.queries))
+    def by_id(self, slots: np.ndarray, answers: np.ndarray | None = None) -> tuple[list[str], list, list]:
+        """(ids, subscribers, `answers` in the same order) of `slots` (one slot per query), in
+        query-id order (`answers`: an object array beside `slots`; None: no third list)."""
+        order = self.id_order.order(self.slot_id, slots, len(self.queries))
+        ordered = slots[order]
         ids = self.slot_id[ordered].tolist()
+        taken = answers[order].tolist() if answers is not None else None
         if not self.subscribed:
-            return ids, [None] * len(ids)
-        return ids, self.slot_subscriber[ordered].tolist()
+            return ids, [None] * len(ids), taken
+        return ids, self.slot_subscriber[ordered].tolist(), taken
 
     def _take_slot(self) -> int:
         if self._free:
@@ -507,7 +519,7 @@ class QueryTable:
         self.branches.append(None)
         if slot >= len(self.need):
             for name, empty in (("need", -1), ("slot_id", None), ("slot_subscriber", None),
-                               ("slot_answer", -1), ("slot_confirm", False)):
+                               ("slot_answer", -1), ("slot_confirm", False), ("slot_projected", -1)):
                 setattr(self, name, grown(getattr(self, name), slot + 1, empty))
         return slot
 
@@ -534,6 +546,9 @@ class QueryTable:
                 self.slot_subscriber[rb.slot] = None
                 self.subscribed -= 1
             self.slot_answer[rb.slot] = -1
+            if self.slot_projected[rb.slot] >= 0:
+                self.projected.release(int(self.slot_projected[rb.slot]))
+                self.slot_projected[rb.slot] = -1
             self.slot_confirm[rb.slot] = False
             self._free.append(rb.slot)
         self.shapes = shrunk(self.shapes)

@@ -20,6 +20,7 @@ between the queries that have the same ones.
 
 from __future__ import annotations
 
+from itertools import product
 from operator import itemgetter
 
 from rtf.matching.join import join_rows
@@ -29,7 +30,7 @@ from rtf.matching.shared_predicates import EvaluationMemo
 #: (``limit * JOIN_ROWS_PER_SOLUTION``): the work bound of a publication.
 JOIN_ROWS_PER_SOLUTION = 10
 from rtf.matching.query_table import RegisteredBranch, TupleShape
-from rtf.matching.star import star_columns
+from rtf.matching.star import SUBJECT, ProjectedStar, star_columns
 
 Triple = tuple[str, str, str]
 Solution = tuple[tuple[str, str], ...]
@@ -94,6 +95,28 @@ class PublicationSolver:
         if found is None:
             found = self._singletons[key] = frozenset((((var, self.subject),),))
         return found
+
+    def projected_solutions(self, star: ProjectedStar, limit: int) -> frozenset[Solution] | None:
+        """The solutions of every complete branch of `star` on this publication of one subject:
+        the product of its projected tuples' values (a tested variable has one value here,
+        the one its complete branch's conjunction holds for); None when a tested variable
+        has several (which one a branch's FILTERs keep is its own) or past `limit`."""
+        columns = []
+        size = 1
+        for column in star.columns:
+            if column is SUBJECT:
+                columns.append((self.subject,))
+                continue
+            shape, position, tested = column
+            values = self.values(shape, position)
+            if tested and len(values) != 1:
+                return None
+            columns.append(sorted(values))
+            size *= len(values)
+        if size > limit:
+            return None
+        names = star.names
+        return frozenset(tuple(zip(names, row)) for row in product(*columns))
 
     def solve(self, rb: RegisteredBranch, limit: int) -> tuple[frozenset[Solution] | set, bool]:
         """The branch's distinct projected solutions, and whether `limit` cut them."""

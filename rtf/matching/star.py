@@ -4,11 +4,19 @@ Most registered branches are stars about one variable (``?s p1 o1 ; p2
 ?o2``): once complete, their solutions are the intersection of that
 variable's values over the tuples that keep it (`rtf.matching.solutions`).
 `star_plan` decides at registration whether a branch is one.
+
+A star that projects its tuples' objects too (``SELECT ?x ?v WHERE { ?x a C ; p ?v
+FILTER(?v > 3) }``) has, on a publication of one subject, the product of those
+tuples' values for solutions: `projected_star` decides at registration whether a
+branch is one, and its answer is made once per publication for all the branches
+of one `ProjectedStar` (`rtf.matching.solutions`), as the stars on ?s are.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
+
+from rtf.query.terms import is_variable
 
 if TYPE_CHECKING:
     from rtf.matching.query_table import RegisteredBranch, TupleShape
@@ -74,3 +82,85 @@ def star_plan(rb: RegisteredBranch, tested: frozenset = frozenset()) -> StarPlan
     if plan is None:
         plan = _PLANS[key] = StarPlan(*key)
     return plan
+
+
+# ------------------------------------------------------------ projected stars
+
+
+#: In a `ProjectedStar`'s columns: the star's own variable (the publication's subject).
+SUBJECT = None
+
+
+class ProjectedStar(NamedTuple):
+    """A star about one subject that projects the objects of its tuples (issue 43): on a
+    publication of one subject, its solutions are the product of those tuples' values.
+
+    `names` are the projected variables in projection order; `columns` for each either
+    `SUBJECT` or (shape, triple position, tested): a tested variable is one the branch's
+    FILTERs compare, which the value index decides exactly.
+    """
+
+    names: tuple[str, ...]
+    columns: tuple
+
+
+def projected_star(rb: RegisteredBranch, tested: frozenset, exact: bool) -> ProjectedStar | None:
+    """The branch's `ProjectedStar`, or None unless it is one: every tuple about one subject
+    variable, constant predicates, every object variable bound once (no join but on the subject), nothing projected
+    but those, and its residual decided exactly by the value index (`exact`)."""
+    branch = rb.branch
+    if branch.residual and not exact:
+        return None
+    subject = branch.tuples[0].subject
+    if not is_variable(subject):
+        return None
+    where: dict[str, tuple] = {}
+    for shape, t in zip(rb.shapes, branch.tuples):
+        if t.subject != subject or is_variable(t.terms[1]):
+            return None  # (a variable predicate pairs with its object: the general path)
+        term = t.terms[2]
+        if is_variable(term):
+            if term.name in where or term.name == subject.name:
+                return None
+            where[term.name] = (shape, 2, term.name in tested)
+    columns = []
+    for name in rb.projection:
+        if name == subject.name:
+            columns.append(SUBJECT)
+        elif name in where:
+            columns.append(where[name])
+        else:
+            return None  # (a projected variable the star does not bind: the general path)
+    return ProjectedStar(rb.projection, tuple(columns))
+
+
+class ProjectedStars:
+    """The distinct `ProjectedStar` s of the registered branches, by a small code each,
+    counted so that a code goes when its last branch does (its shapes with it)."""
+
+    def __init__(self) -> None:
+        self.by_code: dict[int, ProjectedStar] = {}
+        self._codes: dict[tuple, int] = {}
+        self._count: dict[int, int] = {}
+        self._next = 0
+
+    @staticmethod
+    def _key(star: ProjectedStar) -> tuple:
+        return (star.names, tuple(c if c is SUBJECT else (id(c[0]), c[1], c[2]) for c in star.columns))
+
+    def code(self, star: ProjectedStar) -> int:
+        key = self._key(star)
+        code = self._codes.get(key)
+        if code is None:
+            code = self._codes[key] = self._next
+            self._next += 1
+            self.by_code[code] = star
+            self._count[code] = 0
+        self._count[code] += 1
+        return code
+
+    def release(self, code: int) -> None:
+        self._count[code] -= 1
+        if not self._count[code]:
+            star = self.by_code.pop(code)
+            del self._count[code], self._codes[self._key(star)]
