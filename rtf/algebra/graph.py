@@ -136,7 +136,7 @@ class Dataset:
         #: Solutions of the basic graph patterns that queries share, made once
         #: (`rtf.algebra.evaluate`): (id of the pattern, its needs) -> solutions
         self.memo: dict = {}
-        #: blank nodes the publication does not hold (`rtf.algebra.results`), made when first asked
+        #: the blank node labels the publication holds (`results.FreshBlankNodes`), found when asked
         self.fresh = None
         #: lists of solutions by value, and the answers of query skeletons (`rtf.algebra.sharing`)
         self.canon: dict = {}

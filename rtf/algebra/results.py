@@ -52,38 +52,41 @@ def run(query: AlgebraQuery, dataset: Dataset):
         analysis = (needs_of(query), _reads_context(query), skeleton(query))
         object.__setattr__(query, "analysis", analysis)
     needs, reads_context, shape = analysis
+    # The query's own fresh blank nodes (BNODE() and its template's): numbered from _:g1
+    # for each query, so that a match does not depend on the queries stored beside it.
+    fresh = FreshBlankNodes(dataset)
     if not reads_context:
-        return _answer(query, dataset, needs, shape)
+        return _answer(query, dataset, needs, shape, fresh)
     # EXISTS, NOW(), BNODE(): an evaluation context of its own, for the leaves too.
     context = EvaluationContext(lambda pattern, bound: bool(evaluate(pattern, dataset, bound, needs)),
-                                dataset.now, fresh_blank_nodes(dataset))
+                                dataset.now, fresh)
     token = CONTEXT.set(context)
     try:
-        return _answer(query, dataset, needs, shape)
+        return _answer(query, dataset, needs, shape, fresh)
     finally:
         CONTEXT.reset(token)
 
 
-def _answer(query: AlgebraQuery, dataset: Dataset, needs, shape):
+def _answer(query: AlgebraQuery, dataset: Dataset, needs, shape, fresh):
     """The match payload, shared by the queries of one skeleton whose leaves found the same
     solutions on this publication (`rtf.algebra.sharing`), else evaluated."""
     if shape is None:
-        return _evaluated(query, dataset, needs)
+        return _evaluated(query, dataset, needs, fresh)
     key = (id(shape[0]), *[canonical(evaluate(leaf, dataset, _NOTHING, needs), dataset)
                            for leaf in shape[1]])
     answers = dataset.answers
     found = answers.get(key, _MISSING)
     if found is _MISSING:
-        found = answers[key] = _evaluated(query, dataset, needs)
+        found = answers[key] = _evaluated(query, dataset, needs, fresh)
     return found
 
 
-def _evaluated(query: AlgebraQuery, dataset: Dataset, needs):
+def _evaluated(query: AlgebraQuery, dataset: Dataset, needs, fresh):
     solutions = evaluate(query.pattern, dataset, _NOTHING, needs)
     if query.form == "ASK":
         return UNIT_ROWS if solutions else None
     if query.form == "CONSTRUCT":
-        triples = construct(query.template, solutions, fresh_blank_nodes(dataset))
+        triples = construct(query.template, solutions, fresh)
         return Triples(triples) if triples else None
     if not solutions:
         return None
@@ -126,16 +129,8 @@ def _reads_context(query: AlgebraQuery) -> bool:
     return "exists" in text or "now(" in text or "bnode(" in text
 
 
-def fresh_blank_nodes(dataset: Dataset) -> "_FreshBlankNodes":
-    """The publication's maker of blank nodes it does not hold (one for all its queries)."""
-    fresh = dataset.fresh
-    if fresh is None:
-        fresh = dataset.fresh = _FreshBlankNodes(dataset)
-    return fresh
-
-
-class _FreshBlankNodes:
-    """Blank nodes that the publication does not hold: ``_:g1``, ``_:g2``..., skipping any
+class FreshBlankNodes:
+    """One query's fresh blank nodes on a publication: ``_:g1``, ``_:g2``..., skipping any
     label the publication uses."""
 
     __slots__ = ("dataset", "count", "used")
@@ -147,7 +142,11 @@ class _FreshBlankNodes:
 
     def __call__(self) -> str:
         if self.used is None:
-            self.used = {t for triple in self.dataset.graph.triples for t in triple if t[0] == "_"}
+            used = self.dataset.fresh  # (the publication's blank nodes, found once for all queries)
+            if used is None:
+                used = self.dataset.fresh = {t for triple in self.dataset.graph.triples
+                                             for t in triple if t[0] == "_"}
+            self.used = used
         while True:
             self.count += 1
             node = f"_:g{self.count}"
