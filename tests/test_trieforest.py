@@ -109,6 +109,14 @@ def parsed_10000():
     for table in (terms._SHARED, terms._IRIS, terms._VARIABLES):
         table.clear()
     PARSE_CACHE.clear()
+    # So are the bounded caches of compiled and canonical expressions: filled to their
+    # bound by earlier tests, they would be emptied and refilled while this test measures.
+    from rtf.matching import shared_predicates
+    from rtf.query import expressions
+    shared_predicates.canonical.cache_clear()
+    expressions.compile_filter.cache_clear()
+    for table in (expressions._BY_ID, expressions._FILTERS, expressions._OPERANDS):
+        table.clear()
     return [parse_query(text) for text in _random_queries(10_000)]
 
 
