@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 
+from rtf.errors import RtfError
 from rtf.io.publication import Publication
 from rtf.query.terms import RDF_TYPE, XSD, is_iri, is_literal, lexical_form, literal_parts
 from rtf.query.text import words
@@ -59,6 +60,10 @@ FREQUENT_SHARE = 0.01
 _NUMBERS = {XSD + t for t in ("integer", "decimal", "double", "float", "int", "long", "short",
                               "nonNegativeInteger", "positiveInteger", "negativeInteger",
                               "nonPositiveInteger", "unsignedInt", "unsignedLong")}
+
+
+class MissingShapeError(RtfError, ValueError):
+    """The publications hold nothing a shape family's queries can be modelled on."""
 
 
 def value_kind(key: str) -> str | None:
@@ -119,7 +124,7 @@ class ShapeSources:
     def __init__(self, publications: Iterable[Publication]):
         self.publications: list[Publication] = [p for p in publications if p.triples]
         if not self.publications:
-            raise ValueError("no publications to build queries from")
+            raise MissingShapeError("no publications to build queries from")
 
     @cached_property
     def descriptions(self) -> list[Publication]:

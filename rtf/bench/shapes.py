@@ -40,8 +40,8 @@ whole DBpedia descriptions, the chains against multi-subject publications.
 ...     ("<http://dbpedia.org/resource/A>", "<http://purl.org/dc/terms/subject>", "<http://ex/c>"),
 ...     ("<http://dbpedia.org/resource/A>", "<http://dbpedia.org/ontology/numberOfEmployees>",
 ...      '"3511"^^<http://www.w3.org/2001/XMLSchema#nonNegativeInteger>')])
->>> [q["query"] for q in shape_queries([pub], "value-star", 1, seed=2)]
-['PREFIX dbo: <http://dbpedia.org/ontology/> SELECT ?x ?v0 WHERE { ?x dbo:numberOfEmployees ?v0 . }']
+>>> [q["query"] for q in shape_queries([pub], "value-star", 1, seed=3)]
+['PREFIX dbo: <http://dbpedia.org/ontology/> SELECT ?x ?v0 WHERE { ?x dbo:numberOfEmployees ?v0 . FILTER(?v0 >= 3511) }']
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from rtf.bench.shape_sources import (
     RDFS_LABEL,
     TEXT_PREDICATES,
     TYPE,
+    MissingShapeError,
     ShapeSources,
     dbo_classes,
     multi_valued_predicates,
@@ -152,7 +153,7 @@ class ShapeBuilder:
         if models is None:
             models = self._models[family.name] = family.models(self)
             if not models:
-                raise ValueError(f"no publication has the {family.name} shape "
+                raise MissingShapeError(f"no publication has the {family.name} shape "
                                  f"({family.summary}): give publications that do")
         return self.rng.choice(models)
 
@@ -231,7 +232,7 @@ class ShapeBuilder:
             return f"{e} >= {self.constant(a, q)} && {e} <= {self.constant(b, q)}"
         if form < 0.85:
             chosen = sorted({key, a, b, self.rng.choice(pool)} if self.chance(0.5) else {a, b},
-                            key=self.order)
+                            key=lambda v: (self.order(v), v))  # ties by key: no set order leaks in
             return f"{e} IN ({', '.join(self.constant(c, q) for c in chosen)})"
         return f"{e} < {self.constant(a, q)} || {e} > {self.constant(b, q)}"
 
@@ -526,4 +527,21 @@ def shape_queries(publications: ShapeSources | Sequence[Publication], family: st
 
 def shape_stream(publications: ShapeSources | Sequence[Publication], family: str) -> list[Publication]:
     """The publications the shape `family` is matched against (see the module docstring)."""
-    return FAMILIES[family].stream(_sources(publications))
+    shape = FAMILIES[family]
+    stream = shape.stream(_sources(publications))
+    if not stream:
+        raise MissingShapeError(f"no publication to match the {family} queries against "
+                                f"({shape.summary}): give publications that have its shape")
+    return stream
+
+
+def write_nquads(publications: Sequence[Publication], path) -> int:
+    """Write `publications` as N-Quads, each in a named graph of its id (so a publication of
+    several subjects stays one: ``rtf match --group-by graph``); the number written."""
+    from rtf.io.files import atomic_output
+
+    with atomic_output(path) as f:  # a failed run leaves an existing file as it was
+        for pub in publications:
+            graph = f"<{pub.id}>"
+            f.writelines(f"{s} {p} {o} {graph} .\n" for s, p, o in pub.triples)
+    return len(publications)
