@@ -38,10 +38,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 
+from rtf.bench.workload import document_frequencies, objects_by_predicate
 from rtf.errors import RtfError
 from rtf.io.publication import Publication
-from rtf.query.terms import RDF_TYPE, XSD, is_iri, is_literal, lexical_form, literal_parts
-from rtf.query.text import words
+from rtf.query.terms import RDF_TYPE, XSD, is_iri, is_literal, literal_parts
 
 TYPE = f"<{RDF_TYPE}>"
 DCT_SUBJECT = "<http://purl.org/dc/terms/subject>"
@@ -172,12 +172,7 @@ class ShapeSources:
     @cached_property
     def values_of(self) -> dict[str, list[str]]:
         """predicate -> its literal objects in the sample, one entry per occurrence."""
-        out: dict[str, list[str]] = {}
-        for pub in self.publications:
-            for _, p, o in pub.triples:
-                if is_literal(o):
-                    out.setdefault(p, []).append(o)
-        return out
+        return objects_by_predicate(self.publications, is_literal)
 
     @cached_property
     def constant_publications(self) -> Counter:
@@ -213,10 +208,7 @@ class ShapeSources:
     @cached_property
     def word_publications(self) -> Counter:
         """word -> the number of publications whose text has it."""
-        df: Counter = Counter()
-        for pub in self.publications:
-            df.update({w for o in pub.literals() for w in words(lexical_form(o))})
-        return df
+        return document_frequencies(self.publications)
 
 
 def multi_valued_predicates(triples: Sequence[tuple[str, str, str]]) -> list[str]:
