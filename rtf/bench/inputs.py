@@ -73,7 +73,7 @@ class BenchParams:
     queries: str | None = None
     isolate: bool = True
     memory: bool = True
-    mix_name: str = "paper"  # a workload of rtf.bench.workload.MIXES: paper, selective, ...
+    mix_name: str = "paper"  # a workload of rtf.bench.workload.MIXES, "values" or a shape family
     v3_share: float | None = None  # the share of version-3 queries (None: the mix's own)
     index_cache: str | None = None  # a folder of saved engines reused across runs
 
@@ -125,6 +125,12 @@ def parse_workload(records: list[dict], ft_pr: int, n: int,
         batch = more(round_, n - len(wl.ids))
 
 
+def is_shape(mix_name: str) -> bool:
+    """Whether `mix_name` is a shape family of `rtf.bench.shapes` (its own queries and publications)."""
+    from rtf.bench.shapes import FAMILIES
+    return mix_name in FAMILIES
+
+
 def bench_mix(ft_pr: int, mix_name: str = "paper", v3_share: float | None = None):
     """The workload `mix_name` at FT_pr = `ft_pr` %.
 
@@ -164,6 +170,14 @@ def make_workload(params: BenchParams, vocab, taxonomy, ft_pr: int) -> Workload:
     if params.mix_name == "values":  # its own publications and queries: FT_pr is only a label
         from rtf.bench.values_workload import values_queries
         return parse_workload(values_queries(n, seed=params.seed), ft_pr, n)
+    if is_shape(params.mix_name):  # a shape family (rtf.bench.shapes): vocab is its ShapeSources
+        from rtf.bench.shapes import shape_queries
+
+        def more_shapes(round_: int, k: int) -> list[dict]:
+            return shape_queries(vocab, params.mix_name, k, params.seed + 1000 * round_, ft_pr / 100,
+                                 prefix=f"{params.mix_name}-{round_}-")
+
+        return parse_workload(more_shapes(0, n), ft_pr, n, more_shapes)
     mix = bench_mix(ft_pr, params.mix_name, params.v3_share)
 
     def more(round_: int, k: int) -> list[dict]:

@@ -13,6 +13,7 @@ from rtf.bench.checking import compare_answers, diagnose
 from rtf.bench.inputs import (
     BenchParams,
     bench_mix,
+    is_shape,
     load_publications,
     make_workload,
     sample_publications,
@@ -43,8 +44,14 @@ def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) 
         all_pubs = load_publications(params.publications)
     if not all_pubs:
         raise RtfError("no publications in " + ", ".join(params.publications))
-    pubs = sample_publications(all_pubs, params.pubs, params.seed)
-    vocab = None if params.queries or params.mix_name == "values" else Vocabulary(all_pubs, taxonomy)
+    if is_shape(params.mix_name):  # a shape family: its queries, the publications of its kind
+        from rtf.bench.shape_sources import ShapeSources
+        from rtf.bench.shapes import shape_stream
+        vocab = ShapeSources(all_pubs)
+        pubs = sample_publications(shape_stream(vocab, params.mix_name), params.pubs, params.seed)
+    else:
+        pubs = sample_publications(all_pubs, params.pubs, params.seed)
+        vocab = None if params.queries or params.mix_name == "values" else Vocabulary(all_pubs, taxonomy)
     step = params.step_size()
     log(f"rtf bench: {len(all_pubs):,} publications read, {len(pubs):,} filtered; "
         f"DB {', '.join(f'{d:,}' for d in params.db)} in steps of {step:,}; "
@@ -106,7 +113,8 @@ def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) 
                                                   for a in params.algorithms},
                       queries_rejected_by_parser=rejected, memory_method=MEMORY_METHOD,
                       version3_queries=version3 or None,
-                      mix=None if params.queries else "values" if params.mix_name == "values" else {
+                      mix=None if params.queries else params.mix_name
+                      if params.mix_name == "values" or is_shape(params.mix_name) else {
                           k: v for k, v in asdict(bench_mix(0, params.mix_name, params.v3_share)).items()
                           if k != "ft_pr"},
                       seconds=round(time.perf_counter() - t0, 1))

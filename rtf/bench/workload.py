@@ -193,10 +193,7 @@ class Vocabulary:
     @cached_property
     def word_publications(self) -> Counter:
         """word -> number of publications whose text has it (document frequency)."""
-        df: Counter = Counter()
-        for pub in self.publications:
-            df.update({w for o in pub.literals() for w in words(lexical_form(o))})
-        return df
+        return document_frequencies(self.publications)
 
     def words_within(self, share: float) -> list[str]:
         """The word multiset without the words found in more than `share` of the publications."""
@@ -243,12 +240,7 @@ class Vocabulary:
     @cached_property
     def predicate_objects(self) -> dict[str, list[str]]:
         """predicate -> the IRIs it has as objects, sorted, each once."""
-        found: dict[str, set[str]] = {}
-        for pub in self.publications:
-            for _, p, o in pub.triples:
-                if is_iri(o):
-                    found.setdefault(p, set()).add(o)
-        return {p: sorted(os) for p, os in found.items()}
+        return {p: sorted(set(os)) for p, os in objects_by_predicate(self.publications, is_iri).items()}
 
     @cached_property
     def typed_publications(self) -> list[Publication]:
@@ -262,6 +254,25 @@ class ClassMembers:
 
     count: int = 0
     properties: Counter = field(default_factory=Counter)
+
+
+def document_frequencies(publications: Iterable[Publication]) -> Counter:
+    """word -> the number of `publications` whose text (literals) has it."""
+    df: Counter = Counter()
+    for pub in publications:
+        df.update({w for o in pub.literals() for w in words(lexical_form(o))})
+    return df
+
+
+def objects_by_predicate(publications: Iterable[Publication], keep) -> dict[str, list[str]]:
+    """predicate -> its objects in `publications` for which `keep(object)` holds, one entry
+    per occurrence, in input order."""
+    found: dict[str, list[str]] = {}
+    for pub in publications:
+        for _, p, o in pub.triples:
+            if keep(o):
+                found.setdefault(p, []).append(o)
+    return found
 
 
 def _own_triples(pub: Publication) -> list[tuple[str, str, str]]:

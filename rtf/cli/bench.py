@@ -18,6 +18,7 @@ from rtf.bench.inputs import (
 from rtf.bench.plots import write_plots
 from rtf.bench.report import format_report
 from rtf.bench.run import public_json, run_bench
+from rtf.bench.shapes import FAMILIES as SHAPES
 from rtf.bench.workload import MIXES
 from rtf.cli.arguments import between, positive_int
 from rtf.errors import RtfError
@@ -103,6 +104,8 @@ the selective workload (few queries match each publication, so the index decides
 SPARQL 1.1 subscriptions (20 % version 3) and the same base queries all version 2:
   rtf bench --mix sparql11 --db 10K,100K --pubs 300 --algorithms rtfs --no-memory
   rtf bench --mix sparql11 --v3-share 0 --db 10K,100K --pubs 300 --algorithms rtfs --no-memory
+one shape family (the shape matrix, benchmarks/shape_matrix.py, runs them all):
+  rtf bench --mix value-star --db 10K,100K --pubs 40 --algorithms rtfs --no-memory
 the three FT_pr of Fig. 7:
   rtf bench --ft-pr 0,50,100 --algorithms rtfs,rtfm --pubs 200 --plots out/
 """
@@ -139,7 +142,7 @@ def add_command(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the queries and the sample (default 0)")
     p.add_argument("--taxonomy", metavar="ONTO",
                    help="ontology for a/rdfs:subClassOf* (default: none, as in the paper's queries)")
-    p.add_argument("--mix", choices=sorted([*MIXES, "values"]), default="paper", dest="mix_name",
+    p.add_argument("--mix", choices=sorted([*MIXES, "values", *SHAPES]), default="paper", dest="mix_name",
                    help="the generated workload: paper (the RTF paper's; about 11 %% of the queries "
                         "match a DBpedia publication), selective (about 2 %%: a class constraint "
                         "and informative words, as real subscriptions; rtf.bench.workload.Mix.selective) "
@@ -149,7 +152,9 @@ def add_command(sub) -> None:
                         "or sparql11 (the selective queries, --v3-share of them rewritten into SPARQL "
                         "1.1 queries around the same star: aggregates, paths, MINUS, EXISTS, BIND, "
                         "VALUES, sub-queries, CONSTRUCT...; rtf.bench.sparql11_workload) "
-                        "(default: paper)")
+                        "or a shape family (value-star, chain, multi-valued, ...: the shapes users write, "
+                        "each filtering the publications of its kind; rtf.bench.shapes and the shape "
+                        "matrix of docs/benchmarks.md) (default: paper)")
     p.add_argument("--v3-share", type=_probability, metavar="P",
                    help="the share of generated queries made SPARQL 1.1 (version 3) queries, 0 to 1 "
                         "(default: the mix's; sparql11: 0.2); 0 gives the same base queries, all "

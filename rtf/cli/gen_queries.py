@@ -15,6 +15,7 @@ from rtf.bench.workload import (
     named_mix,
     write_jsonl,
 )
+from rtf.bench.shapes import FAMILIES as SHAPES
 from rtf.errors import RtfError
 from rtf.cli.arguments import between, positive_int
 
@@ -88,7 +89,16 @@ def add_command(sub) -> None:
                "and queries ?s a C ; p ?v FILTER(...) with comparisons, ranges, IN, year(),\n"
                "month(), lang(), datatype(): about 10 % of the queries hold structurally for a\n"
                "publication and 4 % pass their FILTERs:\n"
-               "  rtf gen-queries --mix values -n 100000 --write-publications values.nt -o values.jsonl")
+               "  rtf gen-queries --mix values -n 100000 --write-publications values.nt -o values.jsonl\n\n"
+               "shape families (rtf.bench.shapes; the shape matrix of docs/benchmarks.md):\n"
+               f"  {', '.join(SHAPES)}.\n"
+               "Each models its queries on the publications of its kind and draws their predicates,\n"
+               "classes, values and words with their real frequencies; --write-publications writes\n"
+               "the publications it is matched against as N-Quads, one graph per publication (the\n"
+               "chains' publications hold several subjects; read them with rtf match --group-by graph);\n"
+               "--ft-pr is paper-dbpedia's FT_pr:\n"
+               "  rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz -n 100000 "
+               "--mix value-star --write-publications value-star.nq -o value-star.jsonl")
     p.add_argument("--publications", nargs="+", metavar="F",
                    help="RDF files whose classes, properties and words the queries are made of "
                         "(N-Triples, Turtle, N-Quads; plain, .gz or .bz2), read whole into memory; "
@@ -105,14 +115,16 @@ def add_command(sub) -> None:
     kind.add_argument("--selective", action="store_true",
                       help="the selective workload (Mix.selective): few queries match each "
                            "publication, as with real subscriptions; see below")
-    kind.add_argument("--mix", choices=sorted([*MIXES, "values"]), dest="mix_name",
+    kind.add_argument("--mix", choices=sorted([*MIXES, "values", *SHAPES]), dest="mix_name",
                       help="a named workload: paper (the default), selective (as --selective), "
                            "fulltext (full-text-only queries, as a search engine stores them; see below), "
                            "sparql11 (selective, a share of them SPARQL 1.1 queries; see below) "
                            "or values (typed publications it generates itself, with --write-publications, "
-                           "and queries whose selectivity lies in FILTER comparisons; see below)")
+                           "and queries whose selectivity lies in FILTER comparisons; see below) "
+                           "or a shape family (value-star, chain, ...: see below)")
     p.add_argument("--write-publications", metavar="FILE",
-                   help="with --mix values: write the generated publications here (N-Triples)")
+                   help="with --mix values: write the generated publications here (N-Triples); "
+                        "with a shape family: the publications it is matched against (N-Quads)")
     p.add_argument("--publication-count", type=positive_int, default=2000, metavar="N",
                    help="with --mix values: how many publications to generate (default 2000)")
     mix = p.add_argument_group(
@@ -148,6 +160,8 @@ def _cmd(args) -> int:
                          "properties and words); only --mix values makes its own")
 
     ft_pr = args.ft_pr / 100
+    if args.mix_name in SHAPES:
+        return _shapes(args, ft_pr)
     if args.all_operators:
         mix = Mix.all_operators(ft_pr)
     else:
@@ -186,4 +200,20 @@ def _values(args) -> int:
     n = write_jsonl(values_queries(args.count, args.seed), args.output)
     print(f"rtf: wrote {n} queries to {args.output} and {len(pubs)} publications to "
           f"{args.write_publications} (the values workload, seed {args.seed})", file=sys.stderr)
+    return 0
+
+
+def _shapes(args, ft_pr: float) -> int:
+    """A shape family's queries (`rtf.bench.shapes`) and, with --write-publications, its stream."""
+    from rtf.bench.shape_sources import ShapeSources
+    from rtf.bench.shapes import shape_queries, shape_stream, write_nquads
+    from rtf.io.reader import read_publications
+
+    sources = ShapeSources(read_publications(args.publications))
+    n = write_jsonl(shape_queries(sources, args.mix_name, args.count, args.seed, ft_pr), args.output)
+    written = ""
+    if args.write_publications:
+        pubs = write_nquads(shape_stream(sources, args.mix_name), args.write_publications)
+        written = f" and {pubs} publications to {args.write_publications} (N-Quads: --group-by graph)"
+    print(f"rtf: wrote {n} {args.mix_name} queries to {args.output}{written}", file=sys.stderr)
     return 0
