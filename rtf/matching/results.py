@@ -10,6 +10,7 @@ is the list of `Match` records, by query id, it always was.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import attrgetter, itemgetter
@@ -211,3 +212,27 @@ class Matches(Sequence):
 
 
 NO_MATCHES = Matches([], [], [])
+
+
+def merged(group, found: dict, queries) -> tuple[list, list, list]:
+    """The group's ids, solutions and subscribers with `found`'s queries inserted in
+    query-id order (the group's ids are in that order already)."""
+    group_ids, subscribers_of = group.ids, group.subscribers
+    ids: list = []
+    solutions: list = []
+    subscribers: list = []
+    shared = group.solutions
+    start = 0
+    for qid in sorted(found):
+        cut = bisect_left(group_ids, qid, start)
+        ids += group_ids[start:cut]
+        solutions += [shared] * (cut - start)
+        subscribers += subscribers_of[start:cut]
+        ids.append(qid)
+        solutions.append(found[qid])
+        subscribers.append(queries[qid].subscriber)
+        start = cut
+    ids += group_ids[start:]
+    solutions += [shared] * (len(group_ids) - start)
+    subscribers += subscribers_of[start:]
+    return ids, solutions, subscribers
