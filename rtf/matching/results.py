@@ -11,11 +11,18 @@ is the list of `Match` records, by query id, it always was.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
 from operator import attrgetter, itemgetter
+from typing import TYPE_CHECKING
 
 from rtf.algebra.results import OrderedRows, Triples
+
+if TYPE_CHECKING:  # (for the type checker only: the engine is a later stage)
+    from rtf.engine import Engine, RegisteredQuery
+    from rtf.io.publication import Publication
+    from rtf.matching.explain import Explanation
+    from rtf.query.model import Query
 
 
 class Match(tuple):
@@ -80,7 +87,7 @@ class Match(tuple):
         solutions = self[2]
         return sorted(solutions) if isinstance(solutions, Triples) else None
 
-    def explain(self, publication, source) -> list[dict]:
+    def explain(self, publication: Publication, source: Engine | RegisteredQuery | Query) -> list[Explanation]:
         """Why this match: per solution, the branch that matched and each
         satisfied ``ftcontains`` with its variable, literal, character spans
         and words (see `rtf.matching.explain`).
@@ -102,7 +109,7 @@ _subscriber = attrgetter("subscriber")
 _is_ask = attrgetter("is_ask")
 
 
-class Matches(Sequence):
+class Matches(Sequence[Match]):
     """One publication's matches: a read-only sequence of `Match`, by query id.
 
     `query_ids` (increasing), `solutions` and `registered` (each query's
@@ -183,7 +190,7 @@ class Matches(Sequence):
     def __getitem__(self, i):
         return self._list()[i]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Match]:
         return iter(self._list())
 
     def __contains__(self, item) -> bool:
