@@ -3,12 +3,14 @@
     rtf check "ASK { ?s ?p ?o }"            show how a query decomposes
     rtf match --queries Q.jsonl --publications dump.nt.gz [...]
     rtf demo                                the example queries on the DBpedia sample
-    rtf index build|info|add|remove         save queries once; rtf match --index IDX reuses them
+    rtf index build|info|list|export|add|remove
+                                            save queries once; rtf match --index IDX reuses them
     rtf gen-queries / rtf bench             workloads and the RTF paper's evaluation
     rtf serve --data DIR                    a broker over HTTP: durable queries, pushed matches
 
 Every command prints errors as one readable line (with line and column for
-queries) and exits non-zero; never a traceback.
+queries) and exits non-zero; never a traceback. Every message goes through
+`logging` (`rtf.cli.logs`): -q, -v and --log-level on every command.
 
 exit status:
   0   done (with --skip-invalid: also when lines were skipped or a file broke off)
