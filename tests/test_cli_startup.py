@@ -3,8 +3,8 @@ command module and none of the engine, `rtf check` only the parser; and the quer
 LALR tables are kept on disk between processes (rtf/parser/grammar.py), never stale, never
 another user's, and a cache that cannot be written costs the build and nothing else.
 
-What is counted here is what a process imports, not seconds: the seconds depend on the
-machine (docs/cli.md has the measures, taken with `python -X importtime` and hyperfine).
+What is counted here is what a process imports, not seconds, which depend on the machine
+(measure them with `python -X importtime -m rtf --help` and hyperfine).
 """
 
 from __future__ import annotations

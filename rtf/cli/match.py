@@ -59,7 +59,16 @@ live input:
   next subject starts, or the input ends. --follow FILE reads a growing file
   like `tail -F` (until Ctrl-C, or --follow-timeout seconds without new data):
   FILE may not exist yet, and a rotated (renamed and recreated) or truncated
-  FILE is followed, read again from its start.
+  FILE is followed, read again from its start. --flush-after S matches the
+  publication under way after S seconds without new data, so a quiet feed's
+  last publication is not kept waiting for the next subject.
+
+--stats:
+  one JSON object on stderr at the end, whatever -q says: register_s and
+  register_queries_per_s (the registration, the parser's one-off build or
+  load included), parser_build_s (that build, or the load of its tables from
+  the cache) and register_queries_per_s_without_parser_build (what each
+  further query costs), filter_s, publications_per_s, index_rss_mb, ...
 
 several cores:
   --workers N first parses the queries in N processes while this one indexes
