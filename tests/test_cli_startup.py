@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Modules that `rtf --version` and `rtf --help` must not import: every command's own module,
 #: the engine and what it stands on (numpy, Lark, the parser, the readers).
-HEAVY = ("numpy", "lark", "rtf.engine", "rtf.parser", "rtf.io.reader", "rtf.filter", "rtf.cli.match",
-         "rtf.cli.check", "rtf.cli.index", "rtf.cli.bench", "rtf.cli.serve", "rtf.cli.gen_queries")
+HEAVY = ("numpy", "lark", "rtf.engine", "rtf.parser", "rtf.io.reader", "rtf.io.processes", "rtf.filter",
+         "rtf.cli.match", "rtf.cli.check", "rtf.cli.index", "rtf.cli.bench", "rtf.cli.serve", "rtf.cli.gen_queries")
 
 _PROBE = """\
 import json, sys
@@ -72,7 +72,8 @@ def test_a_command_help_imports_its_own_module_only():
 def test_check_imports_the_parser_but_not_the_engine_or_numpy():
     heavy, out = modules_after("check", "ASK { ?s ?p ?o }")
     assert "rtf.parser" in heavy and "rtf.cli.check" in heavy
-    assert not heavy & {"numpy", "rtf.engine", "rtf.filter", "rtf.cli.match", "rtf.cli.bench"}
+    assert not heavy & {"numpy", "rtf.engine", "rtf.filter", "rtf.cli.match", "rtf.cli.bench",
+                        "rtf.io.processes"}  # (the query files' reader: for -f and stdin only)
     assert "branch 1" in out
 
 

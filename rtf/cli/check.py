@@ -30,18 +30,16 @@ def add_command(sub) -> None:
 def cmd_check(args) -> int:
     """Check one query (argument, .rq file or stdin), or every query of a JSON Lines file."""
     from rtf.errors import QueryError
-    from rtf.io.queries import read_text
     from rtf.matching.explain import query_warnings
     from rtf.parser import parse_query
 
     if args.file and Path(args.file).suffix != ".rq":
         return check_query_file(args.file)
-    if args.file:
-        text = read_text(args.file, "query file")
-    elif args.query is not None:
-        text = args.query
+    if args.query is not None and not args.file:
+        text = args.query  # (the query files' reader and its worker pools not imported: ~20 ms)
     else:
-        text = read_text(None, "query")
+        from rtf.io.queries import read_text
+        text = read_text(args.file, "query file") if args.file else read_text(None, "query")
     try:
         q = parse_query(text)
     except QueryError as e:
