@@ -33,7 +33,6 @@ import os
 import signal
 import sys
 import threading
-import traceback
 from collections.abc import Iterable
 
 from rtf.cli.logs import add_logging_options, configured_logging, log
@@ -125,8 +124,6 @@ def _terminate(signum, frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line `argv`; return the exit status (see `rtf --help`)."""
-    from rtf.cli.arguments import EXIT_USAGE
-
     closed = guard_closed_streams()  # started with stdin, stdout or stderr closed
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
@@ -134,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         with configured_logging(args):
             if not getattr(args, "func", None):
+                from rtf.cli.arguments import EXIT_USAGE
                 parser.print_help()
                 return _refused(closed, EXIT_USAGE)
             with _on_sigterm(_terminate):
@@ -190,6 +188,7 @@ def _run(args) -> int:
         return _fail("out of memory: the input is too large for this machine", EXIT_INPUT)
     except Exception as e:  # a bug: one line, the traceback on request
         if os.environ.get(DEBUG_ENV):
+            import traceback
             log.error(traceback.format_exc().rstrip())
         return _fail(f"internal error: {type(e).__name__}: {e}; please report it "
                      f"(set {DEBUG_ENV}=1 to see the traceback)", EXIT_INTERNAL)
