@@ -159,6 +159,20 @@ def test_a_read_only_cache_folder_costs_the_build_and_nothing_else(cache):
         cache.chmod(0o700)
 
 
+def test_a_cache_folder_that_cannot_be_made_costs_the_build_and_nothing_else(tmp_path, monkeypatch):
+    """(As root too, whom a read-only folder does not stop: a file stands where a folder should.)"""
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv(grammar.CACHE_ENV, str(tmp_path / "file" / "cache"))
+    grammar.lark_parser.cache_clear()
+    try:
+        built = grammar.parser_builds.built
+        assert parses(grammar.lark_parser(positions=False))
+        assert grammar.parser_builds.built == built + 1
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    finally:
+        grammar.lark_parser.cache_clear()
+
+
 def test_an_empty_setting_turns_the_cache_off(monkeypatch, tmp_path):
     monkeypatch.setenv(grammar.CACHE_ENV, "")
     assert grammar.cache_folder() is None
