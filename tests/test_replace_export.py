@@ -172,6 +172,18 @@ def test_index_export_builds_back_into_the_same_index(index, tmp_path, capsys):
         run(capsys, "match", "--index", again, "--publications", pubs)[1]
 
 
+def test_index_export_says_which_stop_words_the_index_was_built_with(tmp_path, capsys):
+    words = tmp_path / "stop.txt"
+    words.write_text("le\nla\n", encoding="utf-8")
+    idx = tmp_path / "q.idx"
+    assert run(capsys, "index", "build", "--queries", write_jsonl(tmp_path / "q.jsonl", RECORDS[:2]),
+               "--stop-words-file", words, "--output", idx)[0] == 0
+    code, out, err = run(capsys, "index", "export", idx, "--output", tmp_path / "out.jsonl")
+    assert code == 0 and out == ""
+    assert f"--queries {tmp_path / 'out.jsonl'} --algorithm rtfs --stop-words-file WORDS`" in err
+    assert "WORDS: its stop words" in err and "ONTO" not in err
+
+
 def test_index_export_to_a_file_is_written_whole(index, tmp_path, capsys):
     out = tmp_path / "out.jsonl"
     assert run(capsys, "index", "export", index, "--output", out)[0] == 0

@@ -151,7 +151,9 @@ def cmd_export(args) -> int:
     log.info(f"rtf index: {args.index}: exported {n_queries(len(engine))}; `rtf index build --queries "
              f"{args.output if not to_stdout else 'FILE'} {' '.join(options)}` makes the same index"
              + (f" (ONTO: its taxonomy, {classes} classes: --taxonomy-output writes it)"
-                if classes and not args.taxonomy_output else ""))
+                if classes and not args.taxonomy_output else "")
+             + (" (WORDS: its stop words, one a line, as `rtf index info` lists them)"
+                if isinstance(engine.text_analysis and engine.text_analysis.stop_words, tuple) else ""))
     return 0
 
 
@@ -164,7 +166,7 @@ def _analysis_options(options: dict) -> list[str]:
         elif isinstance(value, str):
             out.append(f"--{name.replace('_', '-')} {value}")
         elif value:  # a list of stop words
-            out.append("--stop-words-file FILE")
+            out.append("--stop-words-file WORDS")
     return out
 
 
