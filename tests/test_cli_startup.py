@@ -200,3 +200,17 @@ def test_two_processes_share_the_cache_and_parse_alike(tmp_path):
     assert len(tables(tmp_path / "cache")) == 1
     second = modules_after("check", 'SELECT ?x WHERE { ?x <http://ex/p> "a" }', env=env)[1]
     assert first == second and "branch 1" in first
+
+
+def test_processes_started_together_on_an_empty_cache_all_parse_and_leave_one_whole_file(tmp_path):
+    """Writers race: each writes a file of its own and renames it into place, so every reader
+    finds a whole file or none, and no temporary file is left."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{grammar.CACHE_ENV: str(tmp_path / "cache")})
+    argv = [sys.executable, "-m", "rtf.cli", "check", 'ASK { ?x <http://ex/p> "a" }']
+    running = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+               for _ in range(4)]
+    outputs = [p.communicate(timeout=300) for p in running]
+    assert all(p.returncode == 0 for p in running), outputs
+    assert len({out for out, _ in outputs}) == 1
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [tables(tmp_path / "cache")[0].name]
+    assert grammar._load(tables(tmp_path / "cache")[0]) is not None
