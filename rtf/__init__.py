@@ -32,18 +32,23 @@ if TYPE_CHECKING:  # what a type checker sees: the real names (at run time, __ge
     from rtf.engine import Engine as Engine
     from rtf.engine import Match as Match
     from rtf.engine import RegisteredQuery as RegisteredQuery
+    from rtf.errors import IndexFileError as IndexFileError
     from rtf.errors import PublicationError as PublicationError
     from rtf.errors import QueryError as QueryError
     from rtf.errors import QuerySyntaxError as QuerySyntaxError
     from rtf.errors import QueryTooComplexError as QueryTooComplexError
+    from rtf.errors import QueryTooLargeError as QueryTooLargeError
     from rtf.errors import RtfError as RtfError
     from rtf.errors import TaxonomyError as TaxonomyError
     from rtf.errors import UnsupportedQueryError as UnsupportedQueryError
+    from rtf.errors import WorkerLostError as WorkerLostError
     from rtf.io.publication import Publication as Publication
     from rtf.io.reader import read_publications as read_publications
     from rtf.io.taxonomy import Taxonomy as Taxonomy
     from rtf.parser import parse_query as parse_query
     from rtf.query.analysis import TextAnalysis as TextAnalysis
+    from rtf.query.analysis import TextAnalysisError as TextAnalysisError
+    from rtf.query.regex import InvalidRegexError as InvalidRegexError
 
 # The public API, imported on first use (PEP 562) so that `import rtf.query.text`
 # in a Spark executor does not pay for the parser and every engine.
@@ -55,7 +60,9 @@ _API = {
     "RtfError": "rtf.errors", "QueryError": "rtf.errors", "QuerySyntaxError": "rtf.errors",
     "UnsupportedQueryError": "rtf.errors", "QueryTooComplexError": "rtf.errors",
     "PublicationError": "rtf.errors", "TaxonomyError": "rtf.errors",
-    "TextAnalysis": "rtf.query.analysis",
+    "QueryTooLargeError": "rtf.errors", "IndexFileError": "rtf.errors", "WorkerLostError": "rtf.errors",
+    "InvalidRegexError": "rtf.query.regex",
+    "TextAnalysis": "rtf.query.analysis", "TextAnalysisError": "rtf.query.analysis",
 }
 
 __all__ = sorted(_API)
@@ -73,4 +80,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+    return sorted(set(globals()) | set(__all__))  # (a name used once is in both)

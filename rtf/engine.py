@@ -17,8 +17,6 @@ memory.
 
 from __future__ import annotations
 
-from bisect import bisect_left
-
 import functools
 import gc
 import sys
@@ -31,14 +29,14 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from typing import Literal as TypingLiteral
 
 from rtf.errors import IndexFileError, QueryError, QueryTooComplexError, RtfError
-from rtf.filter import QueryIndex
+from rtf.filter import EngineStats, QueryIndex
 from rtf.io import store
 from rtf.io.metadata import Metadata, frozen
 from rtf.io.parse_ahead import Ahead, original, parsed_ahead
 from rtf.io.publication import PublicationLike, as_publication
 from rtf.io.taxonomy import Taxonomy
 from rtf.matching.query_table import bulk_memos, shrunk
-from rtf.matching.results import Match, Matches  # noqa: F401 (Match: rtf.engine.Match, the public name)
+from rtf.matching.results import Match, Matches, merged  # noqa: F401 (Match: rtf.engine.Match, the public name)
 from rtf.parser import parse_query
 from rtf.query.expressions import compile_filter
 from rtf.query.analysis import TextAnalysis
@@ -192,8 +190,8 @@ class Engine:
         self._unsettled: weakref.WeakValueDictionary[int, Matches] = weakref.WeakValueDictionary()
 
     @_synchronized
-    def register(self, query: str | Query, query_id: str | None = None,
-                 subscriber: str | None = None, metadata: Mapping[str, Any] | None = None) -> str:
+    def register(self, query: str | Query, query_id: str | None = None, subscriber: str | None = None,
+                 metadata: Mapping[str, Any] | None = None, replace: bool = False) -> str:
         """Register a continuous query and return its id.
 
         `query` is query text or a parsed `Query`; `query_id` a non-empty str
@@ -208,6 +206,10 @@ class Engine:
         with line and column where known: text that does not parse, a
         construct outside the spec, a constant regex pattern that cannot run
         (`rtf.query.regex.InvalidRegexError`), a query nested too deeply.
+
+        With `replace`, the query registered as `query_id` (if any) is replaced by this one,
+        its subscriber and metadata too (an update by id, as Lucene Monitor's and
+        Elasticsearch's); atomically: if this one is refused, that one stays as it was.
         """
         analysed_here = type(query) is Ahead  # parsed by a worker under this engine's analysis
         if analysed_here:
@@ -224,14 +226,35 @@ class Engine:
             while f"q{self._next_id}" in self._queries:
                 self._next_id += 1
             query_id = f"q{self._next_id}"
-        if query_id in self._queries:
+        old = self._queries.get(query_id)  # (None also for an id `_spill` keeps taken)
+        if query_id in self._queries and (old is None or not replace):
             raise ValueError(f"a query with id {query_id!r} is already registered")
         if type(subscriber) is str:  # one copy of each subscriber's name: queries repeat a few
             subscriber = sys.intern(subscriber)
-        record = self._index_query(query, query_id, subscriber, kept, analysed_here)
-        self._queries[query_id] = record
-        self._asks += record.is_ask
+        self._put(query_id, lambda: self._index_query(query, query_id, subscriber, kept, analysed_here))
         return query_id
+
+    def _put(self, query_id: str, make: Callable[[], RegisteredQuery]) -> None:
+        """The record `make` indexes, as `query_id`, in place of the one registered (if any),
+        which stays as it was if `make` raises."""
+        old = self._queries.get(query_id)
+        if old is not None:
+            self._settle()  # (the match lists made before keep the old record)
+            self._index.remove(query_id)
+        try:
+            record = make()
+        except BaseException:
+            if old is not None:
+                self._index.add(query_id, old.query, old)
+            raise
+        self._queries[query_id] = record  # (a replaced query keeps its place in `queries()`)
+        self._asks += record.is_ask - (old is not None and old.is_ask)
+
+    def _put_back(self, query_id: str, old: RegisteredQuery | None) -> None:
+        """Undo a registration of `query_id`: `old` again (the query it replaced), or none."""
+        if old is None:
+            return self.unregister(query_id)
+        self._put(query_id, lambda: self._index.add(query_id, old.query, old) or old)
 
     def _index_query(self, query: str | Query, query_id: str, subscriber: str | None,
                      metadata: Metadata, analysed_here: bool = False) -> RegisteredQuery:
@@ -326,7 +349,7 @@ class Engine:
         elif len(groups) == 1 and len(found) * 8 < len(groups[0].ids):
             # One large group and a few other answers (version-3 queries confirmed, say):
             # those put in their places in the group's id order, not everything sorted again.
-            ids, solutions, subscribers = self._merged(groups[0], found)
+            ids, solutions, subscribers = merged(groups[0], found, self._queries)
             matches = Matches(ids, solutions, None, truncated, self._asks > 0, subscribers,
                               self._records_of)
         else:
@@ -342,29 +365,6 @@ class Engine:
         if matches:
             self._unsettled[id(matches)] = matches
         return matches
-
-    def _merged(self, group, found: dict) -> tuple[list, list, list]:
-        """The group's ids, solutions and subscribers with `found`'s queries inserted in
-        query-id order (the group's ids are in that order already)."""
-        group_ids, subscribers_of, solutions_of = group.ids, group.subscribers, group.per_id()
-        ids: list = []
-        solutions: list = []
-        subscribers: list = []
-        queries = self._queries
-        start = 0
-        for qid in sorted(found):
-            cut = bisect_left(group_ids, qid, start)
-            ids += group_ids[start:cut]
-            solutions += solutions_of[start:cut]
-            subscribers += subscribers_of[start:cut]
-            ids.append(qid)
-            solutions.append(found[qid])
-            subscribers.append(queries[qid].subscriber)
-            start = cut
-        ids += group_ids[start:]
-        solutions += solutions_of[start:]
-        subscribers += subscribers_of[start:]
-        return ids, solutions, subscribers
 
     def _records_of(self, query_ids: list[str]) -> list[RegisteredQuery]:
         """The records of `query_ids`, for a match list that reads them (`Matches.registered`)."""
@@ -424,7 +424,7 @@ class Engine:
     @_synchronized
     def register_many(self, records: Iterable[tuple],
                       on_error: Callable[[int, tuple, Exception], None] | None = None,
-                      workers: int = 1) -> list[str]:
+                      workers: int = 1, replace: bool = False) -> list[str]:
         """Register many queries at once; return their ids in order.
 
         Each record is a tuple ``(query, query_id, subscriber, metadata)``,
@@ -449,32 +449,34 @@ class Engine:
         With `workers` > 1, that many forked processes parse the query texts
         ahead while this one indexes them (`rtf.io.parse_ahead`): the same
         queries, ids and errors, in about the time of the indexing alone when
-        a core is free for the parsing.
+        a core is free for the parsing. With `replace`, each record replaces the query of
+        its id, as `register` does (and undoing puts the replaced queries back).
         """
         ahead = parsed_ahead(records, workers, self.text_analysis)
-        done: list[str] = []
+        done: list[tuple[str, RegisteredQuery | None]] = []  # (id, the query it replaced)
         was_enabled = gc.isenabled()
         gc.disable()
         try:
             with bulk_memos(shapes=False):  # each variable layout's columns computed once
                 for position, record in enumerate(records if ahead is None else ahead):
                     try:
-                        done.append(self.register(*record))
+                        old = self._queries.get(record[1]) if replace and len(record) > 1 else None
+                        done.append((self.register(*record, replace=replace), old))
                     except (QueryError, ValueError, TypeError) as e:
                         if on_error is None:
                             raise
                         on_error(position, original(record), e)
             self._index.compact()  # (this method holds the engine's lock)
         except BaseException:
-            for query_id in reversed(done):
-                self.unregister(query_id)
+            for query_id, old in reversed(done):
+                self._put_back(query_id, old)
             raise
         finally:
             if ahead is not None:
                 ahead.close()  # the workers stop now, whatever happened
             if was_enabled:
                 gc.enable()
-        return done
+        return [query_id for query_id, _ in done]
 
     def register_parsed(self, records: Iterable[tuple]) -> list[str]:
         """Register many parsed queries, ``(query, query_id, subscriber[, metadata])``
@@ -575,11 +577,11 @@ class Engine:
         return list(self._queries.values())
 
     @_synchronized  # an index is walked: not while another thread changes it
-    def stats(self) -> dict:
+    def stats(self) -> EngineStats:
         """Sizes of the index -- queries, tuples, trie nodes, word nodes, bytes
         (estimate) -- and counters: ``truncated_matches`` (matches cut at
         `max_solutions`) and, for the naive engine, ``evaluation_errors``."""
-        s = {"algorithm": self.algorithm, "queries": len(self),
+        s: EngineStats = {"algorithm": self.algorithm, "queries": len(self),
              "max_solutions": self.max_solutions, "truncated_matches": self._truncated,
              "text_analysis": None if self.text_analysis is None else self.text_analysis.as_dict()}
         s.update(self._index.stats())

@@ -22,7 +22,7 @@ import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from operator import attrgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple, Required, TypedDict
 
 import numpy as np
 
@@ -37,6 +37,29 @@ from rtf.query.text import text_index
 
 Triple = tuple[str, str, str]
 _NEEDS_CHECK = attrgetter("needs_check")
+
+
+class EngineStats(TypedDict, total=False):
+    """What `rtf.engine.Engine.stats` returns: the engine's settings and counters (always
+    there) and its index's sizes and counters (those its algorithm has: `QueryIndex.stats`)."""
+
+    algorithm: Required[str]
+    queries: Required[int]
+    max_solutions: Required[int]
+    truncated_matches: Required[int]  # matches cut at max_solutions
+    text_analysis: Required[dict[str, Any] | None]  # its options (rtf.query.analysis), or None
+    tuples: int  # tuple conjuncts indexed (rtfs, rtfm, ibroker)
+    shapes: int
+    value_tests: int  # indexed FILTER value tests
+    filter_evaluations: int  # residual predicate evaluations made, and saved by sharing
+    filter_evaluations_shared: int
+    trie_nodes: int  # rtfs, rtfm
+    word_nodes: int
+    buckets: int  # ibroker
+    entries: int
+    chains: int
+    index_bytes_estimate: int
+    evaluation_errors: int  # naive: filters that failed on a solution (false for it)
 
 
 class Group(NamedTuple):

@@ -471,3 +471,43 @@ def test_json_names_input_paths_relative_to_where_the_bench_ran(world, tmp_path,
     assert code == 0
     assert doc["params"]["publications"] == [os.path.relpath(world, tmp_path)]
     assert not any(p.startswith("/") for p in doc["params"]["publications"])
+
+
+# ----------------------------------------------------- --repeat and thin percentiles (issue 40, item 10)
+
+
+def test_repeat_gives_the_median_of_each_cell_and_its_spread(world, tmp_path, capsys):
+    code, doc, table, err = run_json(capsys, tmp_path, *bench_args(world, "--algorithms", "rtfs,rtfm",
+                                                                    "--repeat", "3", "--no-memory"))
+    assert code == 0 and doc["params"]["repeat"] == 3
+    for r in doc["runs"]:
+        assert r["repeats"] == 3 and r["repeat_answers_agree"] is True
+        low, high = r["spread"]["filter_ms_mean"]
+        assert low <= r["filter_ms_mean"] <= high
+    assert "±%" in table and "the median of 3 runs" in table
+    # 15 publications: p99 rests on none of them, p50 on 7: both said, on stderr as warnings too
+    assert "p99 rests on the slowest 0 of 15" in table and "p50 rests on the slowest 7 of 15" in table
+    assert "rtf bench: p99 rests on" in err
+
+
+def test_repeated_rows_take_the_median_and_flag_answers_that_change():
+    from rtf.bench.run import repeated_rows
+
+    def row(ms, digest="d"):
+        return {"algorithm": "rtfs", "db": 10, "filter_ms_mean": ms, "pubs_per_s": 1000 / ms,
+                "digest": digest, "insert_s": None}
+    [r] = repeated_rows([[row(3.0)], [row(1.0)], [row(2.0)]])
+    assert r["filter_ms_mean"] == 2.0 and r["spread"]["filter_ms_mean"] == [1.0, 3.0]
+    assert r["pubs_per_s"] == 500 and r["repeats"] == 3 and r["repeat_answers_agree"]
+    assert "insert_s" not in r["spread"]  # (a figure the runs did not have)
+    assert repeated_rows([[row(1.0)]]) == [row(1.0)]  # one run: as it was
+    assert repeated_rows([[row(1.0)], [row(1.0, "other")]])[0]["repeat_answers_agree"] is False
+
+
+@pytest.mark.parametrize("publications, notes", [
+    (15, ["p50", "p99"]), (100, ["p99"]), (1999, ["p99"]), (2000, []), (40000, [])])
+def test_a_percentile_on_fewer_than_twenty_samples_is_said_to_be_rough(publications, notes):
+    from rtf.bench.report import percentile_notes
+
+    said = percentile_notes([{"publications": publications}])
+    assert [note.split()[1] for note in said] == notes

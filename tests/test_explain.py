@@ -150,3 +150,49 @@ def test_explain_solution_without_a_witness_says_so():
     pub = Publication(f"{EX}a", [(f"<{EX}a>", f"<{EX}p>", '"Paris"')])
     assert explain_solution(q, pub, {"s": f"<{EX}a>"}) == {"bindings": {"s": f"<{EX}a>"},
                                                            "branch": None, "ftcontains": []}
+
+
+# --------------------------- the query's words, not only the analysed terms (issue 40, item 14)
+
+from rtf import TextAnalysis  # noqa: E402
+
+
+def hits_of(analysis, expr: str, text: str) -> list[dict]:
+    engine = Engine(text_analysis=analysis)
+    engine.register(f'ASK {{ ?s <{EX}p> ?t FILTER ftcontains(?t, {expr}) }}', "q")
+    pub = Publication.from_rdf("a", f'<{EX}a> <{EX}p> {json.dumps(text)} .')
+    [match] = engine.match(pub)
+    [solution] = match.explain(pub, engine)
+    return solution["ftcontains"][0]["hits"]
+
+
+def test_a_stemmed_term_shows_the_querys_word_and_the_analysed_term_apart():
+    [hit] = hits_of(TextAnalysis(stem="english"), '"running"', "She runs, and running is fun")
+    assert (hit["query"], hit["analysed"], hit["words"]) == ('"running"', '"run"', ["runs", "running"])
+    [hit] = hits_of(TextAnalysis(fold_accents=True), '"Café"', "a cafe and a café")
+    assert (hit["query"], hit["analysed"]) == ('"café"', '"cafe"')
+    [hit] = hits_of(TextAnalysis(stem="english"), '"rio"', "Rio games")  # the same: no second field
+    assert hit["query"] == '"rio"' and "analysed" not in hit
+
+
+def test_an_ftnear_shows_its_operands_as_written():
+    [hit] = hits_of(TextAnalysis(stem="english"), '"games" ftnear(0, 2) "played"', "games were played")
+    assert hit["operator"] == "ftnear"
+    assert "played" in hit["query"] and "games" in hit["query"]
+    assert "play" in hit["analysed"] and "played" not in hit["analysed"]
+
+
+WRITTEN = ["running", "runs", "Games", "played", "cities", "city", "Olympic", "rio", "CAFÉS", "naïve"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(word=st.sampled_from(WRITTEN), stem=st.sampled_from([None, "english"]), fold=st.booleans())
+def test_the_query_field_is_always_the_word_as_written_casefolded(word, stem, fold):
+    analysis = TextAnalysis(stem=stem, fold_accents=fold)
+    [hit] = hits_of(analysis, json.dumps(word), f"x {word} y")
+    assert hit["query"] == f'"{word.casefold()}"'
+    assert hit["words"] == [word]
+    if "analysed" in hit:
+        assert hit["analysed"] != hit["query"]
+    if stem is None and not fold:
+        assert "analysed" not in hit

@@ -47,8 +47,8 @@ EXAMPLES = python_examples()
 def mypy(folder: Path, files: dict[str, str]) -> subprocess.CompletedProcess[str]:
     for name, source in files.items():
         (folder / f"{name}.py").write_text(source, encoding="utf-8")
-    # MYPYPATH: the checkout's rtf, as a user of a regular install sees it (an editable
-    # install's import hook is invisible to mypy); its own errors are not reported.
+    # MYPYPATH: the checkout's rtf, whatever this environment installed (tests/test_packaging.py checks
+    # that the README's editable install alone is enough); its own errors are not reported.
     env = dict(os.environ, MYPYPATH=str(ROOT))
     config = folder / "mypy.ini"
     config.write_text("[mypy]\n" + "".join(f"[mypy-{module}]\nignore_missing_imports = True\n"

@@ -15,6 +15,25 @@ _COLUMNS = [("algorithm", "algorithm", "{}"), ("ft_pr", "FT%", "{}"), ("db", "DB
             ("matches", "matches", "{:,}"), ("matches_per_pub", "matches/pub", "{:,.1f}")]
 
 
+#: Samples a percentile should rest on (publications at or beyond it) to be more than a rough figure.
+PERCENTILE_SAMPLES = 20
+
+
+def percentile_notes(runs: list[dict]) -> list[str]:
+    """A note for each percentile of the table that rests on fewer than `PERCENTILE_SAMPLES`
+    publications: p99 of n publications is decided by the slowest n/100 of them."""
+    notes = []
+    for name, q in (("p50", 0.50), ("p99", 0.99)):
+        counts = sorted({r["publications"] for r in runs})
+        few = [n for n in counts if int(n * (1 - q)) < PERCENTILE_SAMPLES]
+        if few:
+            needed = int(PERCENTILE_SAMPLES / (1 - q))
+            notes.append(f"note: {name} rests on the slowest {int(few[0] * (1 - q))} of {few[0]:,} "
+                         f"publications (fewer than {PERCENTILE_SAMPLES}): a rough figure; "
+                         f"--pubs {needed:,} or more gives it {PERCENTILE_SAMPLES}")
+    return notes
+
+
 def format_table(runs: list[dict]) -> str:
     """The runs as a text table: the first column left-aligned, the figures right-aligned.
 
@@ -24,11 +43,16 @@ def format_table(runs: list[dict]) -> str:
     module-wide MIN_PADDING would undo that; a new dependency for a dozen lines
     that have not needed a fix is not worth it.
     """
-    cells = [[h for _, h, _ in _COLUMNS]]
+    columns = list(_COLUMNS)
+    if any(r.get("repeats") for r in runs):  # the median of repeated runs: their spread beside it
+        columns.insert(columns.index(("filter_ms_mean", "filter ms", "{:.2f}")) + 1,
+                       ("filter_spread_pct", "±%", "{:.0f}"))
+        runs = [dict(r, filter_spread_pct=_spread_pct(r, "filter_ms_mean")) for r in runs]
+    cells = [[h for _, h, _ in columns]]
     order = {a: i for i, a in enumerate(dict.fromkeys(r["algorithm"] for r in runs))}
     for r in sorted(runs, key=lambda r: (r["ft_pr"], r["db"], order[r["algorithm"]])):
-        cells.append(["-" if r.get(k) is None else f.format(r[k]) for k, _, f in _COLUMNS])
-    widths = [max(len(row[i]) for row in cells) for i in range(len(_COLUMNS))]
+        cells.append(["-" if r.get(k) is None else f.format(r[k]) for k, _, f in columns])
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     lines = []
     for n, row in enumerate(cells):
         lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
@@ -36,6 +60,13 @@ def format_table(runs: list[dict]) -> str:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _spread_pct(row: dict, name: str) -> float | None:
+    """Half the range of a repeated figure, in percent of its median."""
+    low_high = row.get("spread", {}).get(name)
+    median = row.get(name)
+    return 50 * (low_high[1] - low_high[0]) / median if low_high and median else None
 
 
 def latency_summary(runs: list[dict]) -> list[str]:
@@ -78,6 +109,12 @@ def format_report(doc: dict) -> str:
                f"(of {p['publications_read']:,} read); "
                f"insert s: time to register the queries added since the previous DB size; "
                f"index MB: {p['memory_method']}")
+    if p.get("repeat", 1) > 1:
+        out.append(f"each figure: the median of {p['repeat']} runs; ±%: half the range of filter ms "
+                   "across them, in percent of the median (--json: every figure's min and max)")
+        out += [f"!!! the answers changed from one run to the next: {r['algorithm']} FT_pr={r['ft_pr']}% "
+                f"DB={r['db']:,} (a nondeterministic engine: a bug)"
+                for r in doc["runs"] if r.get("repeat_answers_agree") is False]
     if doc["mismatches"]:
         out.append("")
         out.append("!" * 78)
@@ -103,6 +140,7 @@ def format_report(doc: dict) -> str:
                        f"{', '.join(g['algorithms'])} give {g['matches']:,} matches on the "
                        f"{g['publications']:,} common publications (digest {g['digest']})")
     out += latency_summary(doc["runs"])
+    out += percentile_notes(doc["runs"])
     ours = {r["algorithm"]: r for r in doc["runs"] if r["db"] == 100000 and r["ft_pr"] == 50}
     if ours:
         out.append("")

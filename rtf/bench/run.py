@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -24,8 +25,12 @@ from rtf.bench.timing import run_isolated, time_algorithm
 from rtf.errors import RtfError
 
 
-def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) -> dict:
-    """Run the whole evaluation; the JSON document (runs keep private ``_`` keys)."""
+def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None, repeat: int = 1) -> dict:
+    """Run the whole evaluation; the JSON document (runs keep private ``_`` keys).
+
+    With `repeat` > 1 every algorithm is timed `repeat` times (each time in a fresh
+    process, on the same queries and publications), and each cell holds the median of
+    its figures with their spread (`repeated_rows`)."""
     from rtf.bench.workload import Vocabulary
     from rtf.engine import ALGORITHMS
     from rtf.io.taxonomy import Taxonomy
@@ -72,8 +77,9 @@ def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) 
         for alg in params.algorithms:
             seen = pubs[:params.pubs_for(alg)]
             t = time.perf_counter()
-            alg_rows = run_isolated(params.isolate, time_algorithm, alg, wl, seen, params.db,
-                                     step, taxonomy, params.index_cache)
+            alg_rows = repeated_rows([run_isolated(params.isolate, time_algorithm, alg, wl, seen, params.db,
+                                                   step, taxonomy, params.index_cache)
+                                      for _ in range(repeat)])
             if params.memory:
                 mem = run_isolated(params.isolate, memory_profile, alg, wl, params.db, step,
                                     taxonomy)
@@ -117,7 +123,7 @@ def run_bench(params: BenchParams, log: Callable[[str], None] = lambda s: None) 
                       if params.mix_name == "values" or is_shape(params.mix_name) else {
                           k: v for k, v in asdict(bench_mix(0, params.mix_name, params.v3_share)).items()
                           if k != "ft_pr"},
-                      seconds=round(time.perf_counter() - t0, 1))
+                      repeat=repeat, seconds=round(time.perf_counter() - t0, 1))
     return {"params": params_out, "machine": machine_info(), "runs": rows,
             "agreement": agreements, "mismatches": mismatches}
 
@@ -134,3 +140,31 @@ def public_json(doc: dict) -> dict:
     """
     runs = [{k: v for k, v in r.items() if not k.startswith("_")} for r in doc["runs"]]
     return {"params": doc["params"], "machine": doc["machine"], "runs": runs}
+
+
+#: The figures of a run that vary from one run to the next: a repeated cell shows their median.
+TIMED_FIGURES = ("insert_s", "insert_ms_per_query", "filter_ms_mean", "filter_ms_p50", "filter_ms_p99",
+                 "pubs_per_s", "kb_per_s", "gc_pct", "confirm_pct", "peak_rss_mb")
+
+
+def repeated_rows(runs: list[list[dict]]) -> list[dict]:
+    """One row per DB size from the rows of `runs` (the same algorithm timed again): the first
+    run's row, each of its `TIMED_FIGURES` the median of the runs', with ``repeats`` and
+    ``spread`` ({figure: [min, max]}). The answers must not change from run to run: if they do,
+    ``repeat_answers_agree`` is False (and the first run's answers are compared across engines).
+    """
+    if len(runs) == 1:
+        return runs[0]
+    out = []
+    for cells in zip(*runs):
+        row = dict(cells[0])
+        row["repeats"] = len(cells)
+        row["spread"] = {}
+        for name in TIMED_FIGURES:
+            values = [c[name] for c in cells if c.get(name) is not None]
+            if values:
+                row[name] = statistics.median(values)
+                row["spread"][name] = [min(values), max(values)]
+        row["repeat_answers_agree"] = len({c["digest"] for c in cells}) == 1
+        out.append(row)
+    return out

@@ -3,12 +3,14 @@
     rtf check "ASK { ?s ?p ?o }"            show how a query decomposes
     rtf match --queries Q.jsonl --publications dump.nt.gz [...]
     rtf demo                                the example queries on the DBpedia sample
-    rtf index build|info|add|remove         save queries once; rtf match --index IDX reuses them
+    rtf index build|info|list|export|add|remove
+                                            save queries once; rtf match --index IDX reuses them
     rtf gen-queries / rtf bench             workloads and the RTF paper's evaluation
     rtf serve --data DIR                    a broker over HTTP: durable queries, pushed matches
 
 Every command prints errors as one readable line (with line and column for
-queries) and exits non-zero; never a traceback.
+queries) and exits non-zero; never a traceback. Every message goes through
+`logging` (`rtf.cli.logs`): -q, -v and --log-level on every command.
 
 exit status:
   0   done (with --skip-invalid: also when lines were skipped or a file broke off)
@@ -26,41 +28,47 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import signal
 import sys
 import threading
-import traceback
-import zlib
+from collections.abc import Iterable
 
-from rtf.query.analysis import TextAnalysisError
+from rtf.cli.logs import add_logging_options, configured_logging, log
 from rtf.cli.streams import ClosedStreamError, guard_closed_streams
-from rtf.cli.arguments import (
-    EXIT_INPUT,
-    EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
-    EXIT_TERMINATED,
-    EXIT_USAGE,
-    UsageError,
-    refuse_outputs_among_inputs,
-    refuse_stdin_twice,
-)
-from rtf.errors import RtfError
-from rtf.io.files import OutputIsInputError
 
 #: Set to 1 to see the traceback of an internal error.
 DEBUG_ENV = "RTF_DEBUG"
 
+#: Every command: the module that adds its parser (`add_command`) and runs it, and the line
+#: `rtf --help` shows. A module is imported only for its own command: ``rtf --version``,
+#: ``rtf --help`` and ``rtf check`` do not import what ``rtf match`` or ``rtf bench`` need.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("rtf.cli.check", "parse a query and print its decomposition"),
+    "match": ("rtf.cli.match", "match publications against registered queries"),
+    "demo": ("rtf.cli.match", "run the example queries on the DBpedia sample"),
+    "gen-queries": ("rtf.cli.gen_queries", "generate a query workload from publications"),
+    "bench": ("rtf.cli.bench", "the RTF paper's evaluation: filter time, throughput, memory, insertion"),
+    "index": ("rtf.cli.index", "build, inspect, list, export and update a saved query index"),
+    "serve": ("rtf.cli.serve", "run a continuous-query broker over HTTP"),
+}
 
-def _fail(message: str, code: int = EXIT_INPUT) -> int:
-    print(f"rtf: error: {message}", file=sys.stderr)
+
+def summary(command: str) -> str:
+    """The line `rtf --help` shows for `command`."""
+    return COMMANDS[command][1]
+
+
+def _fail(message: str, code: int) -> int:
+    log.error(f"rtf: error: {message}")
     return code
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `rtf` parser: each command family's module adds its subcommands, in this order."""
+def build_parser(names: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The `rtf` parser: every command listed, the options of `names` (default: all) added by
+    their modules, imported now; the others' only when asked for."""
     from rtf import __version__
-    from rtf.cli import bench, check, gen_queries, index, match, serve
 
     parser = argparse.ArgumentParser(
         prog="rtf", description="Continuous full-text SPARQL queries over RDF publications.",
@@ -68,9 +76,41 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="\n\n".join(__doc__.split("\n\n")[1:4:2]))
     parser.add_argument("--version", action="version", version=f"rtf {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (check, match, gen_queries, bench, index, serve):
-        command.add_command(sub)
+    wanted = {COMMANDS[name][0] for name in (COMMANDS if names is None else names)}  # their modules
+    added: set[str] = set()
+    for name, (module, help_line) in COMMANDS.items():
+        if name in added:
+            continue
+        if module in wanted:
+            before = set(sub.choices)
+            importlib.import_module(module).add_command(sub)
+            for new in set(sub.choices) - before:
+                _with_logging_options(sub.choices[new])
+                added.add(new)
+        else:  # listed; its options are added when it is the command run
+            sub.add_parser(name, help=help_line, add_help=False)
     return parser
+
+
+def _with_logging_options(parser: argparse.ArgumentParser) -> None:
+    """-q, -v and --log-level on `parser` and each of its subcommands (`rtf.cli.logs`), unless
+    it has its own (``rtf serve``'s default level is another)."""
+    subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for action in subcommands:
+        for child in action.choices.values():
+            _with_logging_options(child)
+    if not subcommands and "--log-level" not in parser._option_string_actions:
+        add_logging_options(parser)
+
+
+def _command_in(argv: list[str]) -> list[str]:
+    """The command `argv` runs (its first word that is not an option), as a list: [] for none."""
+    for word in argv:
+        if not word.startswith("-"):
+            return [word] if word in COMMANDS else []
+        if word == "--":
+            break
+    return []
 
 
 class Terminated(BaseException):
@@ -86,16 +126,20 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line `argv`; return the exit status (see `rtf --help`)."""
     closed = guard_closed_streams()  # started with stdin, stdout or stderr closed
     try:
-        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(_command_in(argv))
         args = parser.parse_args(argv)
-        if not getattr(args, "func", None):
-            parser.print_help()
-            return _refused(closed, EXIT_USAGE)
-        with _on_sigterm(_terminate):
-            return _refused(closed, _run(args))
+        with configured_logging(args):
+            if not getattr(args, "func", None):
+                from rtf.cli.arguments import EXIT_USAGE
+                parser.print_help()
+                return _refused(closed, EXIT_USAGE)
+            with _on_sigterm(_terminate):
+                return _refused(closed, _run(args))
     except SystemExit as e:  # argparse: --help and --version exit 0, swallowing a failed write
         if e.code in (0, None) and any(s.refused for s in closed):
-            return _refused(closed, 0)
+            with configured_logging(argparse.Namespace()):
+                return _refused(closed, 0)
         raise
 
 
@@ -104,11 +148,21 @@ def _refused(closed: list, code: int) -> int:
     that something swallowed (argparse prints help and version so)."""
     refused = next((s for s in closed if s.refused), None)
     if code == 0 and refused is not None:
-        return _fail(str(ClosedStreamError(*refused.what)))
+        from rtf.cli.arguments import EXIT_INPUT
+        return _fail(str(ClosedStreamError(*refused.what)), EXIT_INPUT)
     return code
 
 
 def _run(args) -> int:
+    import zlib
+
+    from rtf.cli.arguments import (EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED,
+                                   EXIT_USAGE, UsageError, refuse_outputs_among_inputs,
+                                   refuse_stdin_twice)
+    from rtf.errors import RtfError
+    from rtf.io.files import OutputIsInputError
+    from rtf.query.analysis import TextAnalysisError
+
     try:
         refuse_outputs_among_inputs(args)
         refuse_stdin_twice(args)
@@ -123,18 +177,19 @@ def _run(args) -> int:
     except (OutputIsInputError, TextAnalysisError, UsageError) as e:
         return _fail(str(e), EXIT_USAGE)
     except (RtfError, OSError) as e:
-        return _fail(str(e))
+        return _fail(str(e), EXIT_INPUT)
     except (EOFError, zlib.error) as e:  # an archive read outside rtf.io.reader's guard
-        return _fail(f"cannot read a compressed file: {e or type(e).__name__}")
+        return _fail(f"cannot read a compressed file: {e or type(e).__name__}", EXIT_INPUT)
     except UnicodeError as e:
-        return _fail(f"not valid UTF-8 text: {e}")
+        return _fail(f"not valid UTF-8 text: {e}", EXIT_INPUT)
     except RecursionError:
-        return _fail("the input is nested too deeply")
+        return _fail("the input is nested too deeply", EXIT_INPUT)
     except MemoryError:
-        return _fail("out of memory: the input is too large for this machine")
+        return _fail("out of memory: the input is too large for this machine", EXIT_INPUT)
     except Exception as e:  # a bug: one line, the traceback on request
         if os.environ.get(DEBUG_ENV):
-            traceback.print_exc()
+            import traceback
+            log.error(traceback.format_exc().rstrip())
         return _fail(f"internal error: {type(e).__name__}: {e}; please report it "
                      f"(set {DEBUG_ENV}=1 to see the traceback)", EXIT_INTERNAL)
 

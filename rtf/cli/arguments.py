@@ -67,7 +67,7 @@ def between(low: float, high: float, what: str) -> Callable[[str], float]:
 
 #: The options that name files a command reads, and those it writes.
 INPUT_OPTIONS = ("publications", "follow", "queries", "index", "taxonomy", "file", "stop_words_file")
-OUTPUT_OPTIONS = ("output", "json")
+OUTPUT_OPTIONS = ("output", "json", "taxonomy_output")
 
 
 def _paths(value) -> list[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from rtf.bench.inputs import (
@@ -15,14 +14,12 @@ from rtf.bench.inputs import (
     PAPER_COMMAND,
     BenchParams,
 )
-from rtf.bench.plots import write_plots
-from rtf.bench.report import format_report
-from rtf.bench.run import public_json, run_bench
 from rtf.bench.shapes import FAMILIES as SHAPES
 from rtf.bench.workload import MIXES
+from rtf.cli import summary
 from rtf.cli.arguments import between, positive_int
+from rtf.cli.logs import log
 from rtf.errors import RtfError
-from rtf.io.files import atomic_output
 
 
 def _int_list(text: str) -> list[int]:
@@ -113,7 +110,7 @@ the three FT_pr of Fig. 7:
 
 def add_command(sub) -> None:
     p = sub.add_parser(
-        "bench", help="the RTF paper's evaluation: filter time, throughput, memory, insertion",
+        "bench", help=summary("bench"),
         description="Reproduce the RTF paper's evaluation (section 4, Figs. 5-7) on DBpedia: "
                     "generate a query workload, insert it into each engine in steps, filter "
                     "publications at each query-database size, and compare the engines' speed, "
@@ -163,6 +160,10 @@ def add_command(sub) -> None:
                    help="use these queries (the first max DB of them) instead of generating")
     p.add_argument("--json", metavar="OUT.json", help="write the figures as JSON")
     p.add_argument("--plots", metavar="DIR", help="write PNG charts in the manner of Figs. 5-7")
+    p.add_argument("--repeat", type=positive_int, default=1, metavar="N",
+                   help="run every algorithm N times on the same workload and publications: each "
+                        "figure is then the median of the N runs, with its spread (min and max) "
+                        "in --json and the spread of filter ms in the table (default 1)")
     p.add_argument("--in-process", action="store_true",
                    help="run every algorithm in this process instead of a fresh one each "
                         "(for profiling; less isolated)")
@@ -180,9 +181,9 @@ def _default_publications() -> list[str]:
     if files:
         return [str(f) for f in files]
     bundled = examples_dir() / "news.nt"
-    print(f"rtf bench: the DBpedia sample was not found at {data_dir()}/dbpedia (set {ENV_VAR} "
-          f"to the folder that holds dbpedia/); benchmarking the tiny bundled example "
-          f"{bundled} instead", file=sys.stderr)
+    log.warning(f"rtf bench: the DBpedia sample was not found at {data_dir()}/dbpedia (set {ENV_VAR} "
+                f"to the folder that holds dbpedia/); benchmarking the tiny bundled example "
+                f"{bundled} instead")
     return [str(bundled)]
 
 
@@ -197,26 +198,32 @@ def params_from_args(args) -> BenchParams:
 
 
 def cmd_bench(args) -> int:
+    from rtf.bench.plots import write_plots
+    from rtf.bench.report import format_report, percentile_notes
+    from rtf.bench.run import public_json, run_bench
+    from rtf.io.files import atomic_output
+
     if args.plots:  # fail now, not after minutes of benchmarking
         import importlib.util
         if importlib.util.find_spec("matplotlib") is None:
             raise RtfError("--plots needs matplotlib: pip install 'rtf[bench]' (or matplotlib)")
     params = params_from_args(args)
-    doc = run_bench(params, log=lambda s: print(s, file=sys.stderr, flush=True))
+    doc = run_bench(params, log=log.info, repeat=args.repeat)
     print(format_report(doc))
+    for note in percentile_notes(doc["runs"]):
+        log.warning(f"rtf bench: {note.removeprefix('note: ')}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         with atomic_output(args.json) as f:
             json.dump(public_json(doc), f, indent=1, default=str)
             f.write("\n")
-        print(f"rtf bench: figures written to {args.json}", file=sys.stderr)
+        log.info(f"rtf bench: figures written to {args.json}")
     if args.plots:
         for path in write_plots(doc, args.plots):
-            print(f"rtf bench: plot written to {path}", file=sys.stderr)
+            log.info(f"rtf bench: plot written to {path}")
     if doc["mismatches"]:
         pairs = sorted({f"{m['algorithms'][0]} vs {m['algorithms'][1]}" for m in doc["mismatches"]})
-        print(f"rtf bench: MATCH MISMATCH ({', '.join(pairs)}) at {len(doc['mismatches'])} "
-              f"DB size(s): the engines disagree, see the report; exit status {EXIT_MISMATCH}",
-              file=sys.stderr)
+        log.error(f"rtf bench: MATCH MISMATCH ({', '.join(pairs)}) at {len(doc['mismatches'])} "
+                  f"DB size(s): the engines disagree, see the report; exit status {EXIT_MISMATCH}")
         return EXIT_MISMATCH
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import asdict
 
 from rtf.bench.workload import (
@@ -16,8 +15,10 @@ from rtf.bench.workload import (
     write_jsonl,
 )
 from rtf.bench.shapes import FAMILIES as SHAPES
-from rtf.errors import RtfError
+from rtf.cli import summary
 from rtf.cli.arguments import between, positive_int
+from rtf.cli.logs import log
+from rtf.errors import RtfError
 
 _MIX_HELP = {
     "max_tuples": "most tuples in one query",
@@ -55,7 +56,7 @@ def add_command(sub) -> None:
     import argparse
 
     p = sub.add_parser(
-        "gen-queries", help="generate a query workload from publications",
+        "gen-queries", help=summary("gen-queries"),
         description="Generate continuous queries from the classes, properties and words of the "
                     "given publications (RTF paper, section 4), as JSON Lines for rtf match.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -174,7 +175,7 @@ def _cmd(args) -> int:
     taxonomy = Taxonomy.from_file(args.taxonomy) if args.taxonomy else None
     pubs = list(read_publications(args.publications))
     n = write_jsonl(generate_queries(pubs, args.count, args.seed, mix, taxonomy), args.output)
-    print(f"rtf: wrote {n} queries to {args.output} ({json.dumps(asdict(mix))})", file=sys.stderr)
+    log.info(f"rtf: wrote {n} queries to {args.output} ({json.dumps(asdict(mix))})")
     return 0
 
 
@@ -198,8 +199,8 @@ def _values(args) -> int:
         for pub in pubs:
             f.writelines(f"{s} {p} {o} .\n" for s, p, o in pub.triples)
     n = write_jsonl(values_queries(args.count, args.seed), args.output)
-    print(f"rtf: wrote {n} queries to {args.output} and {len(pubs)} publications to "
-          f"{args.write_publications} (the values workload, seed {args.seed})", file=sys.stderr)
+    log.info(f"rtf: wrote {n} queries to {args.output} and {len(pubs)} publications to "
+             f"{args.write_publications} (the values workload, seed {args.seed})")
     return 0
 
 
@@ -215,5 +216,5 @@ def _shapes(args, ft_pr: float) -> int:
     if args.write_publications:
         pubs = write_nquads(shape_stream(sources, args.mix_name), args.write_publications)
         written = f" and {pubs} publications to {args.write_publications} (N-Quads: --group-by graph)"
-    print(f"rtf: wrote {n} {args.mix_name} queries to {args.output}{written}", file=sys.stderr)
+    log.info(f"rtf: wrote {n} {args.mix_name} queries to {args.output}{written}")
     return 0

@@ -2,7 +2,9 @@
 
     rtf index build --queries Q.jsonl [--algorithm rtfs] [--taxonomy ONTO] --output IDX
     rtf index info IDX
-    rtf index add IDX --queries MORE.jsonl
+    rtf index list IDX [--json] [--subscriber NAME]
+    rtf index export IDX > Q.jsonl
+    rtf index add IDX --queries MORE.jsonl [--replace]
     rtf index remove IDX --ids q1 q2 ...
     rtf match --index IDX --publications F ...
 
@@ -16,14 +18,15 @@ index to replacing it), so concurrent ones all take effect.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import sys
 
+from rtf.cli import summary
 from rtf.cli.arguments import UsageError, add_text_analysis_options, positive_int, text_analysis_of
+from rtf.cli.logs import log
 from rtf.errors import RtfError
 from rtf.io.files import STDIO, OutputIsInputError, folder_locked, same_file
-from rtf.io.queries import QueryFileError, iter_queries, load_queries, register_all
 
 EPILOG = """\
 examples:
@@ -31,7 +34,10 @@ examples:
                   --taxonomy ../shared/data/dbpedia/ontology/dbpedia_2015-10.nt.gz --output q.idx
   rtf index build --queries many.jsonl --output many.idx --workers 2   (parsed in 2 more processes)
   rtf index info q.idx
+  rtf index list q.idx --subscriber alice
+  rtf index export q.idx > q.jsonl          (rtf index build --queries q.jsonl: the same index)
   rtf index add q.idx --queries more.jsonl
+  rtf index add q.idx --queries changed.jsonl --replace
   rtf index remove q.idx --ids q3 q7
   rtf match --index q.idx --publications ../shared/data/dbpedia/nordlys_dbpedia-2015-10_sample.nt.gz
 
@@ -53,8 +59,7 @@ def _locked(index: str):
     two ``rtf index add`` at once each add their queries (one waits for the other)
     instead of the last writer's file replacing the other's changes."""
     def waiting() -> None:
-        print(f"rtf index: another rtf index is changing a file beside {index}: waiting for it",
-              file=sys.stderr, flush=True)
+        log.info(f"rtf index: another rtf index is changing a file beside {index}: waiting for it")
     return folder_locked(index, on_wait=waiting)
 
 
@@ -73,14 +78,14 @@ def _rewritable(index: str, command: str) -> None:
 def cmd_build(args) -> int:
     from rtf.engine import Engine
     from rtf.io.builder import IndexBuilder
+    from rtf.io.queries import iter_queries, register_all
 
     # A chunk of queries indexed at a time, then written out: the memory of a few queries.
     builder = IndexBuilder(Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args)))
     register_all(builder, iter_queries(args.queries), args.queries, workers=args.workers)
     with _locked(args.output):
         size = builder.save(args.output)
-    print(f"rtf index: {args.output}: {len(builder)} queries, {args.algorithm}, {size} bytes",
-          file=sys.stderr)
+    log.info(f"rtf index: {args.output}: {n_queries(len(builder))}, {args.algorithm}, {size} bytes")
     return 0
 
 
@@ -98,23 +103,95 @@ def cmd_info(args) -> int:
     return 0
 
 
+def cmd_list(args) -> int:
+    """One line per query of the index: its id and subscriber (or JSON Lines with --json)."""
+    from rtf.engine import Engine
+
+    for rq in Engine.load(args.index).queries():
+        if args.subscriber is not None and rq.subscriber != args.subscriber:
+            continue
+        if args.as_json:
+            print(json.dumps({"id": rq.id, "subscriber": rq.subscriber}, ensure_ascii=False))
+        else:  # tab-separated; an id or name with a tab or a line end is written as JSON writes it
+            print(f"{_one_line(rq.id)}\t{'' if rq.subscriber is None else _one_line(rq.subscriber)}")
+    return 0
+
+
+def _one_line(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1] if any(c in text for c in "\t\n\r\\") else text
+
+
+def cmd_export(args) -> int:
+    """The index's queries as a query file (JSON Lines), and with --taxonomy-output its taxonomy:
+    what `rtf index build` makes the same index of."""
+    from rtf.cli.streams import binary_stdout
+    from rtf.engine import Engine
+    from rtf.io.files import atomic_output
+    from rtf.io.output import query_record_line, taxonomy_lines
+
+    engine = Engine.load(args.index)
+    missing = [rq.id for rq in engine.queries() if not rq.query.text]
+    if missing:
+        raise RtfError(f"{args.index}: query {missing[0]!r} was registered without its text: "
+                       "it cannot be exported")
+    to_stdout = args.output in (None, STDIO)
+    with contextlib.nullcontext(binary_stdout()) if to_stdout else atomic_output(args.output, encoding=None) as out:
+        for rq in engine.queries():
+            out.write(query_record_line(rq.id, rq.query.text, rq.subscriber, rq.metadata).encode())
+        out.flush()
+    classes = len(engine.taxonomy.parent_table())
+    if args.taxonomy_output:
+        with atomic_output(args.taxonomy_output) as f:
+            f.writelines(taxonomy_lines(engine.taxonomy))
+    options = [f"--algorithm {engine.algorithm}"]
+    if engine.text_analysis is not None:
+        options += _analysis_options(engine.text_analysis.as_dict())
+    if classes:
+        options.append(f"--taxonomy {args.taxonomy_output or 'ONTO'}")
+    log.info(f"rtf index: {args.index}: exported {n_queries(len(engine))}; `rtf index build --queries "
+             f"{args.output if not to_stdout else 'FILE'} {' '.join(options)}` makes the same index"
+             + (f" (ONTO: its taxonomy, {classes} classes: --taxonomy-output writes it)"
+                if classes and not args.taxonomy_output else "")
+             + (" (WORDS: its stop words, one a line, as `rtf index info` lists them)"
+                if isinstance(engine.text_analysis and engine.text_analysis.stop_words, tuple) else ""))
+    return 0
+
+
+def _analysis_options(options: dict) -> list[str]:
+    """The `rtf index build` options of a text analysis (`TextAnalysis.as_dict`)."""
+    out = []
+    for name, value in options.items():
+        if value is True:
+            out.append(f"--{name.replace('_', '-')}")
+        elif isinstance(value, str):
+            out.append(f"--{name.replace('_', '-')} {value}")
+        elif value:  # a list of stop words
+            out.append("--stop-words-file WORDS")
+    return out
+
+
 def cmd_add(args) -> int:
     from rtf.engine import Engine
+    from rtf.io.queries import load_queries, register_all
 
     _rewritable(args.index, "add")
     records = load_queries(args.queries)
     with _locked(args.index):
         engine = Engine.load(args.index)
-        before = len(engine)
-        register_all(engine, records, args.queries, workers=args.workers)
+        before = {rq.id for rq in engine.queries()}
+        register_all(engine, records, args.queries, workers=args.workers, replace=args.replace)
         size = engine.save(args.index)
-    print(f"rtf index: {args.index}: added {len(engine) - before} queries, "
-          f"{len(engine)} in all, {size} bytes", file=sys.stderr)
+    replaced = len(before & {rec["id"] for rec in records}) if args.replace else 0
+    added = len(engine) - len(before)
+    log.info(f"rtf index: {args.index}: added {n_queries(added)}"
+             + (f", replaced {n_queries(replaced)}" if args.replace else "")
+             + f", {len(engine)} in all, {size} bytes")
     return 0
 
 
 def cmd_remove(args) -> int:
     from rtf.engine import Engine
+    from rtf.io.queries import QueryFileError
 
     _rewritable(args.index, "remove")
     with _locked(args.index):
@@ -125,16 +202,21 @@ def cmd_remove(args) -> int:
         for qid in dict.fromkeys(args.ids):
             engine.unregister(qid)
         size = engine.save(args.index)
-    print(f"rtf index: {args.index}: removed {len(set(args.ids))} queries, "
-          f"{len(engine)} left, {size} bytes", file=sys.stderr)
+    log.info(f"rtf index: {args.index}: removed {n_queries(len(set(args.ids)))}, "
+             f"{len(engine)} left, {size} bytes")
     return 0
+
+
+def n_queries(n: int) -> str:
+    """``1 query``, ``2 queries``."""
+    return f"{n} query" if n == 1 else f"{n} queries"
 
 
 def add_command(sub) -> None:
     """Add ``rtf index`` and its subcommands to the `rtf` parser's subparsers `sub`."""
     from rtf.engine import ALGORITHMS
 
-    p = sub.add_parser("index", help="build, inspect and update a saved query index",
+    p = sub.add_parser("index", help=summary("index"),
                        description="Build a query index once and reuse it: `rtf match --index IDX` "
                                    "loads it without parsing a query.",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
@@ -158,14 +240,44 @@ def add_command(sub) -> None:
     q.add_argument("index", metavar="IDX", help="the index file (rtf index build --output IDX)")
     q.set_defaults(func=cmd_info)
 
+    q = _subcommand(commands, "list", "list an index's queries: id and subscriber, one a line",
+                    "List the queries of a saved index, one line each in registration order: its id,\n"
+                    "a tab and its subscriber (empty for none); with --json, one JSON object a line.\n"
+                    "The file is only read.",
+                    "rtf index list q.idx",
+                    "rtf index list q.idx --json --subscriber alice")
+    q.add_argument("index", metavar="IDX", help="the index file")
+    q.add_argument("--json", action="store_true", dest="as_json",
+                   help='JSON Lines: {"id": ..., "subscriber": ...}')
+    q.add_argument("--subscriber", metavar="NAME", help="only the queries of subscriber NAME")
+    q.set_defaults(func=cmd_list)
+
+    q = _subcommand(commands, "export", "write an index's queries as a query file (JSON Lines)",
+                    "Write the queries of a saved index as a query file: one JSON line per query,\n"
+                    '{"id", "query", "subscriber", "metadata"}, in registration order. `rtf index\n'
+                    "build --queries FILE` with the index's algorithm, taxonomy and text analysis\n"
+                    "(the command says which) makes the same index of it. The file is only read.",
+                    "rtf index export q.idx > q.jsonl",
+                    "rtf index export q.idx --output q.jsonl")
+    q.add_argument("index", metavar="IDX", help="the index file")
+    q.add_argument("--output", metavar="FILE", help="write the queries here (default or '-': stdout; "
+                                                    "replaced only when the export succeeds)")
+    q.add_argument("--taxonomy-output", metavar="ONTO",
+                   help="also write the index's taxonomy here, as N-Triples (for rtf index build --taxonomy)")
+    q.set_defaults(func=cmd_export)
+
     q = _subcommand(commands, "add", "register more queries in an index, in place (atomic)",
                     "Register the queries of a file in a saved index and save it again, in place.\n"
-                    "All or nothing: a bad query or an id already in the index is an error naming\n"
-                    "its line, and the index is left as it was.",
+                    "All or nothing: a bad query, or an id already in the index (without --replace),\n"
+                    "is an error naming its line, and the index is left as it was.",
                     "rtf index add q.idx --queries more.jsonl",
-                    "rtf index add q.idx --queries alert.rq       (its id: alert)")
+                    "rtf index add q.idx --queries alert.rq       (its id: alert)",
+                    "rtf index add q.idx --queries changed.jsonl --replace")
     q.add_argument("index", metavar="IDX", help="the index file to update")
     q.add_argument("--queries", required=True, metavar="MORE", help="JSON Lines of queries, or a .rq file")
+    q.add_argument("--replace", action="store_true",
+                   help="a query whose id is in the index replaces it (its text, subscriber and "
+                        "metadata), as the server's PUT does; without, that id is an error")
     _workers_option(q)
     q.set_defaults(func=cmd_add)
 

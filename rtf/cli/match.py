@@ -10,18 +10,18 @@ import os
 import sys
 import time
 
-from rtf.bench.memory import current_rss_mb, peak_rss_mb
+from rtf.cli import summary
 from rtf.cli.arguments import (
+    UsageError,
     add_text_analysis_options,
     positive_float,
     positive_int,
     refuse_outputs_among_inputs,
     text_analysis_of,
 )
-from rtf.io.files import atomic_output
+from rtf.cli.logs import log, write_stats
+from rtf.cli.streams import binary_stdout
 from rtf.io.output import match_bytes, match_line, sparql_json_line
-from rtf.io.progress import read_progress
-from rtf.io.queries import load_queries, register_all, report_skipped_queries
 
 EPILOG_MATCH = """\
 queries file:
@@ -59,7 +59,16 @@ live input:
   next subject starts, or the input ends. --follow FILE reads a growing file
   like `tail -F` (until Ctrl-C, or --follow-timeout seconds without new data):
   FILE may not exist yet, and a rotated (renamed and recreated) or truncated
-  FILE is followed, read again from its start.
+  FILE is followed, read again from its start. --flush-after S matches the
+  publication under way after S seconds without new data, so a quiet feed's
+  last publication is not kept waiting for the next subject.
+
+--stats:
+  one JSON object on stderr at the end, whatever -q says: register_s and
+  register_queries_per_s (the registration, the parser's one-off build or
+  load included), parser_build_s (that build, or the load of its tables from
+  the cache) and register_queries_per_s_without_parser_build (what each
+  further query costs), filter_s, publications_per_s, index_rss_mb, ...
 
 several cores:
   --workers N first parses the queries in N processes while this one indexes
@@ -89,7 +98,7 @@ examples (from a checkout; the bundled example files):
 def add_command(sub) -> None:
     from rtf.engine import ALGORITHMS, DEFAULT_ALGORITHM
 
-    p = sub.add_parser("match", help="match publications against registered queries",
+    p = sub.add_parser("match", help=summary("match"),
                        description="Register the queries, then stream the publications through the "
                                    "engine and write one JSON line per (publication, matching query).",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG_MATCH)
@@ -106,6 +115,10 @@ def add_command(sub) -> None:
                              "later, and may be rotated or truncated)")
     p.add_argument("--follow-timeout", type=positive_float, metavar="S",
                    help="with --follow: stop after S seconds without new data (default: never)")
+    p.add_argument("--flush-after", type=positive_float, metavar="S",
+                   help="with --publications - or --follow: match the publication read so far after "
+                        "S seconds without new data, without waiting for the next subject (one whose "
+                        "triples come on later is then another publication of the same id)")
     p.add_argument("--format", choices=("nt", "nq", "ttl", "trig", "owl"),
                    help="the RDF syntax of the input (default: from the file name; nt for stdin)")
     p.add_argument("--taxonomy", metavar="ONTO", help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf*")
@@ -132,7 +145,7 @@ def add_command(sub) -> None:
     add_text_analysis_options(p)
     p.set_defaults(func=cmd_match)
 
-    p = sub.add_parser("demo", help="run the example queries on the DBpedia sample",
+    p = sub.add_parser("demo", help=summary("demo"),
                        description="Run the example queries (examples/) over the DBpedia sample in\n"
                                    "$RTF_DATA_DIR/dbpedia (default ../shared/data/dbpedia), or over a\n"
                                    "small bundled example when the sample is absent. It is\n"
@@ -198,13 +211,25 @@ def _render_plain(pub, found) -> bytes:
 
 def cmd_match(args) -> int:
     """Register the queries, then write the matches of each publication."""
+    from rtf.bench.memory import current_rss_mb, peak_rss_mb
     from rtf.engine import DEFAULT_ALGORITHM, Engine
+    from rtf.io.files import atomic_output
+    from rtf.io.progress import read_progress
+    from rtf.io.queries import load_queries, register_all, report_skipped_queries
     from rtf.io.reader import ReadStats, read_publications
     from rtf.io.sources import UnknownFormatError
+    from rtf.parser.grammar import lark_parser, parser_builds
 
-    t0 = time.perf_counter()
-    problems: list[str] | None = None  # the queries --skip-invalid left out (none from an index)
+    follow = getattr(args, "follow", None)
+    flush_after = getattr(args, "flush_after", None)
     workers = getattr(args, "workers", 1) or 1  # (rtf demo has no --workers)
+    if flush_after and not (follow or "-" in args.publications):
+        raise UsageError("--flush-after is for a live feed: --publications - or --follow FILE")
+    if flush_after and workers > 1:
+        raise UsageError("--flush-after needs --workers 1: the workers match publications in batches")
+    t0 = time.perf_counter()
+    built_before = parser_builds.seconds
+    problems: list[str] | None = None  # the queries --skip-invalid left out (none from an index)
     if getattr(args, "index", None):  # a saved index: loaded, no query parsed
         from rtf.cli.index import load_index_engine
         rss_before = current_rss_mb()
@@ -219,6 +244,7 @@ def cmd_match(args) -> int:
         # objects left ~25 MB of holes in the index's memory at 100K queries (rtf index
         # build, which exits after saving, reads them one by one for a lower peak).
         records = load_queries(args.queries, problems)
+        lark_parser(positions=False)  # the one-off build (or load) of the parser, before the workers fork
         rss_before = current_rss_mb()
         register_all(engine, records, args.queries, problems, workers=workers)
         index_rss_mb = current_rss_mb() - rss_before
@@ -232,9 +258,9 @@ def cmd_match(args) -> int:
     # in 1.6 s at 100K queries, counted in run_s).
     gc.freeze()
 
-    follow = getattr(args, "follow", None)
+    parser_build_s = parser_builds.seconds - built_before
     if follow and not os.path.exists(follow):
-        print(f"rtf: {follow} does not exist yet: waiting for it (--follow)", file=sys.stderr)
+        log.info(f"rtf: {follow} does not exist yet: waiting for it (--follow)")
     sources = [follow] if follow else args.publications
     live = bool(follow) or "-" in sources  # a feed: each publication's matches at once
     render = make_renderer(args, engine)
@@ -247,7 +273,8 @@ def cmd_match(args) -> int:
         try:
             pubs = read_publications(sources, group_by=args.group_by, skip_invalid=args.skip_invalid,
                                      stats=read_stats, format=getattr(args, "format", None),
-                                     follow=bool(follow), idle_timeout=getattr(args, "follow_timeout", None))
+                                     follow=bool(follow), idle_timeout=getattr(args, "follow_timeout", None),
+                                     flush_after=flush_after)
         except UnknownFormatError as e:  # worded for the command line
             raise UnknownFormatError(e.syntax, e.source, "--format nt|nq|ttl|trig|owl") from None
         if workers > 1:
@@ -272,6 +299,12 @@ def cmd_match(args) -> int:
                  "breaks": [b.as_dict() for b in read_stats.breaks],
                  "register_s": round(register_s, 4),
                  "register_queries_per_s": round(len(engine) / register_s) if register_s else None,
+                 # the one-off build (or load from its cache) of the query parser, and the
+                 # registration's speed without it: what each further query costs
+                 "parser_build_s": round(parser_build_s, 4),
+                 "register_queries_per_s_without_parser_build": (
+                     round(len(engine) / (register_s - parser_build_s))
+                     if register_s > parser_build_s else None),
                  "index_rss_mb": round(index_rss_mb, 1), "filter_s": round(filter_s, 4),
                  "publications_per_s": round(publications / filter_s, 1) if filter_s else None,
                  "run_s": round(run_s, 4),
@@ -283,7 +316,7 @@ def cmd_match(args) -> int:
         engine_stats = engine.stats()
         stats.update({k: engine_stats[k] for k in ("value_tests", "filter_evaluations",
                                                      "filter_evaluations_shared") if k in engine_stats})
-        print(json.dumps(stats), file=sys.stderr)
+        write_stats(stats)
     return 0
 
 
@@ -336,34 +369,13 @@ def _match_here(engine, render, pubs):
         yield (render(pub, found) if found else b""), len(found), seconds
 
 
-def binary_stdout():
-    """Standard output for bytes: its binary file (what was written as text before
-    flushed first), or, when it has none (a StringIO), a writer that decodes."""
-    sys.stdout.flush()
-    buffer = getattr(sys.stdout, "buffer", None)
-    return buffer if buffer is not None else _DecodingWriter(sys.stdout)
-
-
-class _DecodingWriter:
-    """A text stream (a StringIO standing for stdout) that takes the lines as bytes."""
-
-    def __init__(self, text):
-        self.text = text
-
-    def write(self, data: bytes) -> None:
-        self.text.write(data.decode())
-
-    def flush(self) -> None:
-        self.text.flush()
-
-
 def report_lost_input(read_stats) -> None:
     """Tell on stderr what --skip-invalid skipped: how many lines, the first, each break."""
     if read_stats.skipped_lines:
         first = f"; first: {read_stats.errors[0]}" if read_stats.errors else ""
-        print(f"rtf: skipped {read_stats.skipped_lines} invalid line(s){first}", file=sys.stderr)
+        log.warning(f"rtf: skipped {read_stats.skipped_lines} invalid line(s){first}")
     for brk in read_stats.breaks:
-        print(f"rtf: warning: {brk.error()}", file=sys.stderr)
+        log.warning(f"rtf: warning: {brk.error()}")
 
 
 def cmd_demo(args) -> int:
@@ -382,14 +394,14 @@ def cmd_demo(args) -> int:
         queries = examples / "dbpedia_queries.jsonl"
         pubs = [str(f) for f in files]
         taxonomy = str(dbpedia_ontology())
-        print(f"rtf demo: {len(files)} DBpedia sample files from {data_dir()}/dbpedia", file=sys.stderr)
+        log.info(f"rtf demo: {len(files)} DBpedia sample files from {data_dir()}/dbpedia")
     else:
         queries = examples / "news_queries.jsonl"
         pubs = [str(examples / "news.nt")]
         taxonomy = str(examples / "news_ontology.nt")
-        print(f"rtf demo: the DBpedia sample was not found at {data_dir()}/dbpedia "
-              f"(set {ENV_VAR} to the folder that holds dbpedia/); "
-              f"running the bundled example {pubs[0]} instead", file=sys.stderr)
+        log.warning(f"rtf demo: the DBpedia sample was not found at {data_dir()}/dbpedia "
+                    f"(set {ENV_VAR} to the folder that holds dbpedia/); "
+                    f"running the bundled example {pubs[0]} instead")
     ns = argparse.Namespace(queries=str(queries), publications=pubs, taxonomy=taxonomy,
                             algorithm=args.algorithm, group_by="subject", output=args.output,
                             stats=True, skip_invalid=False, follow=None, format=None)

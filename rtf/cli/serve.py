@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import sys
 
+from rtf.cli import summary
 from rtf.cli.arguments import EXIT_INPUT, positive_float, positive_int
+from rtf.cli.logs import add_logging_options, log
 
 #: The modules ``rtf serve`` needs, and the distributions that bring them.
 SERVER_MODULES = {"fastapi": "fastapi", "fastapi_offline": "fastapi-offline", "uvicorn": "uvicorn",
@@ -87,7 +88,7 @@ def add_command(sub) -> None:
     from rtf.server.config import (DEFAULT_PORT, MAX_AGE_S, MAX_BODY, MAX_EVENTS, SNAPSHOT_EVERY,
                                    STREAM_QUEUE)
 
-    p = sub.add_parser("serve", help="run a continuous-query broker over HTTP",
+    p = sub.add_parser("serve", help=summary("serve"),
                        description="Serve the registered queries over HTTP: subscribers register "
                                    "queries, publishers post RDF, matches are answered and pushed "
                                    "to subscribers as Server-Sent Events. Queries and pushed "
@@ -119,10 +120,9 @@ def add_command(sub) -> None:
                         "Engine.save) without parsing its queries; it must have been built with "
                         "--algorithm and --taxonomy (a folder already started from IDX is served "
                         "as it is)")
-    p.add_argument("--log-level", default="warning",
-                   choices=("critical", "error", "warning", "info", "debug"),
-                   help="server log detail on stderr (default warning; info logs every request)")
-    p.set_defaults(func=cmd_serve)
+    # the server's log (rtf.server.command sets it up): warnings by default, -v every request
+    add_logging_options(p, default="warning")
+    p.set_defaults(func=cmd_serve, own_logging=True)
 
 
 
@@ -131,8 +131,8 @@ def cmd_serve(args) -> int:
     missing = [dist for module, dist in SERVER_MODULES.items()
                if importlib.util.find_spec(module) is None]
     if missing:
-        print(f"rtf: error: rtf serve needs the server extra ({', '.join(missing)} missing): "
-              "pip install 'rtf[server]'", file=sys.stderr)
+        log.error(f"rtf: error: rtf serve needs the server extra ({', '.join(missing)} missing): "
+                  "pip install 'rtf[server]'")
         return EXIT_INPUT
     from rtf.server.command import serve
     return serve(args)

@@ -110,3 +110,24 @@ def _open(fd: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def binary_stdout():
+    """Standard output for bytes: its binary file (what was written as text before
+    flushed first), or, when it has none (a StringIO), a writer that decodes."""
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    return buffer if buffer is not None else _DecodingWriter(sys.stdout)
+
+
+class _DecodingWriter:
+    """A text stream (a StringIO standing for stdout) that takes the lines as bytes."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def write(self, data: bytes) -> None:
+        self.text.write(data.decode())
+
+    def flush(self) -> None:
+        self.text.flush()

@@ -224,3 +224,28 @@ def sparql_json_line(pub_id: str, m, registered) -> str:
     doc = {"publication": pub_id, "query": m.query_id, "subscriber": m.subscriber}
     doc.update(sparql_json(m, registered))
     return json.dumps(doc, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------ exports
+
+
+def query_record_line(query_id: str, text: str, subscriber: str | None, metadata) -> str:
+    """One line of a query file (`rtf.io.queries`) that reads back as this query: id, text,
+    subscriber and, when there is some, metadata (``rtf index export``)."""
+    record = {"id": query_id, "query": text, "subscriber": subscriber}
+    if metadata:
+        record["metadata"] = metadata
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def taxonomy_lines(taxonomy) -> list[str]:
+    """`taxonomy` as N-Triples that `rtf.io.taxonomy.Taxonomy.from_file` reads back as it:
+    its ``rdfs:subClassOf`` edges, and an ``owl:Class`` line for a class without any."""
+    from rtf.query.terms import RDF_TYPE, RDFS_SUBCLASSOF
+
+    lines = []
+    for cls, parents in sorted(taxonomy.parent_table().items()):
+        lines += [f"{cls} <{RDFS_SUBCLASSOF}> {parent} .\n" for parent in parents]
+        if not parents and not taxonomy.descendants_or_self(cls) - {cls}:
+            lines.append(f"{cls} <{RDF_TYPE}> <http://www.w3.org/2002/07/owl#Class> .\n")
+    return lines

@@ -11,6 +11,7 @@ queries here.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import sys
 from collections import deque
@@ -191,14 +192,15 @@ def json_problem(value) -> str | None:
 
 
 def register_all(engine, records, source: str, problems: list[str] | None = None,
-                 workers: int = 1) -> None:
+                 workers: int = 1, replace: bool = False) -> None:
     """Register every record, or none: the first bad query is an error naming it.
 
     With a `problems` list, a bad query or a duplicate id is reported there
     (file, line, id and reason) and skipped; the others are registered.
     The records go to the engine as one batch (`Engine.register_many`, which
     parses ahead in `workers` processes), read as they come (an iterator such
-    as `iter_queries` is never held whole).
+    as `iter_queries` is never held whole). With `replace`, a record whose id
+    is registered replaces that query (a second record of one id is an error).
     """
     # The records read and not yet registered, by position: with workers, reading runs
     # ahead of registering by at most what the parsers hold (rtf.io.parse_ahead).
@@ -220,14 +222,19 @@ def register_all(engine, records, source: str, problems: list[str] | None = None
         problems.append(str(error))
 
     def batch() -> Iterator[tuple]:
+        seen: dict[str, int] = {}
         for position, rec in enumerate(progress(records, "registering", unit="q")):
+            if replace and rec["id"] is not None and seen.setdefault(rec["id"], rec["line"]) != rec["line"]:
+                raise QueryFileError(f"{source}:{rec['line']}: query {rec['id']!r}: the id of line "
+                                     f"{seen[rec['id']]} again: one record per id to replace")
             recent.append((position, rec))
             yield rec["query"], rec["id"], rec["subscriber"], rec.get("metadata")
 
-    engine.register_many(batch(), refused, workers=workers)
+    engine.register_many(batch(), refused, workers=workers, **({"replace": True} if replace else {}))
 
 
 def report_skipped_queries(problems: list[str]) -> None:
-    """Tell on stderr each query that --skip-invalid left out, and why."""
+    """Tell (a warning on the ``rtf.cli`` logger) each query that --skip-invalid left out, and why."""
+    log = logging.getLogger("rtf.cli")
     for problem in problems:
-        print(f"rtf: skipped query: {problem}", file=sys.stderr)
+        log.warning(f"rtf: skipped query: {problem}")

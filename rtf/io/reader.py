@@ -86,6 +86,7 @@ from rtf.io.input_limits import (
 )
 from rtf.io.sources import (_LINE_FORMATS, _OPENERS, CHUNK_BYTES, STDIN, Break, GuardedReader, detect_format,
                             open_binary)
+from rtf.io.idle import grouped_when_idle
 from rtf.io.memory import MemorySource, in_memory
 from rtf.io.publication import Publication, Triple
 from rtf.query.terms import display_iri
@@ -454,7 +455,7 @@ def read_publications(paths: Source | Iterable[Source],
                       group_by: str = "subject", skip_invalid: bool = False,
                       stats: ReadStats | None = None,
                       format: str | ox.RdfFormat | None = None, follow: bool = False,
-                      idle_timeout: float | None = None) -> Iterator[Publication]:
+                      idle_timeout: float | None = None, flush_after: float | None = None) -> Iterator[Publication]:
     """Publications of the RDF files `paths` (one path or several), in order.
 
     Each of `paths` is a file path or RDF held in memory: bytes, a string of
@@ -476,9 +477,8 @@ def read_publications(paths: Source | Iterable[Source],
     does not say (stdin, ``dump.nt``). With ``follow=True`` each file is
     followed by name as it grows, like ``tail -F`` (it may not exist yet, and
     may be rotated or truncated: `rtf.io.sources.FollowedFile`), until
-    `idle_timeout` seconds pass without new bytes (None: forever). A file
-    that cannot be opened is a `PublicationError` ("cannot read publications
-    file F: ...").
+    `idle_timeout` seconds pass without new bytes (None: forever); `flush_after`: `rtf.io.idle`.
+    A file that cannot be opened is a `PublicationError` ("cannot read publications file F: ...").
     """
     if group_by not in ("subject", "graph"):
         raise ValueError(f"group_by must be 'subject' or 'graph', not {group_by!r}")
@@ -489,12 +489,12 @@ def read_publications(paths: Source | Iterable[Source],
         memory = in_memory(p)
         sources.append((memory or str(p), *detect_format(STDIN if memory else p, format)))
     return _read(sources, group_by == "graph", skip_invalid,
-                 stats if stats is not None else ReadStats(), follow, idle_timeout)
+                 stats if stats is not None else ReadStats(), follow, idle_timeout, flush_after)
 
 
 def _read(sources: list[tuple[str | MemorySource, ox.RdfFormat, str | None]], by_graph: bool,
           skip_invalid: bool, stats: ReadStats, follow: bool = False,
-          idle_timeout: float | None = None) -> Iterator[Publication]:
+          idle_timeout: float | None = None, flush_after: float | None = None) -> Iterator[Publication]:
     for source, fmt, compression in sources:
         if isinstance(source, MemorySource):
             source, label = source
@@ -506,12 +506,12 @@ def _read(sources: list[tuple[str | MemorySource, ox.RdfFormat, str | None]], by
             except OSError as e:
                 raise PublicationError(f"cannot read publications file {source}: "
                                        f"{e.strerror or e}") from None
-            yield from _read_file(raw, label, fmt, by_graph, skip_invalid, stats,
-                                  eager=follow or source == STDIN)
+            yield from _read_file(raw, label, fmt, by_graph, skip_invalid, stats, follow or source == STDIN,
+                                  flush_after if follow or source == STDIN else None)
 
 
-def _read_file(raw: IO[bytes], label: str, fmt: ox.RdfFormat, by_graph: bool,
-               skip_invalid: bool, stats: ReadStats, eager: bool = False) -> Iterator[Publication]:
+def _read_file(raw: IO[bytes], label: str, fmt: ox.RdfFormat, by_graph: bool, skip_invalid: bool,
+               stats: ReadStats, eager: bool = False, flush_after: float | None = None) -> Iterator[Publication]:
     """The publications of one open binary file `raw`, named `label` in errors."""
     keys = _quad_keys if by_graph else _triple_keys
 
@@ -538,8 +538,9 @@ def _read_file(raw: IO[bytes], label: str, fmt: ox.RdfFormat, by_graph: bool,
         batches = (_turtle_batches if fmt == ox.RdfFormat.TURTLE
                    else _stream_batches)(f, fmt, keys, stats, source=label)
     # The break, if any, comes after the last batch read before it, and
-    # before the publication it cut short is handed on.
-    yield from _group(_rows(chain(batches, f.end(label)), on_bad, stats), by_graph, stats)
+    # before the publication it cut short is handed on (`flush_after`: `rtf.io.idle`).
+    yield from grouped_when_idle(chain(batches, f.end(label)), flush_after,
+                                 lambda batches: _group(_rows(batches, on_bad, stats), by_graph, stats))
 
 
 def publications_from_bytes(data: bytes, format: str | ox.RdfFormat | None = None,

@@ -29,23 +29,58 @@ binds to a literal (unbound, or bound only as a subject or predicate).
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from typing import NotRequired, TypedDict
 
 from rtf.query.model import (And, FTAnd, FTExpr, FTNear, FTNot, FTOr, FTTerm, FtContains, Query,
                        TupleConjunct)
 from rtf.query.terms import BlankNode, TypePath, Variable, Wildcard, is_literal, lexical_form
-from rtf.query.analysis import word_of, word_places
-from rtf.query.text import TextIndex, analysed, current_analysis
+from rtf.query.analysis import TextAnalysis, word_of, word_places
+from rtf.query.text import FullTextError, TextIndex, analysed, current_analysis, parse_ft_string
 
-__all__ = ["explain_match", "explain_solution", "ft_hits", "never_match_reasons", "query_warnings"]
+__all__ = ["explain_match", "explain_solution", "ft_hits", "never_match_reasons", "query_warnings",
+           "Explanation", "FtContainsExplanation", "Hit"]
+
+
+class Hit(TypedDict):
+    """What satisfied one term, phrase, prefix or ``ftnear`` of an ``ftcontains``."""
+
+    operator: str  # "term", "phrase", "prefix" or "ftnear"
+    query: str  # as the query wrote it (its words casefolded)
+    #: the terms it was matched as, when the engine's text analysis (stemming, stop
+    #: words, ...) made them other than `query`'s words
+    analysed: NotRequired[str]
+    spans: list[list[int]]  # [start, end) of each occurrence, in characters of the literal
+    words: list[str]  # the literal's text at each span
+    pairs: NotRequired[list[list[list[int]]]]  # ftnear: the spans of each pair within reach
+
+
+class FtContainsExplanation(TypedDict):
+    """One satisfied ``ftcontains``: its variable, the literal it held, and the hits."""
+
+    variable: str | None
+    literal: str  # the N-Triples term
+    ftcontains: str  # the full-text expression, as the engine reads it
+    hits: list[Hit]
+
+
+class Explanation(TypedDict):
+    """One solution of a match explained (`Match.explain` gives one per solution)."""
+
+    bindings: dict[str, str]
+    branch: int | None  # the branch that matched, numbered as ``rtf check`` prints them
+    ftcontains: list[FtContainsExplanation]
 
 
 
 # ------------------------------------------------------------------ explain
 
 
-def explain_match(match, publication, source) -> list[dict]:
+def explain_match(match, publication, source) -> list[Explanation]:
     """The explanation of `match` (one entry per solution, in `Match.bindings` order).
 
     `source` is the `Engine` that made the match (its query and taxonomy are
@@ -72,7 +107,7 @@ def _query_and_virtual(query_id: str, publication, source) -> tuple[Query, list]
 
 
 def explain_solution(query: Query, publication, bindings: dict[str, str],
-                     virtual: Iterable = ()) -> dict:
+                     virtual: Iterable = ()) -> Explanation:
     """One solution explained: {"bindings", "branch", "ftcontains": [...]}.
 
     `branch` is the 1-based number of the first branch with a witness (None
@@ -81,19 +116,56 @@ def explain_solution(query: Query, publication, bindings: dict[str, str],
     """
     triples = list(publication.triples)
     virtual = list(virtual)
+    analysis = current_analysis()
+    written = _written_terms(query.text, analysis) if analysis is not None and query.text else {}
     for number, branch in enumerate(query.branches, 1):
         witness = _witness(branch.tuples, triples, virtual, dict(bindings))
         if witness is not None:
             return {"bindings": dict(bindings), "branch": number,
-                    "ftcontains": [_ft_entry(t, o) for t, o in witness if t.fulltext is not None]}
+                    "ftcontains": [_ft_entry(t, o, written) for t, o in witness if t.fulltext is not None]}
     return {"bindings": dict(bindings), "branch": None, "ftcontains": []}
 
 
-def _ft_entry(conjunct: TupleConjunct, literal: str) -> dict:
+def _ft_entry(conjunct: TupleConjunct, literal: str, written: dict[FTTerm, FTTerm]) -> FtContainsExplanation:
     variable = conjunct.object
+    assert conjunct.fulltext is not None
     return {"variable": str(variable) if isinstance(variable, Variable) else None,
             "literal": literal, "ftcontains": str(conjunct.fulltext),
-            "hits": ft_hits(conjunct.fulltext, lexical_form(literal))}
+            "hits": ft_hits(conjunct.fulltext, lexical_form(literal), written)}
+
+
+#: A string literal of a query: '...', "...", '''...''' or """...""" (escapes kept).
+_STRING = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
+                     r'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.S)
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "b": "\b", "f": "\f"}
+
+
+@lru_cache(maxsize=256)
+def _written_terms(text: str, analysis: TextAnalysis) -> dict[FTTerm, FTTerm]:
+    """Each full-text term of query `text` as `analysis` reads it -> as the query wrote it
+    (its words casefolded, not analysed), found among the query's string literals; the first
+    literal of a term wins when two read the same."""
+    out: dict[FTTerm, FTTerm] = {}
+    for found in _STRING.finditer(text):
+        literal = found.group()
+        quote = 3 if literal[:3] in ('"""', "'''") else 1
+        value = _ESCAPE.sub(_unescaped, literal[quote:-quote])
+        try:
+            with analysed(analysis):
+                term = parse_ft_string(value)
+            with analysed(None):
+                out.setdefault(term, parse_ft_string(value))
+        except FullTextError:  # (not a full-text string: a plain literal of the query)
+            continue
+    return out
+
+
+def _unescaped(escape: re.Match) -> str:
+    code = escape.group(1)
+    if code[0] in "uU" and len(code) > 1:
+        return chr(int(code[1:], 16))
+    return _ESCAPES.get(code, code)
 
 
 def _name(term) -> str | None:
@@ -149,32 +221,33 @@ def _unify(conjunct: TupleConjunct, triple, assignment: dict) -> list[str] | Non
 # --------------------------------------------------------------- highlights
 
 
-def ft_hits(expr: FTExpr, text: str) -> list[dict]:
+def ft_hits(expr: FTExpr, text: str, written: dict[FTTerm, FTTerm] | None = None) -> list[Hit]:
     """What satisfied `expr` in `text`: one entry per satisfied term, phrase,
     prefix or ``ftnear``, with the character spans [start, end) in `text` and
-    the words there. A negation contributes nothing (an absence has no span)."""
+    the words there. A negation contributes nothing (an absence has no span).
+    `written` maps a term as analysed to the query's own words (`_written_terms`)."""
     places = word_places(text)  # in the text as written (its words are read in NFC)
     analysis = current_analysis()
     if analysis is not None:  # a term's span is the span of the word it comes from
         places = [places[i] for i in analysis.origins([word_of(text[s:e]) for s, e in places])]
     index = TextIndex.of(text)
-    return list(_hits(expr, index, places, text))
+    return list(_hits(expr, index, places, text, written or {}))
 
 
-def _hits(expr: FTExpr, index: TextIndex, places, text) -> Iterator[dict]:
+def _hits(expr: FTExpr, index: TextIndex, places, text, written: dict[FTTerm, FTTerm]) -> Iterator[Hit]:
     if isinstance(expr, FTTerm):
         starts = index.occurrences(expr)
         if starts:
-            yield _entry(_kind(expr), str(expr), [(p, p + len(expr.words) - 1) for p in starts],
-                         places, text)
+            yield _entry(_kind(expr), expr, [(p, p + len(expr.words) - 1) for p in starts],
+                         places, text, written)
     elif isinstance(expr, (FTAnd, FTOr)):
         for operand in expr.operands:
             if index.matches(operand):
-                yield from _hits(operand, index, places, text)
+                yield from _hits(operand, index, places, text, written)
     elif isinstance(expr, FTNear):
         pairs = _near_pairs(expr, index)
         if pairs:
-            entry = _entry("ftnear", str(expr), [w for pair in pairs for w in pair], places, text)
+            entry = _entry("ftnear", expr, [w for pair in pairs for w in pair], places, text, written)
             entry["pairs"] = [[entry["spans"][2 * i], entry["spans"][2 * i + 1]]
                               for i in range(len(pairs))]
             yield entry
@@ -188,11 +261,19 @@ def _kind(term: FTTerm) -> str:
     return "prefix" if term.words[0].prefix else "term"
 
 
-def _entry(kind: str, query: str, word_ranges, places, text) -> dict:
-    """`word_ranges`: (first word, last word) positions; shown as character spans."""
+def _entry(kind: str, expr: FTTerm | FTNear, word_ranges, places, text, written: dict[FTTerm, FTTerm]) -> Hit:
+    """`word_ranges`: (first word, last word) positions; shown as character spans. The
+    query's words are shown (``query``), and the terms matched too when they differ."""
     spans = [[places[a][0], places[b][1]] for a, b in word_ranges]
-    return {"operator": kind, "query": query, "spans": spans,
-            "words": [text[s:e] for s, e in spans]}
+    if isinstance(expr, FTNear):
+        as_written: FTTerm | FTNear = dataclasses.replace(
+            expr, left=written.get(expr.left, expr.left), right=written.get(expr.right, expr.right))
+    else:
+        as_written = written.get(expr, expr)
+    words = [text[s:e] for s, e in spans]
+    if as_written == expr:
+        return {"operator": kind, "query": str(expr), "spans": spans, "words": words}
+    return {"operator": kind, "query": str(as_written), "analysed": str(expr), "spans": spans, "words": words}
 
 
 def _near_pairs(e: FTNear, index: TextIndex) -> list[tuple[tuple[int, int], tuple[int, int]]]:

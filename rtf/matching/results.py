@@ -10,11 +10,19 @@ is the list of `Match` records, by query id, it always was.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
 from operator import attrgetter, itemgetter
+from typing import TYPE_CHECKING
 
 from rtf.algebra.results import OrderedRows, Triples
+
+if TYPE_CHECKING:  # (for the type checker only: the engine is a later stage)
+    from rtf.engine import Engine, RegisteredQuery
+    from rtf.io.publication import Publication
+    from rtf.matching.explain import Explanation
+    from rtf.query.model import Query
 
 
 class Match(tuple):
@@ -79,7 +87,7 @@ class Match(tuple):
         solutions = self[2]
         return sorted(solutions) if isinstance(solutions, Triples) else None
 
-    def explain(self, publication, source) -> list[dict]:
+    def explain(self, publication: Publication, source: Engine | RegisteredQuery | Query) -> list[Explanation]:
         """Why this match: per solution, the branch that matched and each
         satisfied ``ftcontains`` with its variable, literal, character spans
         and words (see `rtf.matching.explain`).
@@ -101,7 +109,7 @@ _subscriber = attrgetter("subscriber")
 _is_ask = attrgetter("is_ask")
 
 
-class Matches(Sequence):
+class Matches(Sequence[Match]):
     """One publication's matches: a read-only sequence of `Match`, by query id.
 
     `query_ids` (increasing), `solutions` and `registered` (each query's
@@ -182,7 +190,7 @@ class Matches(Sequence):
     def __getitem__(self, i):
         return self._list()[i]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Match]:
         return iter(self._list())
 
     def __contains__(self, item) -> bool:
@@ -211,3 +219,26 @@ class Matches(Sequence):
 
 
 NO_MATCHES = Matches([], [], [])
+
+
+def merged(group, found: dict, queries) -> tuple[list, list, list]:
+    """The group's ids, solutions and subscribers with `found`'s queries inserted in
+    query-id order (the group's ids are in that order already)."""
+    group_ids, subscribers_of, solutions_of = group.ids, group.subscribers, group.per_id()
+    ids: list = []
+    solutions: list = []
+    subscribers: list = []
+    start = 0
+    for qid in sorted(found):
+        cut = bisect_left(group_ids, qid, start)
+        ids += group_ids[start:cut]
+        solutions += solutions_of[start:cut]
+        subscribers += subscribers_of[start:cut]
+        ids.append(qid)
+        solutions.append(found[qid])
+        subscribers.append(queries[qid].subscriber)
+        start = cut
+    ids += group_ids[start:]
+    solutions += solutions_of[start:]
+    subscribers += subscribers_of[start:]
+    return ids, solutions, subscribers

@@ -1,0 +1,7 @@
+"""``python -m rtf``: the ``rtf`` command (`rtf.cli.main`)."""
+
+import sys
+
+from rtf.cli import main
+
+sys.exit(main())
