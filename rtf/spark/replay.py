@@ -51,6 +51,7 @@ from rtf.spark.dataframe import (
 from rtf.spark.dump_triples import read_triples
 from rtf.spark.dumps import ReplayError, dump_files
 from rtf.spark.hadoopfs import HadoopFS, prepare_output
+from rtf.spark.session import use_worker_python
 from rtf.spark.workers import BATCH_CHARS, MAX_EXAMPLES, build_group_engines, max_rss
 
 #: The output formats: Parquet rows, or the JSON Lines of ``rtf match``.
@@ -86,6 +87,7 @@ def _round(x: float, n: int = 4) -> float:
 def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda s: None) -> dict:
     """Run the job on `spark` (a SparkSession); write the matches and their metrics; return the metrics."""
     sc = spark.sparkContext
+    use_worker_python(sc)
     fs = HadoopFS(sc)
     t_start = time.perf_counter()
     if config.output_format not in OUTPUT_FORMATS:
