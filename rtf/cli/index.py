@@ -73,15 +73,25 @@ def _rewritable(index: str, command: str) -> None:
 def cmd_build(args) -> int:
     from rtf.engine import Engine
     from rtf.io.builder import IndexBuilder
+    from rtf.matching.explain import TaxonomyReport
 
     # A chunk of queries indexed at a time, then written out: the memory of a few queries.
-    builder = IndexBuilder(Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args)))
+    engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args))
+    warnings = TaxonomyReport(engine.taxonomy)
+    builder = IndexBuilder(engine, on_registered=lambda rq: warnings.add(rq.id, rq.query))
     register_all(builder, iter_queries(args.queries), args.queries, workers=args.workers)
     with _locked(args.output):
         size = builder.save(args.output)
+    _report(warnings)
     print(f"rtf index: {args.output}: {len(builder)} queries, {args.algorithm}, {size} bytes",
           file=sys.stderr)
     return 0
+
+
+def _report(warnings) -> None:
+    """The taxonomy warnings of the queries registered (`rtf.matching.explain.TaxonomyReport`)."""
+    for line in warnings.lines():
+        print(f"rtf index: warning: {line}", file=sys.stderr)
 
 
 def cmd_info(args) -> int:
@@ -100,6 +110,7 @@ def cmd_info(args) -> int:
 
 def cmd_add(args) -> int:
     from rtf.engine import Engine
+    from rtf.matching.explain import TaxonomyReport
 
     _rewritable(args.index, "add")
     records = load_queries(args.queries)
@@ -108,6 +119,10 @@ def cmd_add(args) -> int:
         before = len(engine)
         register_all(engine, records, args.queries, workers=args.workers)
         size = engine.save(args.index)
+    warnings = TaxonomyReport(engine.taxonomy)
+    for query in engine.queries()[before:]:  # (in registration order: the ones just added)
+        warnings.add(query.id, query.query)
+    _report(warnings)
     print(f"rtf index: {args.index}: added {len(engine) - before} queries, "
           f"{len(engine)} in all, {size} bytes", file=sys.stderr)
     return 0
