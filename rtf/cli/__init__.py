@@ -6,6 +6,7 @@
     rtf index build|info|add|remove         save queries once; rtf match --index IDX reuses them
     rtf gen-queries / rtf bench             workloads and the RTF paper's evaluation
     rtf serve --data DIR                    a broker over HTTP: durable queries, pushed matches
+    rtf spark stream|replay|queries-log     rtf on Spark (pip install 'rtf[spark]')
 
 Every command prints errors as one readable line (with line and column for
 queries) and exits non-zero; never a traceback.
@@ -60,7 +61,7 @@ def _fail(message: str, code: int = EXIT_INPUT) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The `rtf` parser: each command family's module adds its subcommands, in this order."""
     from rtf import __version__
-    from rtf.cli import bench, check, gen_queries, index, match, serve
+    from rtf.cli import bench, check, gen_queries, index, match, serve, spark
 
     parser = argparse.ArgumentParser(
         prog="rtf", description="Continuous full-text SPARQL queries over RDF publications.",
@@ -68,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="\n\n".join(__doc__.split("\n\n")[1:4:2]))
     parser.add_argument("--version", action="version", version=f"rtf {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (check, match, gen_queries, bench, index, serve):
+    for command in (check, match, gen_queries, bench, index, serve, spark):
         command.add_command(sub)
     return parser
 

@@ -1,6 +1,6 @@
 """Replaying RDF dumps through an engine on Spark.
 
-This is the library behind ``spark/dbpedia_eval.py`` (see ``docs/spark.md``).
+This is the library behind ``rtf spark replay`` (`rtf.spark.replay_command`; see ``docs/spark.md``).
 The job has three stages, each timed on its own:
 
 1. **read+parse.** Spark's ``text`` source reads each dump file (Hadoop
@@ -62,7 +62,7 @@ METRICS = "_metrics.json"
 
 @dataclass
 class ReplayConfig:
-    """What `run_replay` needs; mirrors the options of ``spark/dbpedia_eval.py``."""
+    """What `run_replay` needs; mirrors the options of ``rtf spark replay``."""
 
     dumps: list[str]
     queries: str | None  # the queries file, or None with `index`

@@ -46,6 +46,17 @@ def make_session(app: str, master: str | None, conf: list[str] = (), prog: str =
     return builder.getOrCreate()
 
 
+def active_session():
+    """The SparkSession this process already runs (a notebook's, a test's), else None: a
+    command run in the same process uses it rather than start a second one, and leaves it
+    running (its master and settings are the session's own)."""
+    if "pyspark" not in sys.modules:  # (then there is none, and PySpark stays unimported)
+        return None
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
 # ------------------------------------------------------- the Python workers
 
 #: The setting Spark documents for the workers' Python (it takes precedence over

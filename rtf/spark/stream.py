@@ -1,6 +1,6 @@
 """Continuous queries on Spark Structured Streaming: files in, matches out exactly once.
 
-The library behind ``spark/stream.py`` (docs/spark.md). A file source
+The library behind ``rtf spark stream`` (`rtf.spark.stream_command`, docs/spark.md). A file source
 watches ``--input`` (``binaryFile``: one row per new file, its bytes
 unparsed); every micro-batch goes to `StreamJob.on_batch` (``foreachBatch``),
 which
@@ -74,7 +74,7 @@ CRASH_POINTS = ("pinned", "written", "committed", "returned")
 
 @dataclass
 class StreamConfig:
-    """What `StreamJob` needs; mirrors the options of ``spark/stream.py``."""
+    """What `StreamJob` needs; mirrors the options of ``rtf spark stream``."""
 
     input: str
     output: str
