@@ -9,7 +9,6 @@ build``/``add``, ``rtf match`` and the server's registration responses.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -131,28 +130,21 @@ def test_rtf_match_warns_once(files, tmp_path, capsys):
 
 
 def test_the_servers_registration_responses_warn(tmp_path):
-    httpx = pytest.importorskip("httpx")
-    from rtf.server.app import create_app
-    from rtf.server.broker import Broker, BrokerConfig
+    pytest.importorskip("httpx")
+    from tests.test_server_api import in_process
 
-    broker = Broker(BrokerConfig(tmp_path))
-    app = create_app(broker, None)
+    async def check(client, broker):
+        r = await client.put("/queries/typed", json={"query": TYPED})
+        assert r.status_code == 201 and r.json()["warnings"] == [NO_TAXONOMY]
+        r = await client.put("/queries/plain", json={"query": PLAIN})
+        assert r.status_code == 201 and "warnings" not in r.json()
+        body = (json.dumps({"id": "t2", "query": TYPED}) + "\n").encode()
+        ndjson = {"Content-Type": "application/x-ndjson"}
+        r = await client.post("/queries", content=body, headers=ndjson)
+        assert r.json()["warnings"] == [f"<body>:1: query 't2': warning: {NO_TAXONOMY}"]
+        r = await client.post("/queries?atomic=false", content=body, headers=ndjson)
+        assert json.loads(r.text.splitlines()[0])["warnings"] == [NO_TAXONOMY]
+        r = await client.post("/check", json={"query": TYPED})
+        assert NO_TAXONOMY in r.json()["warnings"]
 
-    async def run():
-        transport = httpx.ASGITransport(app=app)
-        async with app.router.lifespan_context(app), httpx.AsyncClient(
-                transport=transport, base_url="http://rtf") as client:
-            r = await client.put("/queries/typed", json={"query": TYPED})
-            assert r.status_code == 201 and r.json()["warnings"] == [NO_TAXONOMY]
-            r = await client.put("/queries/plain", json={"query": PLAIN})
-            assert r.status_code == 201 and "warnings" not in r.json()
-            body = (json.dumps({"id": "t2", "query": TYPED}) + "\n").encode()
-            ndjson = {"Content-Type": "application/x-ndjson"}
-            r = await client.post("/queries", content=body, headers=ndjson)
-            assert r.json()["warnings"] == [f"<body>:1: query 't2': warning: {NO_TAXONOMY}"]
-            r = await client.post("/queries?atomic=false", content=body, headers=ndjson)
-            assert json.loads(r.text.splitlines()[0])["warnings"] == [NO_TAXONOMY]
-            r = await client.post("/check", json={"query": TYPED})
-            assert NO_TAXONOMY in r.json()["warnings"]
-
-    asyncio.run(run())
+    in_process(tmp_path, check)
