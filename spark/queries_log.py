@@ -1,83 +1,13 @@
 #!/usr/bin/env python
-"""Append to (or list) the queries log that a running stream follows.
+"""``rtf spark queries-log`` as a file, for checkouts (rtf/spark/queries_log_command.py)."""
 
-Each command appends operations to the log in DIR (created if missing) and
-prints their numbers; a running ``spark/stream.py --queries-log DIR`` applies
-them from its next micro-batch on. The query is checked first (parsed and
-indexed as the stream's workers will); a bad one is refused and nothing is
-appended. See docs/spark.md.
-"""
-
-from __future__ import annotations
-
-import argparse
-import json
+import functools
 import sys
 
-EPILOG = """\
-examples:
-  python spark/queries_log.py qlog/ register --id rio \\
-      --query 'SELECT ?s WHERE { ?s ?p ?o FILTER ftcontains(?o, "rio") }' --subscriber ann
-  python spark/queries_log.py qlog/ register --queries more.jsonl   # every query of a file, together
-  python spark/queries_log.py qlog/ unregister --id rio
-  python spark/queries_log.py qlog/ list                             # one JSON line per operation
-  python spark/queries_log.py qlog/ size                             # the number of the last operation
-"""
+from rtf.spark.queries_log_command import build_parser  # noqa: F401 (tests and readers find it here)
+from rtf.spark.queries_log_command import main as _main
 
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="queries_log.py", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
-    p.add_argument("log", metavar="DIR", help="the queries log folder")
-    commands = p.add_subparsers(dest="command", required=True)
-    reg = commands.add_parser("register", help="append registrations")
-    what = reg.add_mutually_exclusive_group(required=True)
-    what.add_argument("--query", help="the query text (with --id)")
-    what.add_argument("--queries", metavar="Q.jsonl",
-                      help='JSON Lines of {"id", "query", "subscriber"} (or a .rq file), appended together')
-    reg.add_argument("--id", help="the query's id (with --query)")
-    reg.add_argument("--subscriber", help="the query's subscriber (with --query)")
-    unreg = commands.add_parser("unregister", help="append removals")
-    unreg.add_argument("--id", required=True, action="append", help="a query id (repeatable)")
-    commands.add_parser("list", help="print every operation, one JSON line each")
-    commands.add_parser("size", help="print the number of operations")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    from rtf.errors import RtfError
-    from rtf.spark.oplog import QueriesLog
-
-    try:
-        log = QueriesLog(args.log, create=args.command in ("register", "unregister"))
-        if args.command == "register":
-            if args.query is not None:
-                if not args.id:
-                    parser.error("--query needs --id")
-                ops = [{"op": "register", "id": args.id, "query": args.query, "subscriber": args.subscriber}]
-            else:
-                from rtf.io.queries import load_queries
-
-                ops = [{"op": "register", "id": r["id"], "query": r["query"], "subscriber": r["subscriber"],
-                        "metadata": r["metadata"]} for r in load_queries(args.queries)]
-            first, last = log.append(ops)
-        elif args.command == "unregister":
-            first, last = log.append([{"op": "unregister", "id": i} for i in args.id])
-        elif args.command == "list":
-            for n, op in log.read():
-                print(json.dumps({"n": n, **op}, ensure_ascii=False))
-            return 0
-        else:
-            print(log.size())
-            return 0
-    except (RtfError, OSError) as e:
-        print(f"queries_log.py: error: {e}", file=sys.stderr)
-        return 1
-    print(f"operations {first}..{last}" if last > first else f"operation {first}")
-    return 0
-
+main = functools.partial(_main, prog="queries_log.py")
 
 if __name__ == "__main__":
     sys.exit(main())

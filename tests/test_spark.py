@@ -1,4 +1,4 @@
-"""The Spark driver (spark/dbpedia_eval.py, rtf.spark.replay) against `rtf match`.
+"""The Spark replay (`rtf spark replay`, spark/dbpedia_eval.py, rtf.spark.replay) against `rtf match`.
 
 One local[2] SparkSession serves the module. The inputs are a slice of the
 DBpedia sample laid out as DBpedia ships dumps: the nordlys resources split
@@ -297,17 +297,20 @@ def test_existing_output_is_refused_then_overwritten(spark, inputs, tmp_path, ca
 
 @spark_test
 def test_command_line_runs_in_local_mode_by_default(tmp_path):
-    """The script as users run it: its own session (local[*]), no --master."""
+    """The installed command as users run it (`rtf spark replay`, issue 40 item 8): its own
+    session (local[*,2]), no --master. (spark/dbpedia_eval.py is the same function:
+    tests/test_spark_commands.py.)"""
     out = tmp_path / "out"
     queries = ROOT / "examples" / "dbpedia_queries.jsonl"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--dump", str(_file("nordlys")),
+    rtf = Path(sys.executable).parent / "rtf"
+    proc = subprocess.run([str(rtf), "spark", "replay", "--dump", str(_file("nordlys")),
                            "--queries", str(queries), "--algorithm", "rtfm", "--output", str(out),
                            "--conf", "spark.ui.enabled=false"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     metrics = metrics_of(out)
     assert metrics["spark"]["master"] == "local[*,2]" and metrics["publications"] == 98
-    assert "wrote" in proc.stderr
+    assert "rtf spark replay: wrote" in proc.stderr
 
 
 # ------------------------------------------------------------ without Spark

@@ -462,6 +462,31 @@ def test_a_stream_restarted_beside_its_output_loses_nothing_or_says_why(spark, t
 
 
 @spark_test
+def test_rtf_spark_stream_runs_on_the_session_of_its_process(spark, tmp_path):
+    """The installed commands (issue 40 item 8), `rtf spark queries-log` then `rtf spark
+    stream`, run in a process that already runs Spark (a notebook, this test): the stream
+    uses that session, follows the log, commits the file, and leaves the session running."""
+    from rtf.cli import main as rtf_main
+    from tests.test_stream_checkpoint import QUERY
+
+    root = tmp_path
+    (root / "in").mkdir()
+    (root / "q.idx").write_bytes(_index_bytes("q0"))
+    assert rtf_main(["spark", "queries-log", str(root / "qlog"), "register", "--id", "q1",
+                     "--query", QUERY]) == 0
+    _drop_triple(root / "in", "a.nt")
+    sigterm = signal.getsignal(signal.SIGTERM)
+    try:
+        status = rtf_main(["spark", "stream", *argv(root), "--trigger-seconds", "0.2", "--stop-when-idle", "1",
+                           "--no-warm-up", "--no-keep-warm", "--log-level", "WARNING"])
+    finally:
+        signal.signal(signal.SIGTERM, sigterm)
+    assert status == 0
+    assert _publications(root / "out") == [f"{EX}a.nt"] * 2  # q0 of the index, q1 of the log
+    assert spark.range(1).count() == 1  # still running
+
+
+@spark_test
 @pytest.mark.slow
 def test_driver_killed_at_random_moments_never_loses_or_repeats_a_match(drops, tmp_path):
     """SIGKILL the driver and its JVM at random moments (seeded) while it works through

@@ -7,6 +7,7 @@
                                             save queries once; rtf match --index IDX reuses them
     rtf gen-queries / rtf bench             workloads and the RTF paper's evaluation
     rtf serve --data DIR                    a broker over HTTP: durable queries, pushed matches
+    rtf spark stream|replay|queries-log     rtf on Spark (pip install 'rtf[spark]')
 
 Every command prints errors as one readable line (with line and column for
 queries) and exits non-zero; never a traceback. Every message goes through
@@ -52,6 +53,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("rtf.cli.bench", "the RTF paper's evaluation: filter time, throughput, memory, insertion"),
     "index": ("rtf.cli.index", "build, inspect, list, export and update a saved query index"),
     "serve": ("rtf.cli.serve", "run a continuous-query broker over HTTP"),
+    "spark": ("rtf.cli.spark", "rtf on Spark: stream, replay, queries-log (pip install 'rtf[spark]')"),
 }
 
 

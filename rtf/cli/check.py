@@ -17,12 +17,16 @@ def add_command(sub) -> None:
                                    "conjuncts; exit 1 with line and column if it is invalid.",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog='examples:\n  rtf check \'ASK { ?a <http://ex/p> ?t FILTER ftcontains(?t, "rio") }\'\n'
-                              '  rtf check -f examples/news_queries.jsonl\n\n'
+                              '  rtf check -f examples/news_queries.jsonl\n'
+                              '  rtf check -f examples/news_queries.jsonl --taxonomy examples/news_ontology.nt\n\n'
                               'A query that can never match (ftcontains on a variable no triple '
-                              'pattern binds to a literal) gets a warning on stderr.')
+                              'pattern binds to a literal) gets a warning on stderr, and so does an '
+                              'a/rdfs:subClassOf* without --taxonomy, or on a class the taxonomy lacks.')
     p.add_argument("query", nargs="?", help="the query text (default: read -f FILE or stdin)")
     p.add_argument("-f", "--file", help="read the query from a .rq file, or check every query of a "
                                         "JSON Lines file (each bad one reported with line, id, reason)")
+    p.add_argument("--taxonomy", metavar="ONTO", help="the ontology the queries will be registered with "
+                                                      "(their a/rdfs:subClassOf*; default: none)")
     p.set_defaults(func=cmd_check)
 
 
@@ -30,11 +34,12 @@ def add_command(sub) -> None:
 def cmd_check(args) -> int:
     """Check one query (argument, .rq file or stdin), or every query of a JSON Lines file."""
     from rtf.errors import QueryError
-    from rtf.matching.explain import query_warnings
+    from rtf.matching.explain import query_warnings, taxonomy_warnings
     from rtf.parser import parse_query
 
+    taxonomy = _taxonomy(args)
     if args.file and Path(args.file).suffix != ".rq":
-        return check_query_file(args.file)
+        return check_query_file(args.file, taxonomy)
     if args.query is not None and not args.file:
         text = args.query  # (the query files' reader and its worker pools not imported: ~20 ms)
     else:
@@ -51,23 +56,30 @@ def cmd_check(args) -> int:
         log.error(message)
         return 1
     print(q.describe())
-    for reason in query_warnings(q):
+    for reason in query_warnings(q) + taxonomy_warnings(q, taxonomy):
         log.warning(f"warning: {reason}")
     return 0
 
 
-def check_query_file(path: str) -> int:
+def _taxonomy(args):
+    """The taxonomy of ``--taxonomy`` (None without it)."""
+    from rtf.io.taxonomy import Taxonomy
+
+    return Taxonomy.from_file(args.taxonomy) if getattr(args, "taxonomy", None) else None
+
+
+def check_query_file(path: str, taxonomy=None) -> int:
     """Check every query of a JSON Lines file: each bad one (bad JSON, invalid
     query, duplicate id) is reported with its line, id and reason on stderr,
     each query that can never match gets a warning, all in line order; exit 1
     if any was bad."""
     from rtf.engine import Engine
     from rtf.io.queries import load_queries, register_all
-    from rtf.matching.explain import query_warnings
+    from rtf.matching.explain import query_warnings, taxonomy_warnings
 
     problems: list[str] = []
     records = load_queries(path, problems)
-    engine = Engine("naive")  # the cheapest index; registering runs every check
+    engine = Engine("naive", taxonomy=taxonomy)  # the cheapest index; registering runs every check
     register_all(engine, records, path, problems)
     # (line, report): the problems of both passes and the warnings, merged into line order.
     reports = [(_line_of(problem, path), logging.ERROR, problem) for problem in problems]
@@ -78,7 +90,8 @@ def check_query_file(path: str) -> int:
                 or engine.get(rec["id"]).query.text != rec["query"]:
             continue
         claimed.add(rec["id"])
-        for reason in query_warnings(engine.get(rec["id"]).query):
+        query = engine.get(rec["id"]).query
+        for reason in query_warnings(query) + taxonomy_warnings(query, engine.taxonomy):
             reports.append((rec["line"], logging.WARNING,
                             f"{path}:{rec['line']}: query {rec['id']!r}: warning: {reason}"))
             warnings += 1

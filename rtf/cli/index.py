@@ -79,14 +79,24 @@ def cmd_build(args) -> int:
     from rtf.engine import Engine
     from rtf.io.builder import IndexBuilder
     from rtf.io.queries import iter_queries, register_all
+    from rtf.matching.explain import TaxonomyReport
 
     # A chunk of queries indexed at a time, then written out: the memory of a few queries.
-    builder = IndexBuilder(Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args)))
+    engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args))
+    warnings = TaxonomyReport(engine.taxonomy)
+    builder = IndexBuilder(engine, on_registered=lambda rq: warnings.add(rq.id, rq.query))
     register_all(builder, iter_queries(args.queries), args.queries, workers=args.workers)
     with _locked(args.output):
         size = builder.save(args.output)
+    _report(warnings)
     log.info(f"rtf index: {args.output}: {n_queries(len(builder))}, {args.algorithm}, {size} bytes")
     return 0
+
+
+def _report(warnings) -> None:
+    """The taxonomy warnings of the queries registered (`rtf.matching.explain.TaxonomyReport`)."""
+    for line in warnings.lines():
+        log.warning(f"rtf index: warning: {line}")
 
 
 def cmd_info(args) -> int:
@@ -173,6 +183,7 @@ def _analysis_options(options: dict) -> list[str]:
 def cmd_add(args) -> int:
     from rtf.engine import Engine
     from rtf.io.queries import load_queries, register_all
+    from rtf.matching.explain import TaxonomyReport
 
     _rewritable(args.index, "add")
     records = load_queries(args.queries)
@@ -181,6 +192,12 @@ def cmd_add(args) -> int:
         before = {rq.id for rq in engine.queries()}
         register_all(engine, records, args.queries, workers=args.workers, replace=args.replace)
         size = engine.save(args.index)
+    warnings = TaxonomyReport(engine.taxonomy)
+    given = {rec["id"] for rec in records}
+    for query in engine.queries():  # the ones just added or replaced
+        if query.id in given:
+            warnings.add(query.id, query.query)
+    _report(warnings)
     replaced = len(before & {rec["id"] for rec in records}) if args.replace else 0
     added = len(engine) - len(before)
     log.info(f"rtf index: {args.index}: added {n_queries(added)}"

@@ -252,6 +252,8 @@ def cmd_match(args) -> int:
             report_skipped_queries(problems)
         del records
     register_s = time.perf_counter() - t0
+    if not getattr(args, "index", None):  # (an index was warned of when it was built)
+        _warn_of_the_taxonomy(engine)
     # The index is long-lived: out of the collector's sight (`freeze_long_lived`, but
     # its collection is the one current_rss_mb has just made: what was freed since,
     # the query records, held no cycle, and a second full collection found nothing
@@ -326,6 +328,18 @@ WORKER_BATCH = 32
 WORKER_AHEAD = 4
 
 _WORKER: dict = {}  # a worker process's engine and renderer, inherited through fork
+
+
+def _warn_of_the_taxonomy(engine) -> None:
+    """The queries' a/rdfs:subClassOf* without a taxonomy, or on classes it lacks
+    (`rtf.matching.explain.TaxonomyReport`: one line per kind, on stderr)."""
+    from rtf.matching.explain import TaxonomyReport
+
+    warnings = TaxonomyReport(engine.taxonomy)
+    for registered in engine.queries():
+        warnings.add(registered.id, registered.query)
+    for line in warnings.lines():
+        log.warning(f"rtf: warning: {line}")
 
 
 def match_in_processes(engine, render, pubs, workers: int):

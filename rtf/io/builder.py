@@ -46,15 +46,18 @@ class IndexBuilder:
     and the save's tables together took 2.3 GB at 1M). `save` writes the
     same index `Engine.save` writes after registering them all (the same
     body, line for line). After a refused record (without `on_error`) the
-    builder is left unusable: build again.
+    builder is left unusable: build again. `on_registered` is called with
+    each query registered (its `RegisteredQuery`) before its chunk is freed.
     """
 
-    def __init__(self, engine: Engine, chunk: int | None = None):
+    def __init__(self, engine: Engine, chunk: int | None = None,
+                 on_registered: Callable[[object], None] | None = None):
         if len(engine):
             raise ValueError("IndexBuilder takes an empty engine")
         self._engine = engine
         self._writer = store.IndexWriter()
         self._chunk = BUILD_CHUNK if chunk is None else chunk
+        self._on_registered = on_registered
 
     def register_many(self, records: Iterable[tuple],
                       on_error: Callable[[int, tuple, Exception], None] | None = None,
@@ -90,6 +93,8 @@ class IndexBuilder:
                 done += len(ids)
                 for rq in engine._spill(ids):
                     self._writer.add(rq.query, rq.id, rq.subscriber, rq.metadata)
+                    if self._on_registered is not None:
+                        self._on_registered(rq)
                 self._writer.forget_identities()  # the chunk's queries are freed now
                 gc.collect(0)
                 if taken < self._chunk:

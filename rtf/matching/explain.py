@@ -25,6 +25,8 @@ already checked them).
 `never_match_reasons` is what ``rtf check`` warns about: a query whose
 every branch tests with ``ftcontains`` a variable that no triple pattern
 binds to a literal (unbound, or bound only as a subject or predicate).
+`taxonomy_warnings` is what every registration warns about: an
+``a/rdfs:subClassOf*`` where there is no taxonomy, or a class it lacks.
 """
 
 from __future__ import annotations
@@ -33,17 +35,18 @@ import dataclasses
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
+from dataclasses import fields, is_dataclass
 from functools import lru_cache
 from typing import NotRequired, TypedDict
 
 from rtf.query.model import (And, FTAnd, FTExpr, FTNear, FTNot, FTOr, FTTerm, FtContains, Query,
-                       TupleConjunct)
-from rtf.query.terms import BlankNode, TypePath, Variable, Wildcard, is_literal, lexical_form
+                       TriplePattern, TupleConjunct)
+from rtf.query.terms import IRI, BlankNode, Literal, TypePath, Variable, Wildcard, is_literal, lexical_form
 from rtf.query.analysis import TextAnalysis, word_of, word_places
 from rtf.query.text import FullTextError, TextIndex, analysed, current_analysis, parse_ft_string
 
 __all__ = ["explain_match", "explain_solution", "ft_hits", "never_match_reasons", "query_warnings",
-           "Explanation", "FtContainsExplanation", "Hit"]
+           "taxonomy_warnings", "TaxonomyReport", "Explanation", "FtContainsExplanation", "Hit"]
 
 
 class Hit(TypedDict):
@@ -349,3 +352,116 @@ def _conjuncts(exprs) -> Iterator:
             yield from _conjuncts(e.operands)
         else:
             yield e
+
+
+# ------------------------------------------------------------------ taxonomy
+
+
+#: The warning of an ``a/rdfs:subClassOf*`` registered where there is no taxonomy.
+NO_TAXONOMY = ("a/rdfs:subClassOf* without a taxonomy: `?x a/rdfs:subClassOf* C` holds only for "
+               "resources typed C itself, not for those of C's subclasses; give the ontology that "
+               "defines the classes (--taxonomy ONTO, Engine(taxonomy=...))")
+
+
+def taxonomy_warnings(query: Query, taxonomy=None) -> list[str]:
+    """What to warn about when `query` is registered on an engine with `taxonomy` (a
+    `rtf.io.taxonomy.Taxonomy`; None or an empty one: no taxonomy) -- the one place that
+    decides it, for ``rtf check``, ``rtf index build``/``add``, ``rtf match`` and the server.
+
+    ``?x a/rdfs:subClassOf* C`` follows the taxonomy's ``rdfs:subClassOf``; without one
+    it holds only where ``?x a C`` does, and a query written for subclasses silently
+    matches less. With a taxonomy, a constant class it does not hold (a misspelt IRI, a
+    class of another ontology) is the same trap.
+
+    >>> from rtf.parser import parse_query
+    >>> from rtf.io.taxonomy import Taxonomy
+    >>> q = parse_query("ASK { ?x a/rdfs:subClassOf* <http://ex/Report> }")
+    >>> print(*taxonomy_warnings(q))  # doctest: +ELLIPSIS
+    a/rdfs:subClassOf* without a taxonomy: `?x a/rdfs:subClassOf* C` holds only for resources typed C ...
+    >>> tax = Taxonomy.from_edges([("<http://ex/MatchReport>", "<http://ex/Report>")])
+    >>> taxonomy_warnings(q, tax)
+    []
+    >>> taxonomy_warnings(parse_query("ASK { ?x a/rdfs:subClassOf* <http://ex/Reprot> }"), tax)
+    ... # doctest: +ELLIPSIS
+    ['<http://ex/Reprot> is not a class of the taxonomy: ...']
+    """
+    classes = type_path_classes(query)
+    if not classes:
+        return []
+    if taxonomy is None or not len(taxonomy):
+        return [NO_TAXONOMY]
+    unknown = dict.fromkeys(c for c in classes if not isinstance(c, (Variable, BlankNode))
+                            and str(c) not in taxonomy)
+    return [f"{c} is not a class of the taxonomy: `a/rdfs:subClassOf* {c}` holds only for "
+            "resources typed with it itself (a misspelt class, or one of another ontology?)"
+            for c in unknown]
+
+
+#: What holds no pattern: the walk below does not look inside.
+_LEAVES = (str, int, float, bool, type(None), IRI, Literal, Variable, BlankNode, Wildcard, TypePath)
+
+
+def type_path_classes(query: Query) -> list:
+    """The objects of the query's ``a/rdfs:subClassOf*`` patterns, anywhere in it."""
+    if query.algebra is None:  # (its patterns are every pattern of the WHERE clause)
+        return [p.object for p in query.patterns if isinstance(p.predicate, TypePath)]
+    found: list = []
+    stack: list = [query.algebra]
+    seen: set[int] = set()
+    while stack:  # the algebra's dataclasses, their tuples, EXISTS patterns in expressions
+        node = stack.pop()
+        if isinstance(node, _LEAVES) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, (tuple, list)):
+            stack.extend(reversed(node))  # (popped in the order written)
+        elif isinstance(node, TriplePattern):
+            if isinstance(node.predicate, TypePath):
+                found.append(node.object)
+        else:
+            names = _FIELDS.get(type(node))
+            if names is None:
+                kind = type(node)
+                names = _FIELDS[kind] = tuple(f.name for f in reversed(fields(kind))) \
+                    if is_dataclass(kind) else ()
+            stack.extend(getattr(node, name) for name in names)
+    return found
+
+
+#: The fields of each dataclass of the algebra, last first (the walk pops them in order).
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+class TaxonomyReport:
+    """`taxonomy_warnings` of many queries, one line per distinct warning with how many
+    queries have it and the first `shown` ids (``rtf index build``, ``rtf match``): `add`
+    each registered query, then read `lines`. It keeps no query, so a build of any size
+    can feed it.
+
+    >>> from rtf.parser import parse_query
+    >>> q = parse_query("ASK { ?x a/rdfs:subClassOf* <http://ex/Report> }")
+    >>> report = TaxonomyReport(None)
+    >>> for query_id, query in [("a", q), ("b", q), ("c", parse_query("ASK { ?x a ?c }"))]:
+    ...     report.add(query_id, query)
+    >>> report.lines()  # doctest: +ELLIPSIS
+    ["2 queries ('a', 'b'): a/rdfs:subClassOf* without a taxonomy: ..."]
+    """
+
+    def __init__(self, taxonomy=None, shown: int = 3):
+        self.taxonomy, self.shown = taxonomy, shown
+        self._seen: dict[str, tuple[list[int], list[str]]] = {}  # warning -> ([count], first ids)
+
+    def add(self, query_id: str, query: Query) -> None:
+        for warning in taxonomy_warnings(query, self.taxonomy):
+            count, first = self._seen.setdefault(warning, ([0], []))
+            count[0] += 1
+            if len(first) < self.shown:
+                first.append(query_id)
+
+    def lines(self) -> list[str]:
+        out = []
+        for warning, ([count], first) in self._seen.items():
+            named = ", ".join(map(repr, first)) + (f" and {count - len(first)} more"
+                                                   if count > len(first) else "")
+            out.append(f"{count} quer{'y' if count == 1 else 'ies'} ({named}): {warning}")
+        return out

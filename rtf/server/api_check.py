@@ -46,7 +46,8 @@ class Checked(BaseModel):
     description: str | None = Field(None, description="Its decomposition, as `rtf check` "
                                     "prints it")
     warnings: list[str] = Field([], description="`rtf check`'s warnings (a query that can "
-                                "never match, one evaluated for every publication)")
+                                "never match, one evaluated for every publication, an "
+                                "a/rdfs:subClassOf* without a taxonomy or on a class it lacks)")
 
 
 def routes(broker: Broker, auth: Authenticator) -> APIRouter:
@@ -62,7 +63,8 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         """Check a query as `rtf check` does (nothing is registered): JSON `{"query": "..."}`,
         or the text itself as application/sparql-query or text/plain."""
         text = _query_text(media_type(request), await request.body())
-        return await run_in_threadpool(check_query, text, broker.engine.text_analysis)
+        return await run_in_threadpool(check_query, text, broker.engine.text_analysis,
+                                       broker.engine.taxonomy)
 
     return router
 
@@ -86,8 +88,9 @@ def _query_text(kind: str, body: bytes) -> str:
     return value["query"]
 
 
-def check_query(text: str, analysis=None) -> dict:
-    """`Checked` of `text`, parsed under the engine's text `analysis`."""
+def check_query(text: str, analysis=None, taxonomy=None) -> dict:
+    """`Checked` of `text`, parsed under the engine's text `analysis`, its type paths
+    read against the engine's `taxonomy`."""
     try:
         with analysed(analysis):
             query = parse_query(text)
@@ -95,4 +98,5 @@ def check_query(text: str, analysis=None) -> dict:
         return {"valid": False, "error": f"invalid query: {e}", "message": e.message,
                 "line": e.line, "column": e.column, "expected": list(e.expected)}
     return {"valid": True, "form": query.form, "branches": len(query.branches),
-            "description": query.describe(), "warnings": list(query_warnings(query))}
+            "description": query.describe(),
+            "warnings": list(query_warnings(query)) + explain.taxonomy_warnings(query, taxonomy)}

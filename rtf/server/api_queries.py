@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from rtf.errors import QueryError
 from rtf.io.metadata import MAX_METADATA_BYTES, MAX_METADATA_DEPTH
 from rtf.io.queries import QueryFileError, decode_text, query_records
+from rtf.matching.explain import taxonomy_warnings
 from rtf.server.api_common import (MAX_EVENT_ID, MAX_ID_CHARS, Authenticator, Refused,
                                    check_metadata, check_name, error_responses, media_type)
 from rtf.server.auth import Principal
@@ -45,6 +46,10 @@ class Registered(BaseModel):
     id: str
     subscriber: str | None
     created: bool
+    warnings: list[str] = Field([], description="When there are any: what `rtf check` warns of, "
+                                "with the server's taxonomy (an a/rdfs:subClassOf* where `rtf "
+                                "serve` has none: it then holds only for the class itself; or on "
+                                "a class the taxonomy lacks)")
 
 
 class StoredOut(BaseModel):
@@ -67,6 +72,10 @@ class BulkResult(BaseModel):
     created: int
     replaced: int
     failed: int = Field(description="Lines refused (only with atomic=false)")
+    warnings: list[str] = Field([], description="When there are any: the registered queries' "
+                                "warnings, as `rtf check -f` words them (\"<body>:LINE: query "
+                                "'ID': warning: ...\"; with atomic=false, each line's result "
+                                "has its own)")
 
 
 def routes(broker: Broker, auth: Authenticator) -> APIRouter:
@@ -109,7 +118,11 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         except NotOwnerError as e:
             raise Refused(403, str(e)) from None
         broker.changed()
-        return JSONResponse({"id": query_id, "subscriber": subscriber, "created": created},
+        registered = broker.engine.get(query_id) if query_id in broker.engine else None
+        warnings = [] if registered is None else taxonomy_warnings(registered.query,
+                                                                   broker.engine.taxonomy)
+        answer = {"id": query_id, "subscriber": subscriber, "created": created}
+        return JSONResponse({**answer, "warnings": warnings} if warnings else answer,
                             201 if created else 200)
 
     @router.post("/queries", response_model=BulkResult,
@@ -143,10 +156,14 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
             broker.changed()
         outcomes = [r.outcome for r in records]
         created, replaced = outcomes.count("created"), outcomes.count("replaced")
+        taxonomy = broker.engine.taxonomy
         if atomic:
-            return {"registered": created + replaced, "created": created, "replaced": replaced,
-                    "failed": 0}
-        results = sorted(problems + [_result(r) for r in records], key=lambda r: r["line"])
+            summary = {"registered": created + replaced, "created": created, "replaced": replaced,
+                       "failed": 0}
+            warnings = [f"{BODY}:{r.line}: query {r.id!r}: warning: {w}"
+                        for r in records for w in _warnings(r, taxonomy)]
+            return JSONResponse({**summary, "warnings": warnings} if warnings else summary)
+        results = sorted(problems + [_result(r, taxonomy) for r in records], key=lambda r: r["line"])
         return Response("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results),
                         media_type="application/x-ndjson",
                         headers={"X-RTF-Registered": str(created + replaced),
@@ -262,9 +279,15 @@ def _refusal(r: Record) -> Refused:
     return Refused(status, message, **fields)
 
 
-def _result(r: Record) -> dict:
+def _warnings(r: Record, taxonomy) -> list[str]:
+    """`taxonomy_warnings` of a registered record."""
+    return taxonomy_warnings(r.parsed, taxonomy) if isinstance(r.outcome, str) else []
+
+
+def _result(r: Record, taxonomy=None) -> dict:
     if isinstance(r.outcome, str):
-        return {"line": r.line, "id": r.id, "status": 201 if r.outcome == "created" else 200}
+        result = {"line": r.line, "id": r.id, "status": 201 if r.outcome == "created" else 200}
+        return {**result, "warnings": w} if (w := _warnings(r, taxonomy)) else result
     status, message = _message(r)
     result = {"line": r.line, "id": r.id, "status": status, "error": message}
     if isinstance(r.outcome, QueryError):

@@ -9,8 +9,10 @@ written whole by `durable`); `engines` keeps one engine per Python worker,
 built from a saved index; `session` starts Spark and words its failures;
 `replay` replays a dump (`dump_triples`, `dumps`, `workers`, `hadoopfs`),
 and `partition` and `query_groups` split the queries into groups. The
-drivers are `spark/stream.py`, `spark/queries_log.py` and
-`spark/dbpedia_eval.py` (docs/spark.md).
+commands ``rtf spark stream|replay|queries-log`` (also ``python -m
+rtf.spark``) are `commands` and the ``*_command`` modules; a checkout's
+``spark/stream.py``, ``spark/queries_log.py`` and ``spark/dbpedia_eval.py``
+run the same code (docs/spark.md).
 
 Importing this package imports no pyspark: the workers import only what they use.
 """

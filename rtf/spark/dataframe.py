@@ -38,6 +38,13 @@ is turned into those bytes -- never pickled): the driver broadcasts the
 bytes once per SparkContext, and each Python worker builds its engine from
 them the first time it needs it and keeps it for every later task, job and
 micro-batch (`rtf.spark.engines`).
+
+The Python workers must import rtf. Unless ``spark.pyspark.python`` or
+``PYSPARK_PYTHON`` names their Python, a local master's workers run this
+driver's Python, so a script started as ``.venv/bin/python script.py``
+works without the virtualenv activated; a Python that cannot run rtf is
+refused here, at once, in one line saying what to set
+(`rtf.spark.session.use_worker_python`).
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ from collections.abc import Iterator
 from rtf.spark.arrow_matches import MatchRows
 from rtf.spark.dumps import ReplayError
 from rtf.spark.engines import EnginePlan, engine_at
+from rtf.spark.session import use_worker_python
 from rtf.spark.workers import worker_rss_mb
 
 log = logging.getLogger("rtf.spark")
@@ -189,6 +197,7 @@ def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=
         columns = ["subject", "po"]
     else:
         columns = [shape["column"]] + ([shape["path_column"]] if shape["path_column"] else [])
+    use_worker_python(df.sparkSession.sparkContext)  # (the workers must import rtf: checked once)
     run = _partition_matcher(plan, shape, lines, metrics, _worker_log_level())
     return df.select(*columns).mapInArrow(run, LINES_SCHEMA if lines else MATCH_SCHEMA)
 

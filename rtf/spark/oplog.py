@@ -1,6 +1,6 @@
 """The queries log: an append-only, numbered list of register and unregister operations.
 
-A running stream (``spark/stream.py --queries-log DIR``) follows it: each
+A running stream (``rtf spark stream --queries-log DIR``) follows it: each
 micro-batch is pinned to the number of operations the log held when the
 batch began, and matches with the index plus exactly those operations, so
 that a query registered at operation n matches the publications of every
@@ -77,7 +77,7 @@ class QueriesLog:
             head = json.loads(marker.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise QueriesLogError(f"{self.path}: not a queries log (no log.json); create it with "
-                                  "`python spark/queries_log.py DIR register ...`") from None
+                                  "`rtf spark queries-log DIR register ...`") from None
         except (OSError, ValueError) as e:
             raise QueriesLogError(f"{marker}: cannot be read: {e}") from None
         if not isinstance(head, dict) or head.get("format") != FORMAT or not head.get("log"):

@@ -1,6 +1,6 @@
 """Partitioning the queries into K groups, and routing publications to groups.
 
-The Spark job (``spark/dbpedia_eval.py --query-partitions K``, see
+The Spark job (``rtf spark replay --query-partitions K``, see
 docs/spark.md) splits the registered queries into K groups on the driver,
 builds one engine per group and ships each engine only to the tasks that
 filter against it. This module holds everything about the split that does

@@ -1,6 +1,6 @@
 """Replaying RDF dumps through an engine on Spark.
 
-This is the library behind ``spark/dbpedia_eval.py`` (see ``docs/spark.md``).
+This is the library behind ``rtf spark replay`` (`rtf.spark.replay_command`; see ``docs/spark.md``).
 The job has three stages, each timed on its own:
 
 1. **read+parse.** Spark's ``text`` source reads each dump file (Hadoop
@@ -51,6 +51,7 @@ from rtf.spark.dataframe import (
 from rtf.spark.dump_triples import read_triples
 from rtf.spark.dumps import ReplayError, dump_files
 from rtf.spark.hadoopfs import HadoopFS, prepare_output
+from rtf.spark.session import use_worker_python
 from rtf.spark.workers import BATCH_CHARS, MAX_EXAMPLES, build_group_engines, max_rss
 
 #: The output formats: Parquet rows, or the JSON Lines of ``rtf match``.
@@ -61,7 +62,7 @@ METRICS = "_metrics.json"
 
 @dataclass
 class ReplayConfig:
-    """What `run_replay` needs; mirrors the options of ``spark/dbpedia_eval.py``."""
+    """What `run_replay` needs; mirrors the options of ``rtf spark replay``."""
 
     dumps: list[str]
     queries: str | None  # the queries file, or None with `index`
@@ -86,6 +87,7 @@ def _round(x: float, n: int = 4) -> float:
 def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda s: None) -> dict:
     """Run the job on `spark` (a SparkSession); write the matches and their metrics; return the metrics."""
     sc = spark.sparkContext
+    use_worker_python(sc)
     fs = HadoopFS(sc)
     t_start = time.perf_counter()
     if config.output_format not in OUTPUT_FORMATS:

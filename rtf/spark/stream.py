@@ -1,6 +1,6 @@
 """Continuous queries on Spark Structured Streaming: files in, matches out exactly once.
 
-The library behind ``spark/stream.py`` (docs/spark.md). A file source
+The library behind ``rtf spark stream`` (`rtf.spark.stream_command`, docs/spark.md). A file source
 watches ``--input`` (``binaryFile``: one row per new file, its bytes
 unparsed); every micro-batch goes to `StreamJob.on_batch` (``foreachBatch``),
 which
@@ -53,6 +53,7 @@ from rtf.spark.dumps import ReplayError, local_path
 from rtf.spark.durable import RecordError
 from rtf.spark.engines import EnginePlan, engine_at
 from rtf.spark.oplog import QueriesLog
+from rtf.spark.session import use_worker_python
 from rtf.spark.stream_state import NEW_STREAM, RESTORE, StreamState
 
 log = logging.getLogger("rtf.spark")
@@ -73,7 +74,7 @@ CRASH_POINTS = ("pinned", "written", "committed", "returned")
 
 @dataclass
 class StreamConfig:
-    """What `StreamJob` needs; mirrors the options of ``spark/stream.py``."""
+    """What `StreamJob` needs; mirrors the options of ``rtf spark stream``."""
 
     input: str
     output: str
@@ -280,6 +281,7 @@ class StreamJob:
         """Start the stream; return when it stops (idle for ``stop_when_idle`` seconds, or
         interrupted: KeyboardInterrupt is re-raised after a clean stop)."""
         try:
+            use_worker_python(self.sc)  # before the first Python task
             self.prepare()
             if self.config.warm_up:
                 self._warm_in_background()  # while the source lists its folder
