@@ -42,8 +42,8 @@ ERROR_STATUSES = {
     403: "The token's role does not allow this request",
     404: "No such query",
     406: "None of the Accept header's types can be answered",
-    413: "The request body is over --max-body",
-    415: "A Content-Type this route does not read",
+    413: "The request body is over --max-body (as sent, or once decompressed)",
+    415: "A Content-Type this route does not read, or a Content-Encoding other than gzip",
     500: "A bug: the server log has the traceback",
     503: "The data folder could not be read or written, or the server is stopping (then with "
          "Retry-After); nothing was changed: send it again later",
