@@ -30,7 +30,7 @@ from rtf.server import client_calls as calls
 from rtf.server.client_calls import DEFAULT_URL
 from rtf.server.client_errors import ServerUnavailableError, error_from_response, unavailable
 from rtf.server.client_stream import (CUT, Event, Idle, Resumption, awatched,
-                                      check_matches_arguments, sse_error)
+                                      check_matches_arguments)
 
 __all__ = ["AsyncClient"]
 
@@ -125,6 +125,8 @@ class AsyncClient:
         return self._stream(Resumption(path, last_event_id, reconnect, timeout))
 
     async def _stream(self, state: Resumption) -> AsyncIterator[Event]:
+        # Client._stream with await (Python cannot share a loop between a generator and an
+        # async one): everything it decides is Resumption's.
         while True:
             try:
                 async with aconnect_sse(self._http, "GET", state.path, headers=state.headers(),
@@ -146,15 +148,10 @@ class AsyncClient:
                                     state.given()
                                 if state.deadline.expired():
                                     return
-            except Idle:
-                return
-            except SSEError as e:
-                raise sse_error(state.path, response, e) from e
-            except httpx.TransportError as e:
+            except (Idle, SSEError, httpx.TransportError) as e:
                 if state.failed(e, self._unavailable):
                     return
-            wait = state.pause()
-            if wait is None:
+            if (wait := state.pause()) is None:
                 return
             await _sleep(wait)
             if state.deadline.expired():

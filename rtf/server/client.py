@@ -37,7 +37,7 @@ from rtf.server.client_errors import (AuthenticationError, BadRequestError, NotF
                                       ServerUnavailableError, error_from_response, unavailable)
 from rtf.server.client_stream import (BACKOFF_FIRST, BACKOFF_MAX, CUT, STREAM_SILENCE, Event,
                                       GapEvent, Idle, MatchEvent, Resumption,
-                                      check_matches_arguments, sse_error, watched)
+                                      check_matches_arguments, watched)
 
 __all__ = [
     "Client", "MatchEvent", "GapEvent", "Event", "ServerError", "BadRequestError",
@@ -203,15 +203,10 @@ class Client:
                                 state.given()
                             if state.deadline.expired():
                                 return
-            except Idle:
-                return
-            except SSEError as e:           # a 2xx that is not an event stream (before TransportError: a subclass)
-                raise sse_error(state.path, response, e) from e
-            except httpx.TransportError as e:
+            except (Idle, SSEError, httpx.TransportError) as e:
                 if state.failed(e, self._unavailable):
                     return
-            wait = state.pause()
-            if wait is None:
+            if (wait := state.pause()) is None:
                 return
             _sleep(wait)
             if state.deadline.expired():

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from httpx_sse import ServerSentEvent
+from httpx_sse import ServerSentEvent, SSEError
 
 from rtf.server.client_errors import TRANSIENT, ServerError, error_from_response
 
@@ -121,8 +121,9 @@ class Resumption:
     `headers()` with `timeout(...)`; read the body of an error answer and ask
     `opened(response)` (raises it, or False: reconnect); give what `event(sse,
     response)` answers (an Event, then call `given()`; None: nothing; CUT: end this
-    connection), and end once `deadline` has expired; on a
-    transport error ask `failed(error, unavailable)` (raises it, or True: end);
+    connection), and end once `deadline` has expired; when a connection ends by an
+    error (Idle, SSEError, a transport error) ask `failed(error, unavailable)`
+    (raises it, or True: end);
     then wait `pause()` seconds (None: end) and, unless `deadline` has expired
     by then, connect again.
     """
@@ -134,6 +135,7 @@ class Resumption:
         self.deadline = Deadline(timeout)
         self.delay = BACKOFF_FIRST
         self.connected = False  # once the server has answered 2xx
+        self.response: httpx.Response | None = None  # the last connection's answer
 
     def headers(self) -> dict[str, str]:
         return {} if self.position is None else {"Last-Event-ID": str(self.position)}
@@ -150,6 +152,7 @@ class Resumption:
     def opened(self, response: httpx.Response) -> bool:
         """True: read the events of this answer; False: reconnect (a server restarting
         behind a proxy, once connected); an error answer (its body read) is raised."""
+        self.response = response
         if response.is_error:
             error = error_from_response(response)
             if not (self.connected and self.reconnect and response.status_code in TRANSIENT):
@@ -192,10 +195,17 @@ class Resumption:
         self.deadline.reset()
         self.delay = BACKOFF_FIRST
 
-    def failed(self, error: httpx.TransportError,
+    def failed(self, error: Exception,
                unavailable: Callable[[httpx.TransportError], ServerError]) -> bool:
-        """A connection that failed: True ends the iteration (a read that timed out
-        with the deadline); raised when not to reconnect; False: reconnect."""
+        """A connection that ended by `error`: True ends the iteration (the idle timeout,
+        or a read that timed out with it); raised when not to reconnect (an answer
+        that is not an event stream, a failed first connection); False: reconnect."""
+        if isinstance(error, Idle):
+            return True
+        if isinstance(error, SSEError):  # a 2xx that is not an event stream
+            status = None if self.response is None else self.response.status_code
+            raise ServerError(status, f"{self.path}: {error}") from error
+        assert isinstance(error, httpx.TransportError)
         if isinstance(error, httpx.TimeoutException) and self.deadline.expired():
             return True
         if not (self.connected and self.reconnect):
@@ -210,11 +220,6 @@ class Resumption:
         wait = self.delay if remaining is None else min(self.delay, remaining)
         self.delay = min(self.delay * 2, BACKOFF_MAX)
         return wait
-
-
-def sse_error(path: str, response: httpx.Response, error: Exception) -> ServerError:
-    """A 2xx answer that is not an event stream."""
-    return ServerError(response.status_code, f"{path}: {error}")
 
 
 def _event_id(value: str, response: httpx.Response) -> int:
