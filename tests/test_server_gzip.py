@@ -176,3 +176,10 @@ def test_codings_of_a_header():
     assert codings("gzip") == codings(" x-gzip ") == codings("identity, GZip") == ["gzip"]
     assert codings("") == codings("identity") == []
     assert codings("deflate, gzip") == ["deflate", "gzip"]
+
+
+def test_the_module_docstring_example():
+    import doctest
+
+    from rtf.server import encodings
+    assert doctest.testmod(encodings).failed == 0
