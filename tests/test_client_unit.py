@@ -644,3 +644,41 @@ def test_register_takes_the_query_first_as_engine_register_does():
     with pytest.raises(TypeError, match="two str"):
         broker.register('ASK { ?a <http://ex/p> ?t }', 5)
     assert fake.requests == []  # nothing was sent
+
+
+# ---------------------------------------------------------------- compressed bodies
+
+def test_compress_sends_bodies_gzip_compressed_and_small_ones_as_they_are():
+    """`compress=True`: the same requests, their bodies of 1 KiB and more gzip-compressed
+    with Content-Encoding: gzip (what rtf serve reads), smaller ones as they are."""
+    import gzip
+
+    big_rdf = '<http://ex/a> <http://ex/p> "' + "Games in Rio " * 200 + '" .\n'
+    sent = {}
+    for compress in (False, True):
+        fake = Fake(then=lambda request: httpx.Response(200, json={}))
+        with client(fake, compress=compress) as broker:
+            broker.publish(big_rdf)
+            broker.publish("<http://ex/a> <http://ex/p> <http://ex/b> .\n")
+            broker.register("ASK {}", "q1", metadata={"note": "x" * 2000})
+            broker.register("ASK {}", "q2")
+            broker.register_many([("ASK {}", f"q{i}", "alice") for i in range(100)])
+            broker.health()
+        sent[compress] = fake.requests
+    big = [True, False, True, False, True, False]
+    assert len(sent[False]) == len(sent[True]) == len(big)
+    for plain, packed, compressed in zip(sent[False], sent[True], big):
+        assert (packed.method, packed.url) == (plain.method, plain.url)
+        assert packed.headers.get("content-type") == plain.headers.get("content-type")
+        assert "content-encoding" not in plain.headers
+        if compressed:
+            assert packed.headers["content-encoding"] == "gzip"
+            body = gzip.decompress(packed.content)
+            assert len(packed.content) < len(body) // 3
+        else:
+            assert "content-encoding" not in packed.headers
+            body = packed.content
+        if plain.headers.get("content-type") == "application/json":
+            assert json.loads(body) == json.loads(plain.content)
+        else:
+            assert body == plain.content

@@ -183,3 +183,18 @@ def test_the_module_docstring_example():
 
     from rtf.server import encodings
     assert doctest.testmod(encodings).failed == 0
+
+
+def test_a_client_that_compresses_gets_what_one_that_does_not_gets(server):
+    from rtf import Client
+
+    body = rdf(300)
+    with Client(server.url) as plain, Client(server.url, compress=True) as packed:
+        lines = [(QUERY, f"gz-many-{i}", "gz") for i in range(50)]
+        assert packed.register_many(lines)["created"] == 50
+        assert packed.get("gz-many-7")["subscriber"] == "gz"
+        assert packed.register(QUERY, "gz-meta", metadata={"note": "n" * 5000})["created"]
+        assert plain.get("gz-meta")["metadata"] == {"note": "n" * 5000}
+        got = packed.publish(body)
+        # every query of this server is QUERY: each matches each of the 300 publications
+        assert got == plain.publish(body) and len(got) == 300 * plain.health()["queries"]

@@ -40,14 +40,16 @@ _sleep = asyncio.sleep       # one name, so that tests can record the back-off
 class AsyncClient:
     """A connection to `rtf serve` at `url` for asyncio, with a bearer `token` when
     the server runs with `--tokens`; `timeout` (seconds) bounds connecting and each
-    read of every request. Use it as an async context manager, or await `aclose()`.
+    read of every request; `compress` as `Client`'s. Use it as an async context manager,
+    or await `aclose()`.
     Each method is `rtf.server.client.Client`'s, awaited; `matches` is an async
     iterator."""
 
     def __init__(self, url: str = DEFAULT_URL, token: str | None = None, timeout: float = 30.0,
-                 *, transport: httpx.AsyncBaseTransport | None = None):
+                 *, compress: bool = False, transport: httpx.AsyncBaseTransport | None = None):
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.compress = compress
         self._http = httpx.AsyncClient(base_url=self.url, headers=calls.headers(token),
                                        timeout=timeout, transport=transport)
 
@@ -68,6 +70,7 @@ class AsyncClient:
         return unavailable(self.url, error)
 
     async def _send(self, call: calls.Call) -> httpx.Response:
+        call = calls.compressed(call) if self.compress else call
         try:
             response = await self._http.request(call.method, call.path, **call.kwargs)
         except httpx.TransportError as e:

@@ -52,12 +52,15 @@ _sleep = time.sleep          # one name, so that tests can record the back-off
 class Client:
     """A connection to `rtf serve` at `url`, with a bearer `token` when the
     server runs with `--tokens`; `timeout` (seconds) bounds connecting and each
-    read of every request. Use it as a context manager, or call `close()`."""
+    read of every request. With `compress`, request bodies of 1 KiB and more are
+    sent gzip-compressed (an N-Triples body shrinks about 3 times: for a slow or
+    metered network). Use it as a context manager, or call `close()`."""
 
     def __init__(self, url: str = DEFAULT_URL, token: str | None = None, timeout: float = 30.0,
-                 *, transport: httpx.BaseTransport | None = None):
+                 *, compress: bool = False, transport: httpx.BaseTransport | None = None):
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.compress = compress
         self._http = httpx.Client(base_url=self.url, headers=calls.headers(token), timeout=timeout,
                                   transport=transport)
 
@@ -80,6 +83,7 @@ class Client:
         return unavailable(self.url, error)
 
     def _send(self, call: calls.Call) -> httpx.Response:
+        call = calls.compressed(call) if self.compress else call
         try:
             response = self._http.request(call.method, call.path, **call.kwargs)
         except httpx.TransportError as e:
