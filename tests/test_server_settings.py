@@ -57,10 +57,16 @@ def test_command_line_wins_over_environment_over_file_over_defaults(tmp_path):
              (("--max-body", "4000"), env, 4000, "from-file"),
              (("--data", str(tmp_path / "from-cli")), {**env, "RTF_SERVE_DATA": str(tmp_path / "env")},
               3000, "from-cli")]
+    other = tmp_path / "other.toml"  # named by RTF_SERVE_CONFIG, which --config overrides
+    other.write_text(f'data = "{tmp_path / "from-other"}"\nport = 0\nmax_body = 1000\n')
+    cases.append(((), {"RTF_SERVE_CONFIG": str(other)}, 2000, "from-file"))
     for args, environ, limit, data in cases:
         with Configured(tmp_path / "unused", "--config", config, *args, env=environ) as server:
             assert body_limit(server) == limit, (args, environ)
             assert server.banner.endswith(f"data {tmp_path / data})"), server.banner
+    with Configured(tmp_path / "unused", env={"RTF_SERVE_CONFIG": str(other)}) as server:
+        assert body_limit(server) == 1000
+        assert server.banner.endswith(f"data {tmp_path / 'from-other'})"), server.banner
     # no file: the environment alone, then the defaults
     env = {"RTF_SERVE_DATA": str(tmp_path / "env"), "RTF_SERVE_PORT": "0",
            "RTF_SERVE_SNAPSHOT_EVERY": "1", "RTF_SERVE_LOG_LEVEL": "INFO"}

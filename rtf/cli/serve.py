@@ -60,9 +60,9 @@ Ctrl-C stop cleanly (exit 0, 130).
 
 settings (docs/server.md, "Configuration"): every option is also an environment
 variable RTF_SERVE_<OPTION> (RTF_SERVE_MAX_BODY=1048576) and a key of a TOML file
-given with --config FILE (max_body = 1048576); the command line wins over the
-environment, the environment over the file, the file over the defaults. An
-unknown RTF_SERVE_ variable or key is refused.
+given with --config FILE or RTF_SERVE_CONFIG (max_body = 1048576); the command
+line wins over the environment, the environment over the file, the file over
+the defaults. An unknown RTF_SERVE_ variable or key is refused.
 
 needs the server extra: pip install 'rtf[server]'
 

@@ -5,7 +5,8 @@ that says a setting wins, as services deployed under systemd
 mounted as a file) are configured. pydantic-settings reads and checks them.
 
 Every option of ``rtf serve`` is a setting of the same name: ``--max-body`` is
-``RTF_SERVE_MAX_BODY`` and ``max_body`` in the file::
+``RTF_SERVE_MAX_BODY`` and ``max_body`` in the file (which ``RTF_SERVE_CONFIG`` may
+name instead of ``--config``)::
 
     >>> settings = serve_settings({"data": "broker", "port": 9000})
     >>> settings.port, str(settings.data), settings.host, settings.log_level
@@ -97,8 +98,11 @@ def serve_settings(command_line: Mapping[str, Any],
                    config: str | os.PathLike[str] | None = None) -> ServeSettings:
     """The settings of ``rtf serve``: `command_line` (the options given, by setting
     name), then the environment (``RTF_SERVE_*``), then the TOML file `config`, then
-    the defaults. `SettingsError` for anything it cannot use."""
+    the defaults; without `config`, the file ``RTF_SERVE_CONFIG`` names, if any.
+    `SettingsError` for anything it cannot use."""
     _refuse_unknown_variables(os.environ)
+    if config is None:
+        config = _environ_config(os.environ)
     cls: type[ServeSettings] = ServeSettings
     if config is not None:
         _check_file(Path(config))
@@ -136,9 +140,18 @@ def _unknown(name: str) -> str:
             f"with _: {', '.join(NAMES)})")
 
 
+#: The variable naming the config file (``--config FILE`` wins over it).
+CONFIG_VARIABLE = ENV_PREFIX + "CONFIG"
+
+
+def _environ_config(environ: Mapping[str, str]) -> str | None:
+    return next((value for key, value in environ.items() if key.upper() == CONFIG_VARIABLE), None)
+
+
 def _refuse_unknown_variables(environ: Mapping[str, str]) -> None:
     for key in sorted(environ):
-        if key.upper().startswith(ENV_PREFIX) and key[len(ENV_PREFIX):].lower() not in NAMES:
+        if (key.upper().startswith(ENV_PREFIX) and key.upper() != CONFIG_VARIABLE
+                and key[len(ENV_PREFIX):].lower() not in NAMES):
             raise SettingsError(f"environment variable {key}: "
                                 f"{_unknown(key[len(ENV_PREFIX):].lower())}")
 
