@@ -54,8 +54,9 @@ tokens file (--tokens FILE; without it, anyone who reaches the port is admin):
   refused at start, exit 1)
 
 errors are {"error": "..."} JSON: 400 bad request (ids and subscriber names
-are 1 to 1024 characters), 401/403 tokens, 406 Accept, 413 body too large,
-415 Content-Type, 507 the data folder is full (nothing changed). SIGTERM and
+are 1 to 1024 characters), 401/403 tokens, 406 Accept, 413 body too large
+(gzip bodies: once decompressed too), 415 Content-Type or a Content-Encoding
+other than gzip, 507 the data folder is full (nothing changed). SIGTERM and
 Ctrl-C stop cleanly (exit 0, 130).
 
 settings (docs/server.md, "Configuration"): every option is also an environment
