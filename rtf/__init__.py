@@ -20,6 +20,13 @@ the indexes (`rtf.naive`, `rtf.trieforest`, `rtf.ibroker_baseline`),
 `rtf.filter` and `rtf.matching` (the shared filtering algorithm and its
 parts), `rtf.engine` (the facade); then the applications: `rtf.bench`,
 `rtf.spark`, `rtf.server` (and its client), `rtf.cli`.
+
+The client of `rtf serve` (``pip install 'rtf[server]'``) is here too::
+
+    from rtf import Client                      # or AsyncClient, for asyncio
+
+    with Client("http://127.0.0.1:8750") as broker:
+        broker.register(query, "q1", subscriber="alice")
 """
 
 from typing import TYPE_CHECKING, Any
@@ -49,6 +56,10 @@ if TYPE_CHECKING:  # what a type checker sees: the real names (at run time, __ge
     from rtf.query.analysis import TextAnalysis as TextAnalysis
     from rtf.query.analysis import TextAnalysisError as TextAnalysisError
     from rtf.query.regex import InvalidRegexError as InvalidRegexError
+    from rtf.server.async_client import AsyncClient as AsyncClient
+    from rtf.server.client import Client as Client
+    from rtf.server.client import GapEvent as GapEvent
+    from rtf.server.client import MatchEvent as MatchEvent
 
 # The public API, imported on first use (PEP 562) so that `import rtf.query.text`
 # in a Spark executor does not pay for the parser and every engine.
@@ -63,7 +74,13 @@ _API = {
     "QueryTooLargeError": "rtf.errors", "IndexFileError": "rtf.errors", "WorkerLostError": "rtf.errors",
     "InvalidRegexError": "rtf.query.regex",
     "TextAnalysis": "rtf.query.analysis", "TextAnalysisError": "rtf.query.analysis",
+    "Client": "rtf.server.client", "AsyncClient": "rtf.server.async_client",
+    "MatchEvent": "rtf.server.client", "GapEvent": "rtf.server.client",
 }
+
+#: The extra that the modules of some names need: importing one without it is one
+#: line saying what to install, not a traceback ending in httpx.
+_EXTRAS = {"rtf.server.client": "server", "rtf.server.async_client": "server"}
 
 __all__ = sorted(_API)
 
@@ -74,7 +91,15 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'rtf' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
+    try:
+        imported = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        extra = _EXTRAS.get(module)
+        if extra is None or (e.name or "").startswith("rtf"):
+            raise
+        raise ModuleNotFoundError(f"rtf.{name} needs the {extra!r} extra: pip install "
+                                  f"'rtf[{extra}]' (no module named {e.name!r})", name=e.name) from None
+    value = getattr(imported, name)
     globals()[name] = value
     return value
 

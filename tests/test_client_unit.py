@@ -1,10 +1,17 @@
 """rtf.server.client against a fake server (httpx.MockTransport): the requests it sends
 (URLs, percent-encoded ids, headers, bodies), how it maps error answers, the
 pages it follows, and the Server-Sent Events it parses and reconnects to.
-The contract is docs/server.md; no server process is started here."""
+The contract is docs/server.md; no server process is started here.
+
+Every test runs twice: with `Client`, and with `AsyncClient` driven from here
+(`Blocking`: each call run on one event loop), which must send the same requests,
+give the same answers and events, and raise the same errors.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import itertools
 import json
 import socket
@@ -13,7 +20,9 @@ import time
 import httpx
 import pytest
 
+import rtf.server.async_client
 import rtf.server.client
+from rtf.server.async_client import AsyncClient
 from rtf.server.client import (AuthenticationError, BadRequestError, Client, GapEvent, MatchEvent,
                         NotFoundError, PayloadTooLargeError, PermissionDeniedError, ServerError,
                         ServerUnavailableError)
@@ -51,8 +60,82 @@ class Fake:
         return [r.headers.get("last-event-id") for r in self.requests]
 
 
-def client(fake: Fake, **kwargs) -> Client:
-    return Client(URL, transport=httpx.MockTransport(fake), **kwargs)
+@pytest.fixture(autouse=True, params=["sync", "async"])
+def kind(request, monkeypatch):
+    """Which client the test's `client(...)` and `connect(...)` make."""
+    monkeypatch.setattr(Kind, "name", request.param)
+    return request.param
+
+
+class Kind:
+    name = "sync"
+
+
+class Blocking:
+    """An AsyncClient used as a Client: each call runs on one event loop (kept
+    across calls, as the client's connections are), an async iterator becomes an
+    iterator."""
+
+    def __init__(self, client: AsyncClient):
+        self._runner = asyncio.Runner()
+        self._client = client
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self._runner.run(self._client.aclose())
+        self._runner.close()
+
+    def __getattr__(self, name):
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            result = attr(*args, **kwargs)
+            if inspect.iscoroutine(result):
+                return self._runner.run(result)
+            if hasattr(result, "__anext__"):
+                return self._iterate(result)
+            return result
+        return call
+
+    def _iterate(self, iterator):
+        async def step():
+            return await iterator.__anext__()
+        while True:
+            try:
+                yield self._runner.run(step())
+            except StopAsyncIteration:
+                return
+
+
+def _async_answers(fake):
+    """`fake` for an async transport: a body given by a generator is given by an async one."""
+    def answer(request):
+        response = fake(request)
+        if not isinstance(response.stream, httpx.AsyncByteStream):
+            chunks = response.stream
+
+            async def body():
+                for chunk in chunks:
+                    yield chunk
+            return httpx.Response(response.status_code, headers=response.headers, content=body())
+        return response
+    return answer
+
+
+def connect(url: str, fake: Fake | None = None, **kwargs):
+    """A client of the test's kind at `url`, answered by `fake` (None: the network)."""
+    if Kind.name == "sync":
+        return Client(url, transport=None if fake is None else httpx.MockTransport(fake), **kwargs)
+    transport = None if fake is None else httpx.MockTransport(_async_answers(fake))
+    return Blocking(AsyncClient(url, transport=transport, **kwargs))
+
+
+def client(fake: Fake, **kwargs):
+    return connect(URL, fake, **kwargs)
 
 
 def match(event_id: int, query: str = "q1") -> str:
@@ -97,6 +180,7 @@ def no_retry(monkeypatch):
     def sleep(seconds):
         raise AssertionError(f"retried after {seconds} s")
     monkeypatch.setattr(rtf.server.client, "_sleep", sleep)
+    monkeypatch.setattr(rtf.server.async_client, "_sleep", _async(sleep))
 
 
 @pytest.fixture
@@ -104,7 +188,14 @@ def sleeps(monkeypatch):
     """The reconnection delays, recorded instead of slept."""
     recorded: list[float] = []
     monkeypatch.setattr(rtf.server.client, "_sleep", recorded.append)
+    monkeypatch.setattr(rtf.server.async_client, "_sleep", _async(recorded.append))
     return recorded
+
+
+def _async(function):
+    async def call(*args):
+        return function(*args)
+    return call
 
 
 # ---------------------------------------------------------------- URLs, bodies, headers
@@ -130,7 +221,7 @@ def test_query_ids_are_one_percent_encoded_path_segment(query_id, path):
 
 def test_a_base_url_with_a_path_prefixes_every_request():
     fake = Fake(httpx.Response(200, json={"status": "ok"}))
-    with Client("http://proxy.test/rtf/", transport=httpx.MockTransport(fake)) as broker:
+    with connect("http://proxy.test/rtf/", fake) as broker:
         broker.health()
     assert str(fake.requests[0].url) == "http://proxy.test/rtf/health"
 
@@ -290,7 +381,7 @@ def test_a_refused_connection_raises_server_unavailable_naming_the_url(no_retry)
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    with Client(url, timeout=5) as broker:
+    with connect(url, timeout=5) as broker:
         for call in (broker.health, lambda: broker.get("q1"), lambda: next(broker.matches("alice"))):
             with pytest.raises(ServerUnavailableError) as caught:
                 call()
@@ -553,3 +644,41 @@ def test_register_takes_the_query_first_as_engine_register_does():
     with pytest.raises(TypeError, match="two str"):
         broker.register('ASK { ?a <http://ex/p> ?t }', 5)
     assert fake.requests == []  # nothing was sent
+
+
+# ---------------------------------------------------------------- compressed bodies
+
+def test_compress_sends_bodies_gzip_compressed_and_small_ones_as_they_are():
+    """`compress=True`: the same requests, their bodies of 1 KiB and more gzip-compressed
+    with Content-Encoding: gzip (what rtf serve reads), smaller ones as they are."""
+    import gzip
+
+    big_rdf = '<http://ex/a> <http://ex/p> "' + "Games in Rio " * 200 + '" .\n'
+    sent = {}
+    for compress in (False, True):
+        fake = Fake(then=lambda request: httpx.Response(200, json={}))
+        with client(fake, compress=compress) as broker:
+            broker.publish(big_rdf)
+            broker.publish("<http://ex/a> <http://ex/p> <http://ex/b> .\n")
+            broker.register("ASK {}", "q1", metadata={"note": "x" * 2000})
+            broker.register("ASK {}", "q2")
+            broker.register_many([("ASK {}", f"q{i}", "alice") for i in range(100)])
+            broker.health()
+        sent[compress] = fake.requests
+    big = [True, False, True, False, True, False]
+    assert len(sent[False]) == len(sent[True]) == len(big)
+    for plain, packed, compressed in zip(sent[False], sent[True], big):
+        assert (packed.method, packed.url) == (plain.method, plain.url)
+        assert packed.headers.get("content-type") == plain.headers.get("content-type")
+        assert "content-encoding" not in plain.headers
+        if compressed:
+            assert packed.headers["content-encoding"] == "gzip"
+            body = gzip.decompress(packed.content)
+            assert len(packed.content) < len(body) // 3
+        else:
+            assert "content-encoding" not in packed.headers
+            body = packed.content
+        if plain.headers.get("content-type") == "application/json":
+            assert json.loads(body) == json.loads(plain.content)
+        else:
+            assert body == plain.content

@@ -10,7 +10,6 @@ are tests/test_console_browser.py.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from itertools import islice
@@ -23,7 +22,6 @@ from hypothesis import strategies as st
 
 httpx = pytest.importorskip("httpx")
 
-from rtf.cli.check import cmd_check  # noqa: E402
 from rtf.engine import Engine  # noqa: E402
 from rtf.io.output import match_line  # noqa: E402
 from rtf.io.publication import Publication  # noqa: E402
@@ -69,8 +67,9 @@ def lines(response) -> list[dict]:
 
 def rtf_check(text: str, capsys) -> tuple[str, str]:
     """What `rtf check TEXT` prints: (stdout, stderr)."""
+    from rtf.cli import main
     capsys.readouterr()
-    cmd_check(argparse.Namespace(query=text, file=None))
+    main(["check", text])
     return capsys.readouterr()
 
 

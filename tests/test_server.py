@@ -403,11 +403,11 @@ def test_bad_requests_are_refused_and_the_server_keeps_serving(server):
 
         # bad RDF: nothing of the body is matched (the good first line neither)
         refused(400, http.post("/publications", content=good + "<a> <b> .\n",
-                               headers={"Content-Type": NT}), "bad RDF", "<body>:2:")
+                               headers={"Content-Type": NT}), "bad N-Triples", "<body>:2:")
         refused(400, http.post("/publications", content=b"\xff\xfe" + good.encode(),
-                               headers={"Content-Type": NT}), "bad RDF")
+                               headers={"Content-Type": NT}), "bad N-Triples")
         refused(400, http.post("/publications", content="@prefix x: .",
-                               headers={"Content-Type": "text/turtle"}), "bad RDF")
+                               headers={"Content-Type": "text/turtle"}), "bad Turtle")
         refused(400, http.post("/publications", params={"group_by": "predicate"}, content=good,
                                headers={"Content-Type": NT}), "group_by")
         # other content types

@@ -67,19 +67,34 @@ class _StderrHandler(logging.StreamHandler):
 def configured_logging(args: argparse.Namespace) -> Iterator[None]:
     """While the command of `args` runs: the ``rtf`` loggers write to stderr at its level.
 
-    ``args.log_level`` is set to that level's name (``rtf serve`` reads it there);
-    a command with its own logging (``own_logging``) is left to set it up.
+    ``args.log_level`` is set to that level's name; a command with its own logging
+    (``own_logging``: ``rtf serve``) is left to set it up, its ``log_level`` set only when
+    the command line chose one (-q, -v, --log-level).
     """
-    args.log_level = level_of(args)
     if getattr(args, "own_logging", False):
-        yield
+        # (its level may come from elsewhere, rtf serve's environment or file: set here only
+        # when the command line says it)
+        if getattr(args, "log_level", None) is not None or getattr(args, "quiet", 0) \
+                or getattr(args, "verbose", 0):
+            args.log_level = level_of(args)
+        # (the command line's own lines, "rtf: error: ...", stay plain lines: not in the
+        # command's format)
+        with _plain(logging.getLogger("rtf.cli"), (getattr(args, "log_level", None) or "info").upper()):
+            yield
         return
-    package = logging.getLogger("rtf")
+    args.log_level = level_of(args)
+    with _plain(logging.getLogger("rtf"), args.log_level.upper()):
+        yield
+
+
+@contextlib.contextmanager
+def _plain(package: logging.Logger, level: str) -> Iterator[None]:
+    """`package`'s records written to stderr as plain lines at `level`, for a while."""
     handler = _StderrHandler()
     handler.setFormatter(logging.Formatter("%(message)s"))
     saved = package.level, package.propagate
     package.addHandler(handler)
-    package.setLevel(args.log_level.upper())
+    package.setLevel(level)
     package.propagate = False  # (an application that runs main() keeps its own handlers' output)
     try:
         yield

@@ -17,7 +17,8 @@ from rtf.cli.logs import add_logging_options, log
 #: The modules ``rtf serve`` needs, and the distributions that bring them.
 SERVER_MODULES = {"fastapi": "fastapi", "fastapi_offline": "fastapi-offline", "uvicorn": "uvicorn",
                   "sse_starlette": "sse-starlette", "prometheus_client": "prometheus-client",
-                  "httpx": "httpx", "httpx_sse": "httpx-sse"}
+                  "httpx": "httpx", "httpx_sse": "httpx-sse",
+                  "pydantic_settings": "pydantic-settings"}
 
 EPILOG = """\
 data folder (--data DIR, created if missing):
@@ -54,9 +55,16 @@ tokens file (--tokens FILE; without it, anyone who reaches the port is admin):
   refused at start, exit 1)
 
 errors are {"error": "..."} JSON: 400 bad request (ids and subscriber names
-are 1 to 1024 characters), 401/403 tokens, 406 Accept, 413 body too large,
-415 Content-Type, 507 the data folder is full (nothing changed). SIGTERM and
+are 1 to 1024 characters), 401/403 tokens, 406 Accept, 413 body too large
+(gzip bodies: once decompressed too), 415 Content-Type or a Content-Encoding
+other than gzip, 507 the data folder is full (nothing changed). SIGTERM and
 Ctrl-C stop cleanly (exit 0, 130).
+
+settings (docs/server.md, "Configuration"): every option is also an environment
+variable RTF_SERVE_<OPTION> (RTF_SERVE_MAX_BODY=1048576) and a key of a TOML file
+given with --config FILE or RTF_SERVE_CONFIG (max_body = 1048576); the command
+line wins over the environment, the environment over the file, the file over
+the defaults. An unknown RTF_SERVE_ variable or key is refused.
 
 needs the server extra: pip install 'rtf[server]'
 
@@ -93,26 +101,31 @@ def add_command(sub) -> None:
                                    "queries, publishers post RDF, matches are answered and pushed "
                                    "to subscribers as Server-Sent Events. Queries and pushed "
                                    "matches survive restarts (SQLite under --data).",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
-    p.add_argument("--data", required=True, metavar="DIR", help="the broker's data folder")
-    p.add_argument("--algorithm", default=DEFAULT_ALGORITHM, choices=ALGORITHMS,
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                       # an option not given is not set: the environment or --config may set it
+                       argument_default=argparse.SUPPRESS)
+    p.add_argument("--config", metavar="FILE",
+                   help="a TOML file of settings, named as the options (max_body = 1048576)")
+    p.add_argument("--data", metavar="DIR",
+                   help="the broker's data folder (required: here, RTF_SERVE_DATA or --config)")
+    p.add_argument("--algorithm", choices=ALGORITHMS,
                    help=f"engine (default: {DEFAULT_ALGORITHM})")
     p.add_argument("--taxonomy", metavar="ONTO",
                    help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf*")
-    p.add_argument("--host", default="127.0.0.1",
+    p.add_argument("--host",
                    help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=port, default=DEFAULT_PORT,
+    p.add_argument("--port", type=port,
                    help=f"port (default {DEFAULT_PORT}; 0: any free port, printed at start)")
     p.add_argument("--tokens", metavar="FILE", help="bearer tokens and their roles (see below)")
-    p.add_argument("--max-body", type=positive_int, default=MAX_BODY, metavar="BYTES",
+    p.add_argument("--max-body", type=positive_int, metavar="BYTES",
                    help=f"largest request body (default {MAX_BODY}); larger ones get 413")
-    p.add_argument("--stream-queue", type=positive_int, default=STREAM_QUEUE, metavar="N",
+    p.add_argument("--stream-queue", type=positive_int, metavar="N",
                    help=f"events a stream may fall behind before it is cut (default {STREAM_QUEUE})")
-    p.add_argument("--outbox-max-events", type=positive_int, default=MAX_EVENTS, metavar="N",
+    p.add_argument("--outbox-max-events", type=positive_int, metavar="N",
                    help=f"matches kept per subscriber for reconnection (default {MAX_EVENTS})")
-    p.add_argument("--outbox-max-age", type=positive_float, default=MAX_AGE_S, metavar="S",
+    p.add_argument("--outbox-max-age", type=positive_float, metavar="S",
                    help=f"seconds a match is kept for reconnection (default {MAX_AGE_S:.0f}: 7 days)")
-    p.add_argument("--snapshot-every", type=positive_int, default=SNAPSHOT_EVERY, metavar="N",
+    p.add_argument("--snapshot-every", type=positive_int, metavar="N",
                    help=f"save the index after N registrations or removals (default {SNAPSHOT_EVERY}; "
                         "and always at shutdown)")
     p.add_argument("--import-index", metavar="IDX",
@@ -134,5 +147,12 @@ def cmd_serve(args) -> int:
         log.error(f"rtf: error: rtf serve needs the server extra ({', '.join(missing)} missing): "
                   "pip install 'rtf[server]'")
         return EXIT_INPUT
+    from rtf.cli.arguments import UsageError
     from rtf.server.command import serve
-    return serve(args)
+    from rtf.server.settings import SettingsError, serve_settings
+    try:
+        given = {name: value for name, value in vars(args).items() if value is not None}
+        settings = serve_settings(given, getattr(args, "config", None))
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
+    return serve(settings)

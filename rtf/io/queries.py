@@ -64,6 +64,20 @@ class QueryFileError(RtfError):
 RECORD_FIELDS = ("id", "query", "subscriber")
 
 
+def unknown_field(name: str, fields: Iterable[str] = (*RECORD_FIELDS, "metadata")) -> str:
+    """What to say of a field `name` that a strict reader (the HTTP API of ``rtf serve``)
+    does not take: which it takes, the nearest one, and where fields of one's own go."""
+    import difflib
+
+    fields = list(fields)
+    quoted = [json.dumps(f) for f in fields]  # as JSON writes them (ASCII: any name prints)
+    near = difflib.get_close_matches(name, fields, n=1)
+    guess = f" (did you mean {json.dumps(near[0])}?)" if near else ""
+    return (f"unknown field {json.dumps(name)}{guess}: a query has "
+            f"{', '.join(quoted[:-1])} and {quoted[-1]}; fields of your own go under "
+            '"metadata"')
+
+
 def load_queries(path: str | Path, problems: list[str] | None = None) -> list[dict]:
     """Query records {"id", "query", "subscriber", "metadata", "line"} from a JSON Lines or .rq file.
 
@@ -105,12 +119,16 @@ def _decoded_lines(file, path) -> Iterator[str]:
         yield line.removeprefix(BOM) if n == 1 else line
 
 
-def query_records(text: str, source, problems: list[str] | None = None) -> list[dict]:
-    """The query records of JSON Lines `text` (as `load_queries`; errors name `source`)."""
-    return list(_records(text.split("\n"), source, problems))
+def query_records(text: str, source, problems: list[str] | None = None,
+                  extra_fields: bool = True) -> list[dict]:
+    """The query records of JSON Lines `text` (as `load_queries`; errors name `source`).
+    Without `extra_fields`, a field other than id, query, subscriber and metadata is an
+    error (`unknown_field`) instead of metadata."""
+    return list(_records(text.split("\n"), source, problems, extra_fields))
 
 
-def _records(lines: Iterable[str], source, problems: list[str] | None) -> Iterator[dict]:
+def _records(lines: Iterable[str], source, problems: list[str] | None,
+             extra_fields: bool = True) -> Iterator[dict]:
     """The query records of JSON Lines `lines` (numbered from 1; blank ones skipped)."""
     # JSON Lines end at "\n" (or "\r\n") only: U+2028 and the other ends that
     # str.splitlines knows may stand unescaped inside a JSON string.
@@ -119,14 +137,14 @@ def _records(lines: Iterable[str], source, problems: list[str] | None) -> Iterat
         if not line.strip():
             continue
         try:
-            yield _query_record(line, f"{source}:{n}", n)
+            yield _query_record(line, f"{source}:{n}", n, extra_fields)
         except QueryFileError as e:
             if problems is None:
                 raise
             problems.append(str(e))
 
 
-def _query_record(line: str, where: str, n: int) -> dict:
+def _query_record(line: str, where: str, n: int, extra_fields: bool = True) -> dict:
     try:
         rec = json.loads(line)
     except json.JSONDecodeError as e:
@@ -140,7 +158,7 @@ def _query_record(line: str, where: str, n: int) -> dict:
         if isinstance(value, str) and not is_unicode(value):
             raise QueryFileError(f'{where}: "{name}" is not valid Unicode '
                                  "(a lone surrogate \\ud800-\\udfff)")
-    metadata = _metadata(rec, where)
+    metadata = _metadata(rec, where, extra_fields)
     problem = json_problem(metadata)
     if problem:
         raise QueryFileError(f"{where}: metadata: {problem}")
@@ -149,9 +167,12 @@ def _query_record(line: str, where: str, n: int) -> dict:
             "metadata": metadata}
 
 
-def _metadata(rec: dict, where: str) -> dict:
-    """A record's metadata: its "metadata" object and its other extra fields (a key in both is an error)."""
+def _metadata(rec: dict, where: str, extra_fields: bool = True) -> dict:
+    """A record's metadata: its "metadata" object and its other extra fields (a key in both
+    is an error; any extra field is one without `extra_fields`)."""
     extra = {k: v for k, v in rec.items() if k not in RECORD_FIELDS and k != "metadata"}
+    if extra and not extra_fields:
+        raise QueryFileError(f"{where}: {unknown_field(next(iter(extra)))}")
     nested = rec.get("metadata", {})
     if not isinstance(nested, dict):
         raise QueryFileError(f'{where}: "metadata" must be a JSON object, not {type(nested).__name__}')

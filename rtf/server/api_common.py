@@ -8,14 +8,15 @@ Every error is ``{"error": "<one line>"}`` (a query error adds ``line`` and
 from __future__ import annotations
 
 import errno
+import json
 from typing import Any
 
 from fastapi import Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException
 
 from rtf.io.metadata import metadata_problem
-from rtf.io.queries import is_unicode
+from rtf.io.queries import is_unicode, unknown_field
 from rtf.server.auth import ANYONE, MAX_NAME_CHARS, Principal, Tickets, Tokens
 
 #: Longest query id, and subscriber name, accepted: characters.
@@ -41,8 +42,8 @@ ERROR_STATUSES = {
     403: "The token's role does not allow this request",
     404: "No such query",
     406: "None of the Accept header's types can be answered",
-    413: "The request body is over --max-body",
-    415: "A Content-Type this route does not read",
+    413: "The request body is over --max-body (as sent, or once decompressed)",
+    415: "A Content-Type this route does not read, or a Content-Encoding other than gzip",
     500: "A bug: the server log has the traceback",
     503: "The data folder could not be read or written, or the server is stopping (then with "
          "Retry-After); nothing was changed: send it again later",
@@ -98,6 +99,48 @@ def event_id(text: str, where: str) -> int:
 def media_type(request: Request) -> str:
     """The request's Content-Type without parameters, lower case ("" if none)."""
     return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+#: What a JSON body's Content-Type is (``application/json`` or any ``+json`` type).
+JSON_TYPE = "application/json"
+
+
+async def json_body(request: Request, model: type[BaseModel], example: str) -> Any:
+    """The JSON body of `request` read as `model` (whose ``extra="forbid"`` refuses any
+    field it does not name); every way it can fail is one line: ``415`` for a body that
+    does not say it is JSON, ``400`` naming the problem (the JSON's position, the field)
+    and showing `example`."""
+    kind = media_type(request)
+    if kind != JSON_TYPE and not kind.endswith("+json"):
+        raise Refused(415, f"cannot read {kind or 'a body without Content-Type'}; send "
+                           f"{example} as JSON (Content-Type: {JSON_TYPE})")
+    body = await request.body()
+    if not body.strip():
+        raise Refused(400, f"bad request: the body is empty; send {example}")
+    try:
+        # json.loads, as FastAPI reads JSON: a lone surrogate ("\ud800") is read, and
+        # refused by the name checks with a line of its own
+        value = json.loads(body)
+    except (ValueError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        raise Refused(400, f"bad request: the body is not JSON ({why}); send {example}") from None
+    try:
+        return model.model_validate(value)
+    except ValidationError as e:
+        raise Refused(400, _invalid(e, model, example)) from None
+
+
+def _invalid(error: ValidationError, model: type[BaseModel], example: str) -> str:
+    """One line for the first problem pydantic found in a JSON body."""
+    first = error.errors()[0]
+    loc = [str(p) for p in first["loc"]]
+    if first["type"] == "extra_forbidden":
+        return f"bad request: {unknown_field(loc[0], model.model_fields)}"
+    if not loc:
+        return f"bad request: the body must be a JSON object: {example}"
+    if first["type"] == "missing":
+        return f'bad request: "{loc[0]}" is needed: {example}'
+    return f"bad request: {'.'.join(loc)}: {first['msg']}"
 
 
 def utf8(header: str) -> str:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import partial
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -24,6 +25,17 @@ RDF_TYPES = {
     "application/n-quads": "nq", "application/trig": "trig",
     "application/rdf+xml": "rdf",
 }
+
+#: The formats' names, as an error names them ("bad N-Triples: ...").
+FORMAT_NAMES = {"nt": "N-Triples", "ttl": "Turtle", "nq": "N-Quads", "trig": "TriG",
+                "rdf": "RDF/XML"}
+
+#: The first bytes of a gzip file.
+GZIP_MAGIC = b"\x1f\x8b"
+
+#: The message of Turtle's reader, which reads N-Triples too, for a character that
+#: cannot start a term: N-Triples has no prefix names.
+_PREFIX_NAME = re.compile(r"'(.*?)' is not allowed at the beginning of a prefix name")
 
 NDJSON = "application/x-ndjson"
 SPARQL_JSON = "application/sparql-results+json"
@@ -64,7 +76,7 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
             done = await broker.publisher.publish(partial(broker.read, body, fmt, group_by),
                                                   keep_matches=sparql)
         except PublicationError as e:
-            raise Refused(400, f"bad RDF: {e}") from None
+            raise bad_rdf(e, fmt, body) from None
         headers = {"X-RTF-Publications": str(done.publications),
                    "X-RTF-Matches": str(done.matches)}
         if sparql:
@@ -73,6 +85,19 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         return Response(done.body, media_type=NDJSON, headers=headers)
 
     return router
+
+
+def bad_rdf(error: PublicationError, fmt: str, body: bytes) -> Refused:
+    """The 400 of a body that is not the RDF its Content-Type says: named by its format
+    ("bad N-Triples: <body>:LINE: ..."), and a compressed body told as such."""
+    name = FORMAT_NAMES[fmt]
+    if body.startswith(GZIP_MAGIC):
+        return Refused(400, f"bad {name}: the body is gzip-compressed data; send it with "
+                            "Content-Encoding: gzip, or uncompressed")
+    # the character shown escaped (a control character would print as nothing)
+    why = "cannot begin a term" if fmt in ("nt", "nq") else "cannot begin a prefix name"
+    message = _PREFIX_NAME.sub(lambda m: f"{m.group(1)!r} {why}", str(error))
+    return Refused(400, f"bad {name}: {message}")
 
 
 def negotiate(accept: str) -> str:

@@ -4,19 +4,20 @@ list, read and remove them. Registrations are answered once on disk."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from rtf.errors import QueryError
 from rtf.io.metadata import MAX_METADATA_BYTES, MAX_METADATA_DEPTH
 from rtf.io.queries import QueryFileError, decode_text, query_records
 from rtf.matching.explain import taxonomy_warnings
-from rtf.server.api_common import (MAX_EVENT_ID, MAX_ID_CHARS, Authenticator, Refused,
-                                   check_metadata, check_name, error_responses, media_type)
+from rtf.server.api_common import (JSON_TYPE, MAX_EVENT_ID, MAX_ID_CHARS, Authenticator, Refused,
+                                   check_metadata, check_name, error_responses, json_body,
+                                   media_type)
 from rtf.server.auth import Principal
 from rtf.server.broker import Broker
 from rtf.server.registry import BulkRefusedError, NotOwnerError, Record
@@ -25,12 +26,19 @@ from rtf.server.stopping import StoppingError, in_thread_to_the_end, retry_heade
 #: Content types of a bulk registration (JSON Lines).
 NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 
+#: A PUT body, as the errors show it.
+QUERY_EXAMPLE = '{"query": "...", "subscriber": "...", "metadata": {...}}'
+
 #: The name the bulk body has in error messages ("<body>:LINE: ...", as `rtf check -f`).
 BODY = "<body>"
 
 
 class QueryIn(BaseModel):
-    """A query to register."""
+    """A query to register: these three fields, no other (a field of one's own is metadata,
+    under "metadata"; any other field is refused, as a misspelt "subscriber" would otherwise
+    be dropped silently)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     query: str = Field(description="The query text (docs/language.md)")
     subscriber: str | None = Field(None, description="Who receives its matches (a subscriber "
@@ -98,13 +106,16 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         return None if who.is_admin else who.subscriber
 
     @router.put("/queries/{query_id:text}", status_code=201,
+                openapi_extra={"requestBody": {"required": True, "content": {JSON_TYPE: {
+                    "schema": {"$ref": "#/components/schemas/QueryIn"}}}}},
                 responses={201: {"model": Registered, "description": "Registered, on disk"},
                            200: {"model": Registered, "description": "Replaced a query of that id"},
-                           **error_responses(400, 401, 403, 413, 503, 507)})
-    async def put_query(body: QueryIn, query_id: str = Path(description="The query's id"),
+                           **error_responses(400, 401, 403, 413, 415, 503, 507)})
+    async def put_query(request: Request, query_id: str = Path(description="The query's id"),
                         who: Principal = Depends(auth)):
         """Register a continuous query (or replace the one of that id); answered once it is
-        committed to disk."""
+        committed to disk. The body is `QueryIn`: a field it does not name is a `400`."""
+        body: QueryIn = await json_body(request, QueryIn, QUERY_EXAMPLE)
         check_name("a query id", query_id)
         if body.subscriber is not None:
             check_name("a subscriber name", body.subscriber)
@@ -135,6 +146,10 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
     async def post_queries(request: Request,
                            atomic: bool = Query(True, description="All or nothing (default); "
                                                 "false: each line on its own, one result per line"),
+                           extra_fields: Literal["refuse", "metadata"] = Query(
+                               "refuse", description="A field other than id, query, subscriber "
+                               "and metadata: refused (400 naming it, the default), or read as "
+                               "metadata, as `rtf match` reads a query file's lines"),
                            who: Principal = Depends(auth)):
         """Register many queries, one JSON object per line (`{"id", "query", "subscriber",
         "metadata"}`, the format of `rtf match --queries` files), in one transaction."""
@@ -144,7 +159,7 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
             raise Refused(415, f"cannot read {media_type(request) or 'a body without Content-Type'}; "
                                f"send JSON Lines as one of {', '.join(NDJSON_TYPES)}")
         body = await request.body()
-        records, problems = _records(body, who, atomic, writer)
+        records, problems = _records(body, who, atomic, writer, extra_fields == "metadata")
         try:
             await in_thread_to_the_end(broker.registry.put_many, records, owner_of_writes(who),
                                        atomic)
@@ -183,7 +198,7 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
         """The registered queries, in registration order, a page at a time."""
         if not who.is_admin:
             if who.role != "subscriber" or subscriber not in (None, who.subscriber):
-                whose = "queries" if subscriber is None else f"{subscriber!r}'s queries"
+                whose = "queries" if subscriber is None else f"the queries of {subscriber!r}"
                 raise Refused(403, f"a {who} token cannot list {whose}")
             subscriber = who.subscriber
         if subscriber is not None:
@@ -225,16 +240,18 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
     return router
 
 
-def _records(body: bytes, who: Principal, atomic: bool, writer) -> tuple[list[Record], list[dict]]:
-    """The records of a bulk body, checked as PUT checks one; with `atomic`, the first
-    bad line is a 400, else each bad line is a result of its own."""
+def _records(body: bytes, who: Principal, atomic: bool, writer,
+             extra_fields: bool) -> tuple[list[Record], list[dict]]:
+    """The records of a bulk body, checked as PUT checks one (and, without `extra_fields`,
+    refusing the fields PUT refuses); with `atomic`, the first bad line is a 400, else each
+    bad line is a result of its own."""
     try:
         text = decode_text(body, BODY)
     except QueryFileError as e:
         raise Refused(400, str(e)) from None
     problems: list[str] = []
     try:
-        raw = query_records(text, BODY, None if atomic else problems)
+        raw = query_records(text, BODY, None if atomic else problems, extra_fields)
     except QueryFileError as e:  # atomic: the first line that is not a query record
         raise Refused(400, str(e)) from None
     records: list[Record] = []

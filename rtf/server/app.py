@@ -101,7 +101,7 @@ def create_app(broker: Broker, tokens: Tokens | None = None,
     app.include_router(api_check.routes(broker, auth))
     app.include_router(api_match.routes(broker, auth))
     app.include_router(api_console.routes(auth))
-    openapi.install(app, tokens is not None)
+    openapi.install(app, tokens is not None, bodies=[api_queries.QueryIn])
     _errors(app, broker)
 
     @app.get("/health", tags=["service"])

@@ -1,7 +1,7 @@
 """ASGI middleware of `rtf serve`: paths and query strings must be UTF-8, bodies
-stay under ``--max-body``, a request the server's stop cancels is answered
-``503``, and no page of another origin may change anything; all answer JSON
-errors like every route."""
+are decompressed (``Content-Encoding: gzip``) and stay under ``--max-body``, a
+request the server's stop cancels is answered ``503``, and no page of another
+origin may change anything; all answer JSON errors like every route."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from fastapi.responses import JSONResponse
 
+from rtf.server import encodings
 from rtf.server.stopping import NOT_DONE, retry_headers
 
 
@@ -68,8 +69,13 @@ class Utf8Only:
 
 
 class BodyLimit:
-    """ASGI middleware: a request body over `limit` bytes gets ``413``, whether it
-    says its length (refused before reading) or not (refused once it passes)."""
+    """ASGI middleware: request bodies as the routes read them -- decompressed when
+    sent with ``Content-Encoding: gzip`` (`rtf.server.encodings`; another coding gets
+    ``415`` with the ``Accept-Encoding`` the server reads) -- and at most `limit`
+    bytes, both as sent and as decompressed: a body over it gets ``413``, whether it
+    says its length (refused before reading) or not (refused once it passes), and a
+    gzip bomb is refused once `limit` bytes have come out of it. A body that is not
+    the gzip its header says is a ``400``."""
 
     def __init__(self, app, limit: int, metrics):
         self.app = app
@@ -79,27 +85,60 @@ class BodyLimit:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        length = dict(scope["headers"]).get(b"content-length")
+        headers = dict(scope["headers"])
+        length = headers.get(b"content-length")
         digits = length.lstrip(b"0") if length is not None and length.isdigit() else None
         if digits is not None and (len(digits) > 19 or int(digits or b"0") > self.limit):
-            return await self._refuse(scope, receive, send)
-        received = 0
-        too_large = False
+            return await self._answer(scope, receive, send, *self._too_large(""))
+        coding = encodings.codings(headers.get(b"content-encoding", b"").decode("latin-1"))
+        if coding and coding != ["gzip"]:
+            return await self._answer(scope, receive, send, *self._unreadable(coding))
+        gunzip = encodings.Gunzip() if coding else None
+        if gunzip is not None:  # the routes see the body as it was before it was compressed
+            scope = dict(scope, headers=[(k, v) for k, v in scope["headers"]
+                                         if k not in (b"content-encoding", b"content-length")])
+        received = decoded = 0  # bytes as sent, and as decompressed
+        pieces: list[bytes] = []  # decompressed, not yet given to the app
+        ended = False  # the last piece given ends the body
+        refusal = None  # (status, message) once the body is refused mid-way
         responded = False
 
         async def limited_receive():
-            nonlocal received, too_large
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.limit:
-                    too_large = True
+            nonlocal received, decoded, ended, refusal
+            while True:
+                if refusal is not None:
                     return {"type": "http.disconnect"}
-            return message
+                if pieces or ended:
+                    piece = pieces.pop(0) if pieces else b""
+                    last = ended and not pieces
+                    ended = ended and not last  # then on, receive() again (a disconnect)
+                    return {"type": "http.request", "body": piece, "more_body": not last}
+                message = await receive()
+                if message["type"] != "http.request":
+                    return message
+                body = message.get("body", b"")
+                received += len(body)
+                if received > self.limit:
+                    refusal = self._too_large("")
+                    continue
+                if gunzip is None:
+                    return message
+                try:
+                    for piece in gunzip.feed(body):
+                        decoded += len(piece)
+                        if decoded > self.limit:
+                            refusal = self._too_large(" once decompressed")
+                            break
+                        pieces.append(piece)
+                    if not message.get("more_body", False):
+                        gunzip.finish()
+                        ended = True
+                except encodings.CodingError as e:
+                    refusal = (400, f"bad request: {e}")
 
         async def guarded_send(message):
             nonlocal responded
-            if too_large:
+            if refusal is not None:
                 return  # the app's answer to a cut-off body is replaced by ours
             responded = True
             await send(message)
@@ -107,16 +146,25 @@ class BodyLimit:
         try:
             await self.app(scope, limited_receive, guarded_send)
         except Exception:
-            if not too_large:
+            if refusal is None:
                 raise
-        if too_large and not responded:
-            await self._refuse(scope, receive, send)
+        if refusal is not None and not responded:
+            await self._answer(scope, receive, send, *refusal)
 
-    async def _refuse(self, scope, receive, send):
-        self.metrics.bad_requests.labels("413").inc()
-        response = JSONResponse({"error": f"the request body is over the limit of {self.limit} "
-                                          "bytes (rtf serve --max-body)"}, 413)
-        await response(scope, receive, send)
+    def _too_large(self, how: str) -> tuple[int, str]:
+        return 413, (f"the request body{how} is over the limit of {self.limit} bytes "
+                     "(rtf serve --max-body)")
+
+    @staticmethod
+    def _unreadable(coding: list[str]) -> tuple[int, str, dict]:
+        return 415, (f"cannot read a body sent with Content-Encoding: {', '.join(coding)}; "
+                     f"send it as it is, or with one of: {', '.join(encodings.READ)}"), {
+                         "Accept-Encoding": ", ".join(encodings.READ)}
+
+    async def _answer(self, scope, receive, send, status: int, message: str,
+                      headers: dict | None = None):
+        self.metrics.bad_requests.labels(str(status)).inc()
+        await JSONResponse({"error": message}, status, headers=headers)(scope, receive, send)
 
 
 #: Methods that change nothing: a page of another site may send them (a link to the

@@ -4,8 +4,11 @@ scheme (and stream tickets) when it runs with ``--tokens``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
 
 #: Paths anyone may read, tokens or not.
 PUBLIC = ("/health",)
@@ -18,8 +21,9 @@ SECURITY_SCHEMES = {
 }
 
 
-def install(app: FastAPI, tokens_on: bool) -> None:
-    """Make `app.openapi()` give the document as described above."""
+def install(app: FastAPI, tokens_on: bool, bodies: Iterable[type[BaseModel]] = ()) -> None:
+    """Make `app.openapi()` give the document as described above, with the schemas of
+    `bodies` (request bodies that their routes read themselves, named by a ``$ref``)."""
 
     def openapi() -> dict:
         if app.openapi_schema:
@@ -37,6 +41,10 @@ def install(app: FastAPI, tokens_on: bool) -> None:
         schemas = components.get("schemas", {})
         for unused in ("HTTPValidationError", "ValidationError"):
             schemas.pop(unused, None)
+        for model in bodies:
+            schemas[model.__name__] = model.model_json_schema(
+                ref_template="#/components/schemas/{model}")
+        components["schemas"] = dict(sorted(schemas.items()))
         components["securitySchemes"] = SECURITY_SCHEMES
         app.openapi_schema = schema
         return schema
