@@ -393,7 +393,9 @@ def test_match_only_answers_rtf_match_and_notifies_nobody(server):
         # refused: a metrics token, bad RDF, another type
         assert scraper.post("/match", content=body, headers=NT).status_code == 403
         r = admin.post("/match", content=b"<a> <b> .", headers=NT)
-        assert r.status_code == 400 and r.json()["error"].startswith("bad RDF")
+        assert r.status_code == 400 and r.json()["error"].startswith("bad N-Triples")
+        r = admin.post("/match", content=b"x:a <b> <c> .", headers=NT)  # as POST /publications says it
+        assert r.status_code == 400 and "prefix name" not in r.json()["error"], r.json()
         assert admin.post("/match", content=body, headers={"Content-Type": "text/csv"}).status_code == 415
         # nothing was published: no event, no count, nothing on alice's stream
         assert admin.get("/health").json()["last_event_id"] == before

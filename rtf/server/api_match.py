@@ -27,7 +27,7 @@ from rtf.io.output import match_line
 from rtf.matching.explain import explain_match
 from rtf.server.api_common import (MAX_EVENT_ID, Authenticator, Refused, check_name,
                                    error_responses, media_type)
-from rtf.server.api_publications import NDJSON, RDF_TYPES
+from rtf.server.api_publications import NDJSON, RDF_TYPES, bad_rdf
 from rtf.server.auth import Principal
 from rtf.server.broker import Broker
 from rtf.server.recent import RECENT_PUBLICATIONS
@@ -64,7 +64,7 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
             lines, publications = await run_in_threadpool(
                 _match_lines, broker, body, fmt, group_by, only, explain, with_metadata)
         except PublicationError as e:
-            raise Refused(400, f"bad RDF: {e}") from None
+            raise bad_rdf(e, fmt, body) from None  # (as POST /publications says it)
         return Response("".join(lines), media_type=NDJSON,
                         headers={"X-RTF-Publications": str(publications),
                                  "X-RTF-Matches": str(len(lines))})
