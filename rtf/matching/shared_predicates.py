@@ -159,11 +159,18 @@ class Conjunct:
 class ResidualPlan:
     """A branch's residual conjuncts, evaluated in rank order, expensive ones shared."""
 
-    __slots__ = ("conjuncts", "_epoch")
+    __slots__ = ("conjuncts", "_epoch", "key")
 
     def __init__(self, conjuncts: list[Conjunct]):
         self.conjuncts = conjuncts
         self._epoch = -1
+        #: What the plan tests, whatever its order: two branches' plans of one key keep the
+        #: same solutions (the predicates are the shared ones: hashed by identity).
+        self.key = frozenset((c.predicate, c.names) for c in conjuncts)
+
+    def __setstate__(self, state) -> None:
+        slots = state[1] if isinstance(state, tuple) else state
+        self.__init__(slots["conjuncts"])  # (`key` is made again: a plan pickled by an older rtf has none)
 
     def __len__(self) -> int:
         return len(self.conjuncts)

@@ -44,7 +44,7 @@ class PublicationSolver:
     """Answers complete branches for one publication, caching what branches share."""
 
     __slots__ = ("hits", "subject", "_values", "_tables", "_singletons", "triples", "virtual",
-                 "_publication", "memo")
+                 "_publication", "memo", "_joins", "_answers")
 
     def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
                  triples: list[Triple] = (), virtual: list[Triple] = (),
@@ -59,6 +59,10 @@ class PublicationSolver:
         self._values: dict[tuple[TupleShape, int], frozenset[str]] = {}
         self._tables: dict[tuple[TupleShape, tuple[int, ...]], set[tuple]] = {}
         self._singletons: dict[tuple, frozenset[Solution]] = {}
+        #: join key -> `SharedJoin`: the branches of one join structure join once
+        self._joins: dict[tuple, SharedJoin] = {}
+        #: (join key, residual key, projection) -> (solutions, truncated): and answer once
+        self._answers: dict[tuple, tuple[frozenset[Solution], bool]] = {}
         #: Expensive residual predicates answered once per distinct values (seed 002).
         self.memo = memo if memo is not None else EvaluationMemo()
 
@@ -130,13 +134,11 @@ class PublicationSolver:
         """The branch's join, each solution left-joined with the query's OPTIONAL groups."""
         from rtf.matching.optional import PublicationTriples, extend
 
-        tables = [(names, self.table(shape, keep))
-                  for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)]
         max_rows = limit * JOIN_ROWS_PER_SOLUTION
-        cols, joined, truncated = join_rows(tables, max_rows)
+        join = self.joined(rb, max_rows)
+        truncated = join.truncated
         residual, memo = rb.residual_plan(), self.memo
-        rows = [sol for sol in (dict(zip(cols, row)) for row in joined)
-                if residual is None or residual.passes(sol, memo)]
+        rows = [dict(sol) for sol in join.dicts() if residual is None or residual.passes(sol, memo)]
         if self._publication is None:
             self._publication = PublicationTriples(self.triples, self.virtual)
         rows, cut = extend(rows, rb.optional, self._publication, max_rows)
@@ -169,22 +171,70 @@ class PublicationSolver:
             found = self._singletons[key] = frozenset(((star.var, v),) for v in vals)
         return found
 
-    def _join(self, rb: RegisteredBranch, limit: int) -> tuple[set, bool]:
-        tables = [(names, self.table(shape, keep))
-                  for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)]
-        cols, joined, truncated = join_rows(tables, limit * JOIN_ROWS_PER_SOLUTION)
-        found: set[Solution] = set()
-        if not joined:
-            return found, truncated
+    def joined(self, rb: RegisteredBranch, max_rows: int) -> "SharedJoin":
+        """The branch's join (`join_rows` of its binding tables, at most `max_rows` a step),
+        made once per publication for every branch of the same join key: the same shapes,
+        columns and variable names (queries that differ only in their FILTERs or projection,
+        or in constants the shapes share)."""
+        key = join_key(rb)
+        found = self._joins.get(key)
+        if found is None:
+            tables = [(names, self.table(shape, keep))
+                      for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)]
+            found = self._joins[key] = SharedJoin(*join_rows(tables, max_rows))
+        return found
+
+    def _join(self, rb: RegisteredBranch, limit: int) -> tuple[frozenset[Solution], bool]:
+        """The branch's solutions from its shared join: its residual and projection, made
+        once for every branch of the same join, residual and projection (shared, frozen)."""
+        residual = rb.residual_plan()
+        key = (join_key(rb), None if residual is None else residual.key, rb.projection)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = self._answer(rb, residual, limit)
+        return answer
+
+    def _answer(self, rb: RegisteredBranch, residual, limit: int) -> tuple[frozenset[Solution], bool]:
+        join = self.joined(rb, limit * JOIN_ROWS_PER_SOLUTION)
+        truncated = join.truncated
+        if not join.rows:
+            return EMPTY, truncated
+        cols = join.cols
         where = [(v, cols.index(v)) for v in rb.projection if v in cols]
-        residual, memo = rb.residual_plan(), self.memo
-        for row in joined:
-            if residual is not None:
-                if not residual.passes(dict(zip(cols, row)), memo):
-                    continue
+        found: set[Solution] = set()
+        if residual is None:
+            rows = join.rows
+        else:
+            memo = self.memo
+            passes = residual.passes
+            rows = [row for row, sol in zip(join.rows, join.dicts()) if passes(sol, memo)]
+        for row in rows:
             found.add(tuple([(v, row[i]) for v, i in where]))
             if len(found) > limit:
                 found.pop()
                 truncated = True
                 break
-        return found, truncated
+        return frozenset(found), truncated
+
+
+def join_key(rb: RegisteredBranch) -> tuple:
+    """What a branch's join depends on: its shapes (by identity), columns and names."""
+    return (rb.shapes, rb.keep, rb.keep_names)
+
+
+class SharedJoin:
+    """One join of a publication (`join_rows`' columns, rows and truncation), with its rows as
+    variable -> term dicts for the residual filters, made once for the branches that share it."""
+
+    __slots__ = ("cols", "rows", "truncated", "_dicts")
+
+    def __init__(self, cols: list[str], rows: list[list[str]], truncated: bool):
+        self.cols, self.rows, self.truncated = cols, rows, truncated
+        self._dicts = None
+
+    def dicts(self) -> list[dict[str, str]]:
+        found = self._dicts
+        if found is None:
+            cols = self.cols
+            found = self._dicts = [dict(zip(cols, row)) for row in self.rows]
+        return found
