@@ -110,3 +110,34 @@ def test_one_join_keeps_each_querys_filter_and_projection(algorithm):
     assert found[every] == {(("x", a), ("v", _int(1))), (("x", a), ("v", _int(3)))}
     assert found[low] == {(("x", a), ("v", _int(1)))}
     assert found[only_y] == {(("y", b),), (("y", c),)}
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(qs=st.lists(shared_structure_queries(), min_size=2, max_size=10),
+       later=st.lists(shared_structure_queries(), min_size=1, max_size=4),
+       removed=st.sets(st.integers(0, 9)), pubs=st.lists(publications(), min_size=2, max_size=3))
+def test_groups_follow_queries_removed_and_added(qs, later, removed, pubs):
+    # A code leaves with its last branch and a freed slot or code is taken again by another
+    # structure: answers stay the reference's before and after.
+    engines = {a: Engine(a) for a in ALGORITHMS}
+    ids = []
+    for i, text in enumerate(qs + later):
+        try:
+            for e in engines.values():
+                e.register(text, f"q{i}")
+        except QueryError:
+            continue
+        ids.append(f"q{i}")
+        if i == len(qs) - 1:
+            expected = answers(engines["naive"], pubs[0])
+            for name in INDEXED:
+                assert answers(engines[name], pubs[0]) == expected, name
+            for k in sorted(removed):
+                if f"q{k}" in ids:
+                    ids.remove(f"q{k}")
+                    for e in engines.values():
+                        e.unregister(f"q{k}")
+    for pub in pubs[1:]:
+        expected = answers(engines["naive"], pub)
+        for name in INDEXED:
+            assert answers(engines[name], pub) == expected, name

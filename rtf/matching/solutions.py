@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from itertools import product
 from operator import itemgetter
+from typing import NamedTuple
 
 from rtf.matching.join import join_rows
-from rtf.matching.shared_predicates import EvaluationMemo
+from rtf.matching.shared_predicates import EvaluationMemo, ResidualPlan
 
 #: A branch's join holds at most this many rows per solution it may report
 #: (``limit * JOIN_ROWS_PER_SOLUTION``): the work bound of a publication.
@@ -171,37 +172,41 @@ class PublicationSolver:
             found = self._singletons[key] = frozenset(((star.var, v),) for v in vals)
         return found
 
-    def joined(self, rb: RegisteredBranch, max_rows: int) -> "SharedJoin":
-        """The branch's join (`join_rows` of its binding tables, at most `max_rows` a step),
+    def joined(self, spec: "JoinSpec | RegisteredBranch", max_rows: int) -> "SharedJoin":
+        """The join of a branch (`join_rows` of its binding tables, at most `max_rows` a step),
         made once per publication for every branch of the same join key: the same shapes,
         columns and variable names (queries that differ only in their FILTERs or projection,
         or in constants the shapes share)."""
-        key = join_key(rb)
+        key = (spec.shapes, spec.keep, spec.keep_names)
         found = self._joins.get(key)
         if found is None:
             tables = [(names, self.table(shape, keep))
-                      for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)]
+                      for shape, keep, names in zip(spec.shapes, spec.keep, spec.keep_names)]
             found = self._joins[key] = SharedJoin(*join_rows(tables, max_rows))
         return found
 
     def _join(self, rb: RegisteredBranch, limit: int) -> tuple[frozenset[Solution], bool]:
-        """The branch's solutions from its shared join: its residual and projection, made
-        once for every branch of the same join, residual and projection (shared, frozen)."""
-        residual = rb.residual_plan()
-        key = (join_key(rb), None if residual is None else residual.key, rb.projection)
+        return self.answer(join_spec(rb), limit)
+
+    def answer(self, spec: "JoinSpec", limit: int) -> tuple[frozenset[Solution], bool]:
+        """A joined branch's distinct projected solutions (frozen) and whether `limit` cut
+        them: its shared join, residual filters and projection, made once per publication for
+        every branch of the same `JoinSpec.key`."""
+        key = spec.key
         answer = self._answers.get(key)
         if answer is None:
-            answer = self._answers[key] = self._answer(rb, residual, limit)
+            answer = self._answers[key] = self._answer(spec, limit)
         return answer
 
-    def _answer(self, rb: RegisteredBranch, residual, limit: int) -> tuple[frozenset[Solution], bool]:
-        join = self.joined(rb, limit * JOIN_ROWS_PER_SOLUTION)
+    def _answer(self, spec: "JoinSpec", limit: int) -> tuple[frozenset[Solution], bool]:
+        join = self.joined(spec, limit * JOIN_ROWS_PER_SOLUTION)
         truncated = join.truncated
         if not join.rows:
             return EMPTY, truncated
         cols = join.cols
-        where = [(v, cols.index(v)) for v in rb.projection if v in cols]
+        where = [(v, cols.index(v)) for v in spec.projection if v in cols]
         found: set[Solution] = set()
+        residual = spec.residual
         if residual is None:
             rows = join.rows
         else:
@@ -217,9 +222,26 @@ class PublicationSolver:
         return frozenset(found), truncated
 
 
-def join_key(rb: RegisteredBranch) -> tuple:
-    """What a branch's join depends on: its shapes (by identity), columns and names."""
-    return (rb.shapes, rb.keep, rb.keep_names)
+class JoinSpec(NamedTuple):
+    """What a joined branch's answer depends on: its shapes (by identity), their columns and
+    variable names (the join), its residual filters and its projection."""
+
+    shapes: tuple
+    keep: tuple
+    keep_names: tuple
+    residual: ResidualPlan | None
+    projection: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple:
+        """Equal for two branches that answer alike (the residual by what it tests)."""
+        residual = self.residual
+        return (self.shapes, self.keep, self.keep_names,
+                None if residual is None else residual.key, self.projection)
+
+
+def join_spec(rb: RegisteredBranch) -> JoinSpec:
+    return JoinSpec(rb.shapes, rb.keep, rb.keep_names, rb.residual_plan(), rb.projection)
 
 
 class SharedJoin:
