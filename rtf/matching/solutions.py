@@ -180,10 +180,31 @@ class PublicationSolver:
         key = (spec.shapes, spec.keep, spec.keep_names)
         found = self._joins.get(key)
         if found is None:
-            tables = [(names, self.table(shape, keep))
-                      for shape, keep, names in zip(spec.shapes, spec.keep, spec.keep_names)]
-            found = self._joins[key] = SharedJoin(*join_rows(tables, max_rows))
+            found = self._joins[key] = self._semi_joined(*key, max_rows) or SharedJoin(*join_rows(
+                [(names, self.table(shape, keep)) for shape, keep, names in zip(*key)], max_rows))
         return found
+
+    def _semi_joined(self, shapes, keep, names, max_rows: int) -> "SharedJoin | None":
+        """A join whose one-column tables (``?y a dbo:Stadium``, a word on ``?x``'s label...)
+        keep a variable of its wider tables: the wider tables' join, shared by every join
+        that has them, filtered by those columns' values. None when there is no such table,
+        or the wider join was cut (the whole join, smallest table first, may not be)."""
+        wide = {v for n in names if len(set(n)) > 1 for v in n}
+        semi = [i for i, n in enumerate(names) if len(n) == 1 and n[0] in wide]
+        if not semi:
+            return None
+        rest = [i for i in range(len(names)) if i not in semi]
+        join = self.joined(JoinSpec(tuple(shapes[i] for i in rest), tuple(keep[i] for i in rest),
+                                    tuple(names[i] for i in rest), None, ()), max_rows)
+        if join.truncated:
+            return None
+        rows, cols = join.rows, join.cols
+        for i in semi:
+            if not rows:
+                break
+            values, at = self.values(shapes[i], shapes[i].row_positions[keep[i][0]]), cols.index(names[i][0])
+            rows = [r for r in rows if r[at] in values]
+        return SharedJoin(cols, rows, False)
 
     def _join(self, rb: RegisteredBranch, limit: int) -> tuple[frozenset[Solution], bool]:
         return self.answer(join_spec(rb), limit)
