@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rtf import ALGORITHMS, Engine, QueryError
+from rtf import ALGORITHMS, Engine
 from rtf.io.publication import Publication
+from tests.test_differential import register_everywhere
 from tests.worlds import CLASSES, EX, PREFIX, SUBJECTS, TYPE, XSD
 
 INDEXED = [a for a in ALGORITHMS if a != "naive"]
@@ -73,26 +74,27 @@ def answers(engine: Engine, pub) -> set:
     return {(m.query_id, m.subscriber, m.solutions) for m in engine.match(pub)}
 
 
+def assert_reference(engines: dict, pub) -> None:
+    expected = answers(engines["naive"], pub)
+    for name in INDEXED:
+        assert answers(engines[name], pub) == expected, name
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(qs=st.lists(shared_structure_queries(), min_size=2, max_size=12),
        pubs=st.lists(publications(), min_size=1, max_size=3), limit=st.sampled_from([None, 1, 2]))
 def test_queries_sharing_a_join_equal_the_reference(qs, pubs, limit):
     engines = {a: Engine(a, max_solutions=limit) if limit else Engine(a) for a in ALGORITHMS}
-    for i, text in enumerate(qs):
-        try:
-            for e in engines.values():
-                e.register(text, f"q{i}", subscriber=f"s{i % 2}")
-        except QueryError:
-            continue
+    register_everywhere(engines, qs)
     for pub in pubs:
+        if limit is None:
+            assert_reference(engines, pub)
+            continue
         expected = answers(engines["naive"], pub)
-        for name in INDEXED:
+        for name in INDEXED:  # a cut query keeps `limit` of its solutions, not necessarily the same ones
             got = answers(engines[name], pub)
-            if limit is None:
-                assert got == expected, name
-            else:  # a cut query keeps `limit` of its solutions, not necessarily the same ones
-                assert {q for q, _, _ in got} == {q for q, _, _ in expected}, name
-                assert all(len(s) <= limit for _, _, s in got), name
+            assert {q for q, _, _ in got} == {q for q, _, _ in expected}, name
+            assert all(len(s) <= limit for _, _, s in got), name
 
 
 @pytest.mark.parametrize("algorithm", INDEXED)
@@ -120,24 +122,12 @@ def test_groups_follow_queries_removed_and_added(qs, later, removed, pubs):
     # A code leaves with its last branch and a freed slot or code is taken again by another
     # structure: answers stay the reference's before and after.
     engines = {a: Engine(a) for a in ALGORITHMS}
-    ids = []
-    for i, text in enumerate(qs + later):
-        try:
+    ids = register_everywhere(engines, qs)
+    assert_reference(engines, pubs[0])
+    for k in sorted(removed):
+        if f"q{k}" in ids:
             for e in engines.values():
-                e.register(text, f"q{i}")
-        except QueryError:
-            continue
-        ids.append(f"q{i}")
-        if i == len(qs) - 1:
-            expected = answers(engines["naive"], pubs[0])
-            for name in INDEXED:
-                assert answers(engines[name], pubs[0]) == expected, name
-            for k in sorted(removed):
-                if f"q{k}" in ids:
-                    ids.remove(f"q{k}")
-                    for e in engines.values():
-                        e.unregister(f"q{k}")
+                e.unregister(f"q{k}")
+    register_everywhere(engines, later, prefix="r")
     for pub in pubs[1:]:
-        expected = answers(engines["naive"], pub)
-        for name in INDEXED:
-            assert answers(engines[name], pub) == expected, name
+        assert_reference(engines, pub)
