@@ -12,7 +12,13 @@ are complete (`QueryTable.complete_slots`), and this module answers them:
   variable is every tuple's subject, that intersection is known without
   looking;
 * any other branch joins its binding tables (G-ToPSS, `rtf.matching.join`), keeps
-  the solutions that pass its residual filters, and projects them.
+  the solutions that pass its residual filters, and projects them. Queries repeat
+  few join structures (issue 43: chains, multi-valued stars with a ``!=``, FILTERs
+  between two variables), so a join is made once per publication for every branch
+  of the same shapes and columns (`SharedJoin`; its one-column tables, a class or
+  a word on a joined variable, filter the shared join of its wider tables), and an
+  answer once for every branch of the same join, residual and projection
+  (`JoinSpec.key`; `rtf.matching.join_groups` hands it to all of them at once).
 
 Solutions are frozensets of sorted ``(variable, term)`` tuples, shared
 between the queries that have the same ones.
