@@ -186,6 +186,12 @@ class ValueIndex:
         if self._tables is not None:  # built: kept up to date in place, not rebuilt
             self._change(self._tables, test_id, test, add=True)
 
+    def build(self) -> None:
+        """Lay out the sorted tables now (after many registrations at once), not on the first
+        publication that asks: later changes keep them up to date in place."""
+        if self._tables is None:
+            self._tables = self._build()
+
     def remove(self, test_id: int) -> None:
         """Forget the test of `test_id` (KeyError if there is none)."""
         test = self._tests.pop(test_id)
