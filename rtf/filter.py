@@ -29,6 +29,7 @@ import numpy as np
 from rtf.query.model import Query
 from rtf.matching.confirm import Confirmation
 from rtf.matching.hits import Hits
+from rtf.matching.join_groups import JoinGroups
 from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape
 from rtf.matching.shared_predicates import EvaluationMemo
 from rtf.matching.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
@@ -214,11 +215,21 @@ class IndexedQueries(QueryIndex):
         self.index = index
         self.name = name
         self.table = QueryTable(share_shapes=share_shapes)
+        self._join_groups: JoinGroups | None = None
         #: Residual predicate evaluations made, and those saved by sharing one answer (seed 002).
         self.filter_evaluations = 0
         self.filter_evaluations_shared = 0
         #: Version-3 queries whose evaluation failed on a publication (they did not match).
         self.evaluation_errors = 0
+
+    @property
+    def join_groups(self) -> JoinGroups:
+        """The joined branches by answer key (made on first use: an index pickled by an
+        older rtf has none)."""
+        groups = self.__dict__.get("_join_groups")
+        if groups is None:
+            groups = self._join_groups = JoinGroups()
+        return groups
 
     def add(self, query_id: str, query: Query, record=None) -> None:
         new_shapes, branches = self.table.add(query_id, query, record)
@@ -241,6 +252,7 @@ class IndexedQueries(QueryIndex):
     def remove(self, query_id: str) -> None:
         for rb in self.table.queries[query_id]:
             self.index.remove_branch(rb)
+            self.join_groups.release(rb)
         for shape in self.table.remove(query_id):
             self.index.remove(shape)
 
@@ -305,14 +317,13 @@ class IndexedQueries(QueryIndex):
         solver = PublicationSolver(hits, subject, triples, virtual, memo)
         table = self.table
         slots = table.complete_slots(hits, memo)
-        groups = []
+        parts: list[tuple[np.ndarray, object]] = []  # (slots, their answers): one group
         if subject is not None and len(slots):
             # Most complete branches are a query's only branch, a star about the one
             # subject: their answer ({var: subject}, or the unit solution) is known
             # without looking, and is given to all of them at once; so is the answer of
             # the stars that project their objects, one per ProjectedStar. All of them
             # are put in query-id order at once.
-            parts: list[tuple[np.ndarray, list]] = []  # (slots, their answers)
             codes = table.slot_answer[slots]
             known = codes >= 0
             if known.any():
@@ -330,8 +341,6 @@ class IndexedQueries(QueryIndex):
                 slots = slots[~known]
             if len(slots) and table.projected.by_code:
                 slots = self._projected(slots, solver, hits, limit, parts)
-            if parts:
-                groups.append(self._group(parts))
         out: Solutions = {}
         truncated: set[str] = set()
         if always or (len(slots) and table.slot_confirm[slots].any()):
@@ -345,6 +354,8 @@ class IndexedQueries(QueryIndex):
             slots = slots[~confirm]
         if len(slots):
             hits.settle()  # the other branches read their shapes' triples
+            slots = self._joined(slots, solver, limit, parts)
+        groups = [self._group(parts)] if parts else []
         branches = table.branches
         solve = solver.solve
         for slot in np.sort(slots).tolist():  # (in slot order: the same answers run to run)
@@ -392,6 +403,30 @@ class IndexedQueries(QueryIndex):
                 parts.append((known_slots[matched], answers[where[matched]]))
         left = np.ones(len(slots), dtype=bool)
         left[np.flatnonzero(known)[answered]] = False
+        return slots[left]
+
+    def _joined(self, slots, solver: PublicationSolver, limit: int, parts: list) -> np.ndarray:
+        """The joined branches of one answer key (`rtf.matching.join_groups`) answered once
+        per key, into `parts`; the slots left to answer one by one (those of queries of
+        several branches, stars, and answers `limit` cut)."""
+        codes = self.join_groups.codes(slots, self.table)
+        grouped = codes >= 0
+        if not grouped.any():
+            return slots
+        present = np.unique(codes[grouped])
+        answers = np.empty(len(present), dtype=object)
+        found = np.zeros(len(present), dtype=bool)
+        cut = np.zeros(len(present), dtype=bool)
+        spec, answer = self.join_groups.spec, solver.answer
+        for k, code in enumerate(present.tolist()):
+            answers[k], cut[k] = answer(spec[code], limit)
+            found[k] = bool(answers[k])
+        where = np.searchsorted(present, codes[grouped])
+        whole = (found & ~cut)[where]
+        if whole.any():
+            parts.append((slots[grouped][whole], answers[where[whole]]))
+        left = ~grouped
+        left[np.flatnonzero(grouped)[cut[where]]] = True  # (answered again, from the cache)
         return slots[left]
 
     def _group(self, parts: list) -> Group:

@@ -25,15 +25,15 @@ def engines(taxonomy):
     return {a: Engine(a, taxonomy=taxonomy) for a in ALGORITHMS}
 
 
-def register_everywhere(all_engines, texts) -> list[str]:
+def register_everywhere(all_engines, texts, prefix: str = "q") -> list[str]:
     ids = []
     for i, text in enumerate(texts):
         try:
             for e in all_engines.values():
-                e.register(text, f"q{i}", subscriber=f"s{i % 3}")
+                e.register(text, f"{prefix}{i}", subscriber=f"s{i % 3}")
         except QueryError:
             continue  # e.g. over the branch cap: rejected by every engine alike
-        ids.append(f"q{i}")
+        ids.append(f"{prefix}{i}")
     return ids
 
 

@@ -209,3 +209,18 @@ def test_changes_after_the_first_answer_equal_a_fresh_index(ops, values):
             fresh.add(i, t)
         for x in values:
             assert sorted(live.satisfied(x).tolist()) == sorted(fresh.satisfied(x).tolist()), (x, kept)
+
+
+def test_unequal_iris_follow_changes_after_the_first_answer():
+    # ``?o != <a>`` for an IRI: the ids grouped by constant are made once, and made again
+    # after a test is added or removed (a stale grouping would miss or keep one).
+    a, b, c = (iri_key(f"http://example.org/{n}") for n in "abc")
+    index = ValueIndex()
+    index.add(1, ValueTest("!=", (a,)))
+    assert index.satisfied(b).tolist() == [1]
+    index.add(2, ValueTest("!=", (b,)))
+    index.add(3, ValueTest("!=", (c,)))
+    assert sorted(index.satisfied(b).tolist()) == [1, 3]
+    index.remove(1)
+    assert sorted(index.satisfied(b).tolist()) == [3]
+    assert sorted(index.satisfied(a).tolist()) == [2, 3]

@@ -12,21 +12,22 @@ that it never builds a cross product it does not need.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
+from operator import itemgetter
 
 BindingTable = tuple[tuple[str, ...], Sequence[tuple[str, ...]]]  # (variable names, rows)
 
 
-def _normalise(names: tuple[str, ...], rows) -> tuple[tuple[str, ...], list[tuple]]:
+def _normalise(names: tuple[str, ...], rows) -> tuple[tuple[str, ...], Collection[tuple]]:
     """Drop duplicate columns: a tuple like (?x p ?x) already checked equality."""
     if len(set(names)) == len(names):
-        return names, list(rows)
+        return names, rows
     keep = [i for i, n in enumerate(names) if names.index(n) == i]
     return tuple(names[i] for i in keep), [tuple(r[i] for i in keep) for r in rows]
 
 
 def join_rows(tables: Iterable[BindingTable], limit: int | None = None
-              ) -> tuple[list[str], list[list[str]], bool]:
+              ) -> tuple[list[str], list[tuple[str, ...]], bool]:
     """The natural join of `tables` as (column names, rows, truncated).
 
     With a `limit`, no step of the join holds more than `limit` rows: a
@@ -36,39 +37,64 @@ def join_rows(tables: Iterable[BindingTable], limit: int | None = None
     """
     pending = [_normalise(n, r) for n, r in tables]
     if not pending:
-        return [], [[]], False
+        return [], [()], False
     if any(not rows for _, rows in pending):
         return [], [], False
     pending.sort(key=lambda t: len(t[1]))
     names, rows = pending.pop(0)
     cols = list(names)
-    current = [list(r) for r in set(rows)]
+    current = list(rows if isinstance(rows, (set, frozenset)) else set(rows))
     truncated = False
     while pending:
         bound = set(cols)
         # Next: a table sharing variables with the joined part, smallest first.
-        idx = next((i for i, (n, _) in enumerate(pending) if bound.intersection(n)), 0)
+        idx = next((i for i, (n, _) in enumerate(pending) if not bound.isdisjoint(n)), 0)
         tnames, trows = pending.pop(idx)
-        shared = [n for n in tnames if n in bound]
+        distinct = trows if isinstance(trows, (set, frozenset)) else set(trows)
         new = [i for i, n in enumerate(tnames) if n not in bound]
+        tail = _columns(new)
+        shared = [n for n in tnames if n in bound]
         if shared:
-            left_pos = [cols.index(n) for n in shared]
-            right_pos = [tnames.index(n) for n in shared]
-            buckets: dict[tuple, list[tuple]] = {}
-            for r in set(trows):
-                buckets.setdefault(tuple(r[i] for i in right_pos), []).append(r)
-            pairs = ((row, r) for row in current for r in buckets.get(tuple(row[i] for i in left_pos), ()))
+            # Each row of the joined part meets the table's rows of its key (a hash join).
+            if len(shared) == 1:
+                right, left = tnames.index(shared[0]), cols.index(shared[0])
+                key_of = itemgetter(left)
+            else:
+                right, left = _columns([tnames.index(n) for n in shared]), None
+                key_of = _columns([cols.index(n) for n in shared])
+            buckets: dict = {}
+            for r in distinct:
+                k = r[right] if left is not None else right(r)
+                found = buckets.get(k)
+                if found is None:
+                    buckets[k] = [tail(r)]
+                else:
+                    found.append(tail(r))
+            get = buckets.get
+            met = [(row, b) for row in current if (b := get(key_of(row)))]
         else:
-            distinct = set(trows)
-            pairs = ((row, r) for row in current for r in distinct)
-        joined = [row + [r[i] for i in new] for row, r in itertools.islice(pairs, limit)]
+            tails = [tail(r) for r in distinct]
+            met = [(row, tails) for row in current]
+        if limit is not None and sum(len(b) for _, b in met) > limit:
+            joined = list(itertools.islice((row + t for row, b in met for t in b), limit))
+            truncated = True  # go on joining the rows kept, so that every row has every column
+        else:
+            joined = [row + t for row, b in met for t in b]
         cols += [tnames[i] for i in new]
         current = joined
         if not current:
             return cols, [], truncated
-        if limit is not None and len(joined) == limit and next(pairs, None) is not None:
-            truncated = True  # go on joining the rows kept, so that every row has every column
     return cols, current, truncated
+
+
+def _columns(positions: list[int]) -> Callable[[tuple], tuple]:
+    """A row's values at `positions`, as a tuple (an empty one for no positions)."""
+    if not positions:
+        return lambda r: ()
+    if len(positions) == 1:
+        p = positions[0]
+        return lambda r: (r[p],)
+    return itemgetter(*positions)
 
 
 def project(solution: dict[str, str], projection: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

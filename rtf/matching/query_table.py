@@ -590,8 +590,9 @@ class QueryTable:
 
     def compact(self) -> None:
         """After many registrations at once: every branch's pivot chosen again, the rows
-        laid out anew (`rtf.matching.pivots.Pivots.repivot`)."""
+        laid out anew (`rtf.matching.pivots.Pivots.repivot`), the value indexes built."""
         self.pivots.repivot()
+        self.values.compact()
 
     def __len__(self) -> int:
         return len(self.queries)

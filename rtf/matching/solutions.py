@@ -12,7 +12,13 @@ are complete (`QueryTable.complete_slots`), and this module answers them:
   variable is every tuple's subject, that intersection is known without
   looking;
 * any other branch joins its binding tables (G-ToPSS, `rtf.matching.join`), keeps
-  the solutions that pass its residual filters, and projects them.
+  the solutions that pass its residual filters, and projects them. Queries repeat
+  few join structures (issue 43: chains, multi-valued stars with a ``!=``, FILTERs
+  between two variables), so a join is made once per publication for every branch
+  of the same shapes and columns (`SharedJoin`; its one-column tables, a class or
+  a word on a joined variable, filter the shared join of its wider tables), and an
+  answer once for every branch of the same join, residual and projection
+  (`JoinSpec.key`; `rtf.matching.join_groups` hands it to all of them at once).
 
 Solutions are frozensets of sorted ``(variable, term)`` tuples, shared
 between the queries that have the same ones.
@@ -22,9 +28,10 @@ from __future__ import annotations
 
 from itertools import product
 from operator import itemgetter
+from typing import NamedTuple
 
 from rtf.matching.join import join_rows
-from rtf.matching.shared_predicates import EvaluationMemo
+from rtf.matching.shared_predicates import EvaluationMemo, ResidualPlan
 
 #: A branch's join holds at most this many rows per solution it may report
 #: (``limit * JOIN_ROWS_PER_SOLUTION``): the work bound of a publication.
@@ -44,7 +51,7 @@ class PublicationSolver:
     """Answers complete branches for one publication, caching what branches share."""
 
     __slots__ = ("hits", "subject", "_values", "_tables", "_singletons", "triples", "virtual",
-                 "_publication", "memo")
+                 "_publication", "memo", "_joins", "_answers")
 
     def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
                  triples: list[Triple] = (), virtual: list[Triple] = (),
@@ -59,6 +66,10 @@ class PublicationSolver:
         self._values: dict[tuple[TupleShape, int], frozenset[str]] = {}
         self._tables: dict[tuple[TupleShape, tuple[int, ...]], set[tuple]] = {}
         self._singletons: dict[tuple, frozenset[Solution]] = {}
+        #: join key -> `SharedJoin`: the branches of one join structure join once
+        self._joins: dict[tuple, SharedJoin] = {}
+        #: (join key, residual key, projection) -> (solutions, truncated): and answer once
+        self._answers: dict[tuple, tuple[frozenset[Solution], bool]] = {}
         #: Expensive residual predicates answered once per distinct values (seed 002).
         self.memo = memo if memo is not None else EvaluationMemo()
 
@@ -130,13 +141,11 @@ class PublicationSolver:
         """The branch's join, each solution left-joined with the query's OPTIONAL groups."""
         from rtf.matching.optional import PublicationTriples, extend
 
-        tables = [(names, self.table(shape, keep))
-                  for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)]
         max_rows = limit * JOIN_ROWS_PER_SOLUTION
-        cols, joined, truncated = join_rows(tables, max_rows)
+        join = self.joined(rb, max_rows)
+        truncated = join.truncated
         residual, memo = rb.residual_plan(), self.memo
-        rows = [sol for sol in (dict(zip(cols, row)) for row in joined)
-                if residual is None or residual.passes(sol, memo)]
+        rows = [dict(sol) for sol in join.dicts() if residual is None or residual.passes(sol, memo)]
         if self._publication is None:
             self._publication = PublicationTriples(self.triples, self.virtual)
         rows, cut = extend(rows, rb.optional, self._publication, max_rows)
@@ -169,22 +178,112 @@ class PublicationSolver:
             found = self._singletons[key] = frozenset(((star.var, v),) for v in vals)
         return found
 
-    def _join(self, rb: RegisteredBranch, limit: int) -> tuple[set, bool]:
-        tables = [(names, self.table(shape, keep))
-                  for shape, keep, names in zip(rb.shapes, rb.keep, rb.keep_names)]
-        cols, joined, truncated = join_rows(tables, limit * JOIN_ROWS_PER_SOLUTION)
+    def joined(self, spec: "JoinSpec | RegisteredBranch", max_rows: int) -> "SharedJoin":
+        """The join of a branch (`join_rows` of its binding tables, at most `max_rows` a step),
+        made once per publication for every branch of the same join key: the same shapes,
+        columns and variable names (queries that differ only in their FILTERs or projection,
+        or in constants the shapes share)."""
+        key = (spec.shapes, spec.keep, spec.keep_names)
+        found = self._joins.get(key)
+        if found is None:
+            found = self._joins[key] = self._semi_joined(*key, max_rows) or SharedJoin(*join_rows(
+                [(names, self.table(shape, keep)) for shape, keep, names in zip(*key)], max_rows))
+        return found
+
+    def _semi_joined(self, shapes, keep, names, max_rows: int) -> "SharedJoin | None":
+        """A join whose one-column tables (``?y a dbo:Stadium``, a word on ``?x``'s label...)
+        keep a variable of its wider tables: the wider tables' join, shared by every join
+        that has them, filtered by those columns' values. None when there is no such table,
+        or the wider join was cut (the whole join, smallest table first, may not be)."""
+        wide = {v for n in names if len(set(n)) > 1 for v in n}
+        semi = [i for i, n in enumerate(names) if len(n) == 1 and n[0] in wide]
+        if not semi:
+            return None
+        rest = [i for i in range(len(names)) if i not in semi]
+        join = self.joined(JoinSpec(tuple(shapes[i] for i in rest), tuple(keep[i] for i in rest),
+                                    tuple(names[i] for i in rest), None, ()), max_rows)
+        if join.truncated:
+            return None
+        rows, cols = join.rows, join.cols
+        for i in semi:
+            if not rows:
+                break
+            values, at = self.values(shapes[i], shapes[i].row_positions[keep[i][0]]), cols.index(names[i][0])
+            rows = [r for r in rows if r[at] in values]
+        return SharedJoin(cols, rows, False)
+
+    def _join(self, rb: RegisteredBranch, limit: int) -> tuple[frozenset[Solution], bool]:
+        return self.answer(join_spec(rb), limit)
+
+    def answer(self, spec: "JoinSpec", limit: int) -> tuple[frozenset[Solution], bool]:
+        """A joined branch's distinct projected solutions (frozen) and whether `limit` cut
+        them: its shared join, residual filters and projection, made once per publication for
+        every branch of the same `JoinSpec.key`."""
+        key = spec.key
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = self._answer(spec, limit)
+        return answer
+
+    def _answer(self, spec: "JoinSpec", limit: int) -> tuple[frozenset[Solution], bool]:
+        join = self.joined(spec, limit * JOIN_ROWS_PER_SOLUTION)
+        truncated = join.truncated
+        if not join.rows:
+            return EMPTY, truncated
+        cols = join.cols
+        where = [(v, cols.index(v)) for v in spec.projection if v in cols]
         found: set[Solution] = set()
-        if not joined:
-            return found, truncated
-        where = [(v, cols.index(v)) for v in rb.projection if v in cols]
-        residual, memo = rb.residual_plan(), self.memo
-        for row in joined:
-            if residual is not None:
-                if not residual.passes(dict(zip(cols, row)), memo):
-                    continue
+        residual = spec.residual
+        if residual is None:
+            rows = join.rows
+        else:
+            memo = self.memo
+            passes = residual.passes
+            rows = [row for row, sol in zip(join.rows, join.dicts()) if passes(sol, memo)]
+        for row in rows:
             found.add(tuple([(v, row[i]) for v, i in where]))
             if len(found) > limit:
                 found.pop()
                 truncated = True
                 break
-        return found, truncated
+        return frozenset(found), truncated
+
+
+class JoinSpec(NamedTuple):
+    """What a joined branch's answer depends on: its shapes (by identity), their columns and
+    variable names (the join), its residual filters and its projection."""
+
+    shapes: tuple
+    keep: tuple
+    keep_names: tuple
+    residual: ResidualPlan | None
+    projection: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple:
+        """Equal for two branches that answer alike (the residual by what it tests)."""
+        residual = self.residual
+        return (self.shapes, self.keep, self.keep_names,
+                None if residual is None else residual.key, self.projection)
+
+
+def join_spec(rb: RegisteredBranch) -> JoinSpec:
+    return JoinSpec(rb.shapes, rb.keep, rb.keep_names, rb.residual_plan(), rb.projection)
+
+
+class SharedJoin:
+    """One join of a publication (`join_rows`' columns, rows and truncation), with its rows as
+    variable -> term dicts for the residual filters, made once for the branches that share it."""
+
+    __slots__ = ("cols", "rows", "truncated", "_dicts")
+
+    def __init__(self, cols: list[str], rows: list[list[str]], truncated: bool):
+        self.cols, self.rows, self.truncated = cols, rows, truncated
+        self._dicts = None
+
+    def dicts(self) -> list[dict[str, str]]:
+        found = self._dicts
+        if found is None:
+            cols = self.cols
+            found = self._dicts = [dict(zip(cols, row)) for row in self.rows]
+        return found

@@ -123,19 +123,38 @@ class _Sorted:
 class _Table:
     """The tests of one operator: constants with a value, by space; constants without one, by key."""
 
-    __slots__ = ("by_kind", "valueless", "valueless_nonliteral")
+    __slots__ = ("by_kind", "valueless", "valueless_nonliteral", "_grouped")
 
     def __init__(self):
         self.by_kind: dict[int, _Sorted] = {}
         self.valueless: dict[str, list[int]] = {}  # key -> ids (RDFterm-equal only)
         self.valueless_nonliteral: list[int] = []  # ids whose constant is an IRI or blank node
+        #: the valueless ids grouped by key in one array, and each key's span: made on first use
+        self._grouped: tuple[np.ndarray, dict[str, tuple[int, int]]] | None = None
+
+    def unequal(self, key: str) -> np.ndarray:
+        """The ids of the valueless constants but `key`'s: ``?o != dbo:Agent`` for an IRI. Two
+        slices of one array made once after a change, not a Python step per test (at 100K
+        multi-valued queries, listing them per term was most of a publication's time)."""
+        grouped = getattr(self, "_grouped", None)  # (a table pickled by an older rtf has none)
+        if grouped is None:
+            spans, ids = {}, []
+            for k, posted in self.valueless.items():
+                spans[k] = (len(ids), len(ids) + len(posted))
+                ids.extend(posted)
+            grouped = self._grouped = (_ids(ids), spans)
+        ids, spans = grouped
+        span = spans.get(key)
+        return ids if span is None else np.concatenate((ids[:span[0]], ids[span[1]:]))
 
     def post_valueless(self, key: str, test_id: int) -> None:
+        self._grouped = None
         self.valueless.setdefault(key, []).append(test_id)
         if key[0] != '"':
             self.valueless_nonliteral.append(test_id)
 
     def unpost_valueless(self, key: str, test_id: int) -> None:
+        self._grouped = None
         ids = self.valueless[key]
         ids.remove(test_id)
         if not ids:
@@ -185,6 +204,12 @@ class ValueIndex:
             self._repeats = True
         if self._tables is not None:  # built: kept up to date in place, not rebuilt
             self._change(self._tables, test_id, test, add=True)
+
+    def build(self) -> None:
+        """Lay out the sorted tables now (after many registrations at once), not on the first
+        publication that asks: later changes keep them up to date in place."""
+        if self._tables is None:
+            self._tables = self._build()
 
     def remove(self, test_id: int) -> None:
         """Forget the test of `test_id` (KeyError if there is none)."""
@@ -261,9 +286,7 @@ class ValueIndex:
                         out.append(_ids(found))
                 elif op == "!=":
                     if not is_literal:  # unequal to every other term
-                        same = set(table.valueless.get(key, ()))
-                        out.append(_ids([i for ids in table.valueless.values() for i in ids
-                                         if i not in same]))
+                        out.append(table.unequal(key))
                     else:  # a literal against IRIs and blank nodes only (two literals: an error)
                         out.append(_ids(table.valueless_nonliteral))
         if equal:

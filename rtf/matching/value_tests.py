@@ -215,6 +215,15 @@ class ValueTests:
         #: only the positions written for a publication are read back)
         self._seen = np.zeros(0, dtype=np.int32)
 
+    def compact(self) -> None:
+        """After many registrations at once: every operand's index and opaque predicate's atoms
+        laid out now, so that the first publications do not pay for them (`ValueIndex.build`)."""
+        for group in self.groups.values():
+            for _, index in group.operands.values():
+                index.build()
+            for form, (_, atoms) in group.opaque.items():
+                group.atoms_of(form, atoms)
+
     def __len__(self) -> int:
         """The number of registered conjunctions."""
         return sum(len(c) for c in self.branch_conj.values())

@@ -1,0 +1,133 @@
+"""Joins shared by the branches of one structure (issue 43).
+
+Queries that join the same shapes on the same variables -- chains ``?x p ?y . ?y q ?v``,
+stars whose FILTER compares two of their variables, multi-valued stars with a ``!=``
+-- differ only in their FILTERs and projections. The indexed engines join such a
+structure once per publication (`rtf.matching.solutions.SharedJoin`) and answer once
+per (join, residual filters, projection); these tests register many queries of few
+structures in one engine, so that they do share, with FILTERs and projections that
+tell them apart, and check every engine against the reference engine.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rtf import ALGORITHMS, Engine
+from rtf.io.publication import Publication
+from tests.test_differential import register_everywhere
+from tests.worlds import CLASSES, EX, PREFIX, SUBJECTS, TYPE, XSD
+
+INDEXED = [a for a in ALGORITHMS if a != "naive"]
+PREDICATES = [f"<{EX}{n}>" for n in ("p", "q")]
+
+
+def _int(i: int) -> str:
+    return f'"{i}"^^<{XSD}integer>'
+
+
+objects = st.one_of(st.integers(0, 3).map(_int), st.sampled_from(SUBJECTS[1:] + CLASSES[:2]))
+
+
+@st.composite
+def publications(draw) -> Publication:
+    """A resource, the resources it names and their values: chains, several values each."""
+    triples = []
+    for s in SUBJECTS:
+        if draw(st.booleans()):
+            triples.append((s, TYPE, draw(st.sampled_from(CLASSES[:2]))))
+        for p in PREDICATES:
+            for o in draw(st.sets(objects, max_size=3)):
+                triples.append((s, p, o))
+    if not triples:
+        triples.append((SUBJECTS[0], PREDICATES[0], SUBJECTS[1]))
+    return Publication(SUBJECTS[0][1:-1], triples)
+
+
+#: The few structures (so that many queries share each), with the variables they bind.
+STRUCTURES = [
+    ("?x ex:p ?y . ?y ex:q ?v", ["?x", "?y", "?v"]),                    # a chain
+    ("?x ex:p ?y . ?y ex:q ?v . ?y a ex:C1", ["?x", "?y", "?v"]),       # a chain with a class
+    ("?x ex:p ?v0 . ?x ex:q ?v1", ["?x", "?v0", "?v1"]),                # two values of one star
+    ("?x a ex:C1 . ?x ex:p ?o", ["?x", "?o"]),                          # a multi-valued star
+]
+FILTERS = ["?{a} != ?{b}", "?{a} < ?{b}", "str(?{a}) = str(?{b})", "?{a} != ex:a", "?{a} != ex:C1",
+           "isLiteral(?{a})", "?{a} <= 1", "sameTerm(?{a}, ?{b}) || ?{a} = 2"]
+
+
+@st.composite
+def shared_structure_queries(draw) -> str:
+    pattern, names = draw(st.sampled_from(STRUCTURES))
+    projected = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
+    filters = []
+    for _ in range(draw(st.integers(0, 2))):
+        a, b = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+        filters.append("FILTER(" + draw(st.sampled_from(FILTERS)).format(a=a[1:], b=b[1:]) + ")")
+    distinct = draw(st.sampled_from(["", "DISTINCT "]))
+    return (PREFIX + f"SELECT {distinct}{' '.join(projected)} WHERE {{ {pattern} "
+            + " ".join(filters) + " }")
+
+
+def answers(engine: Engine, pub) -> set:
+    return {(m.query_id, m.subscriber, m.solutions) for m in engine.match(pub)}
+
+
+def assert_reference(engines: dict, pub) -> None:
+    expected = answers(engines["naive"], pub)
+    for name in INDEXED:
+        assert answers(engines[name], pub) == expected, name
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(qs=st.lists(shared_structure_queries(), min_size=2, max_size=12),
+       pubs=st.lists(publications(), min_size=1, max_size=3), limit=st.sampled_from([None, 1, 2]))
+def test_queries_sharing_a_join_equal_the_reference(qs, pubs, limit):
+    engines = {a: Engine(a, max_solutions=limit) if limit else Engine(a) for a in ALGORITHMS}
+    register_everywhere(engines, qs)
+    for pub in pubs:
+        if limit is None:
+            assert_reference(engines, pub)
+            continue
+        expected = answers(engines["naive"], pub)
+        for name in INDEXED:  # a cut query keeps `limit` of its solutions, not necessarily the same ones
+            got = answers(engines[name], pub)
+            assert {q for q, _, _ in got} == {q for q, _, _ in expected}, name
+            assert all(len(s) <= limit for _, _, s in got), name
+
+
+@pytest.mark.parametrize("algorithm", INDEXED)
+def test_one_join_keeps_each_querys_filter_and_projection(algorithm):
+    # Three queries of one chain: one join, three answers.
+    e = Engine(algorithm)
+    base = PREFIX + "SELECT {} WHERE {{ ?x ex:p ?y . ?y ex:q ?v {} }}"
+    every = e.register(base.format("?x ?v", ""))
+    low = e.register(base.format("?x ?v", "FILTER(?v <= 1)"))
+    only_y = e.register(base.format("?y", ""))
+    a, b, c = SUBJECTS
+    pub = Publication(a[1:-1], [(a, PREDICATES[0], b), (a, PREDICATES[0], c),
+                                (b, PREDICATES[1], _int(1)), (c, PREDICATES[1], _int(3))])
+    found = {m.query_id: m.solutions for m in e.match(pub)}
+    assert found[every] == {(("x", a), ("v", _int(1))), (("x", a), ("v", _int(3)))}
+    assert found[low] == {(("x", a), ("v", _int(1)))}
+    assert found[only_y] == {(("y", b),), (("y", c),)}
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(qs=st.lists(shared_structure_queries(), min_size=2, max_size=10),
+       later=st.lists(shared_structure_queries(), min_size=1, max_size=4),
+       removed=st.sets(st.integers(0, 9)), pubs=st.lists(publications(), min_size=2, max_size=3))
+def test_groups_follow_queries_removed_and_added(qs, later, removed, pubs):
+    # A code leaves with its last branch and a freed slot or code is taken again by another
+    # structure: answers stay the reference's before and after.
+    engines = {a: Engine(a) for a in ALGORITHMS}
+    ids = register_everywhere(engines, qs)
+    assert_reference(engines, pubs[0])
+    for k in sorted(removed):
+        if f"q{k}" in ids:
+            for e in engines.values():
+                e.unregister(f"q{k}")
+    register_everywhere(engines, later, prefix="r")
+    for pub in pubs[1:]:
+        assert_reference(engines, pub)
