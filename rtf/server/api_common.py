@@ -124,6 +124,11 @@ async def json_body(request: Request, model: type[BaseModel], example: str) -> A
     except (ValueError, RecursionError) as e:
         why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
         raise Refused(400, f"bad request: the body is not JSON ({why}); send {example}") from None
+    if isinstance(value, dict):  # an unknown field named first, whatever its characters
+        # (pydantic reports a key it cannot read, a lone surrogate say, without its name)
+        unknown = next((name for name in value if name not in model.model_fields), None)
+        if unknown is not None and model.model_config.get("extra") == "forbid":
+            raise Refused(400, f"bad request: {unknown_field(unknown, model.model_fields)}")
     try:
         return model.model_validate(value)
     except ValidationError as e:
