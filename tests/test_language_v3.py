@@ -245,3 +245,12 @@ def test_queries_of_one_skeleton_share_answers_exactly(base, pubs, data):
         expected = [answers(alone, pub) for pub in pubs]
     PARSE_CACHE.clear()  # (nothing made under the patch outlives it)
     assert got == expected
+
+
+def test_select_star_lists_variables_in_order_of_appearance_around_paths():
+    """Regression (hypothesis, under xdist): the translation joins a group's paths after its
+    triples, and SELECT * took that order ((y, x) here) where the indexes keep the text's."""
+    text = "PREFIX ex: <http://ex.org/> SELECT * WHERE { ?x (ex:p|ex:p) ?x . ?y ex:p ?x . }"
+    assert parse_as_algebra(text).projection == ("x", "y")
+    assert parse_as_algebra("SELECT * WHERE { ?b <p:p> ?a . { SELECT ?c WHERE { ?c <p:q> ?d } } "
+                            "BIND(1 AS ?z) }").projection == ("b", "a", "c", "z")

@@ -85,6 +85,16 @@ class AlgebraBuilder(QueryBuilder):
         self.in_template = False  # building a CONSTRUCT template
         #: While a SELECT's expressions are built: the aggregates met, (hidden name, Aggregate)
         self.aggregates: list[tuple[str, Aggregate]] | None = None
+        #: each variable's first place in the text: SELECT *'s order of appearance (the
+        #: translation may move a group's paths after its triples)
+        self.appearance: dict[str, int] = {}
+
+    def variable(self, node: Tree) -> Variable:
+        var = super().variable(node)
+        place = getattr(node.children[0], "start_pos", None)
+        if place is not None and place < self.appearance.get(var.name, place + 1):
+            self.appearance[var.name] = place
+        return var
 
     # ------------------------------------------------------------ entry
     def build(self, tree: Tree) -> Query:
@@ -218,6 +228,9 @@ class AlgebraBuilder(QueryBuilder):
                 pattern = Extend(pattern, name, expr)
         if order:
             pattern = OrderBy(pattern, tuple(order))
+        if star:  # in order of appearance (stable: a variable never written keeps its place last)
+            last = len(self.text) + 1
+            visible = sorted(visible, key=lambda name: self.appearance.get(name, last))
         projection = tuple(dict.fromkeys(visible if star else [name for name, _, _ in items]))
         if clause is not None:
             pattern = Project(pattern, shared(projection))
