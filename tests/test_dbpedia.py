@@ -56,6 +56,7 @@ def test_indexed_engines_equal_reference_on_dbpedia_workload(dbpedia_slice, dbpe
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # deselected by default (pyproject.toml): pytest -m soak
 def test_indexed_engines_equal_reference_on_all_of_dbpedia_with_10000_queries(dbpedia_all, dbpedia_taxonomy):
     records = generate_queries(dbpedia_all, 10000, seed=7, mix=workload_mix(0.5),
                                taxonomy=dbpedia_taxonomy)

@@ -76,6 +76,7 @@ def test_readme_python_and_bundled_commands_run_as_written(fresh_checkout):
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # deselected by default (pyproject.toml): pytest -m soak
 def test_readme_dbpedia_commands_run_as_written(fresh_checkout):
     from rtf.io import datasets
     if not datasets.available():

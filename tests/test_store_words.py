@@ -114,6 +114,7 @@ def test_every_fifth_letter_with_text_analysis():
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # deselected by default (pyproject.toml): pytest -m soak
 def test_every_letter_with_text_analysis():
     builds_loads_and_matches_as_a_fresh_engine(ALNUM, FOLDED)
 
