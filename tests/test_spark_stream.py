@@ -107,6 +107,9 @@ def expected_lines(index: Path, files, ops=(), pin: int = 0) -> list[str]:
 
 from rtf.spark.arrow_matches import row_line  # noqa: E402 (the lines of match rows)
 
+#: Spark, rtf serve processes or a browser: out of the quick subset (pytest -m 'not slow').
+pytestmark = pytest.mark.slow
+
 
 def _binary_files(spark, paths):
     return spark.read.format("binaryFile").load([str(p) for p in paths])
