@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import itertools
+import os
 
 import pytest
 
@@ -38,26 +40,21 @@ def pytest_runtest_protocol(item, nextitem):
 
 HEARTBEAT = pytest.StashKey[Heartbeat]()
 
-#: Fixture scopes built once per module or class: the tests that use one stay on one worker.
-SHARED_SCOPES = {"module", "class", "package"}
 
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``--dist loadgroup``), keep each module's tests that share a
-    module- or class-scoped fixture (a Spark session, a server, a browser, a big workload)
-    on one worker, so that it is built once, as in a serial run, not once per worker; the
-    other tests are dealt to whichever worker is free. Soak tests are slow too."""
+    """Soak tests are slow too. Under pytest-xdist (``--dist loadscope``: a module's tests run on
+    one worker, so that its module-scoped fixtures -- a Spark session, a server, a browser, a
+    big workload -- are built once, as in a serial run), the modules with the most tests
+    marked slow come first: the longest work starts at once and the quick modules fill the
+    workers at the end, instead of one Spark module running alone after everything else."""
     for item in items:
         if item.get_closest_marker("soak") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
-        if item.get_closest_marker("xdist_group"):
-            continue
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        if any(defs and defs[-1].scope in SHARED_SCOPES for defs in info.name2fixturedefs.values()):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a serial run keeps the files' order
+    slow = collections.Counter(item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: -slow[item.nodeid.split("::", 1)[0]])  # stable: a module's order is kept
 
 
 def _need_data():
