@@ -327,7 +327,13 @@ def test_sigterm_while_starting_exits_0(tmp_path):
     db.commit()
     db.close()
     proc = subprocess.Popen(serve_command(data), stderr=subprocess.PIPE, text=True)
-    time.sleep(2.5)  # importing, then registering 100,000 queries (over 10 s)
+    # Importing (seconds on a busy machine: a fixed 2.5 s sleep signalled some runs before
+    # the handler was set), then registering 100,000 queries (over 10 s): serve.lock is
+    # written once the handler is set and the folder locked, before the queries are read.
+    deadline = time.monotonic() + 120
+    while not (data / "serve.lock").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 0
     log = proc.stderr.read()

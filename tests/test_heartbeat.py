@@ -57,7 +57,8 @@ def test_pytest_prints_the_heartbeat_through_its_capture(tmp_path, workers):
     terminal although pytest captures the test's output (and, with -n, runs it in a worker)."""
     (tmp_path / "test_sleepy.py").write_text("import time\n\ndef test_sleepy():\n    time.sleep(1.6)\n"
                                              "    print('captured')\n")
-    env = dict(os.environ, RTF_TEST_HEARTBEAT="0.5", PYTHONPATH=str(ROOT))
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_XDIST")}
+    env.update(RTF_TEST_HEARTBEAT="0.5", PYTHONPATH=str(ROOT))  # (not a worker's, when this suite runs under -n)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
                            "--rootdir", str(tmp_path), *workers, str(tmp_path / "test_sleepy.py")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
