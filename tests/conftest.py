@@ -1,12 +1,72 @@
-"""Shared fixtures: the DBpedia sample (skipped cleanly when absent)."""
+"""Shared fixtures: the DBpedia sample (skipped cleanly when absent); a heartbeat for long tests."""
 
 from __future__ import annotations
 
+import collections
 import itertools
+import os
 
 import pytest
 
 from rtf.io import datasets
+from tests.heartbeat import Heartbeat, period_from_environment
+
+
+def pytest_configure(config):
+    """Start the heartbeat (tests/heartbeat.py): a line on the terminal every 30 s while a test runs."""
+    every = period_from_environment()
+    if every > 0:
+        config.stash[HEARTBEAT] = beat = Heartbeat.on_stderr(every)
+        beat.start()
+
+
+def pytest_unconfigure(config):
+    beat = config.stash.get(HEARTBEAT, None)
+    if beat is not None:
+        beat.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    beat = item.config.stash.get(HEARTBEAT, None)
+    if beat is None:
+        return (yield)
+    beat.begin(item.nodeid)
+    try:
+        return (yield)
+    finally:
+        beat.end()
+
+
+HEARTBEAT = pytest.StashKey[Heartbeat]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Soak tests are slow too. Under pytest-xdist (``--dist loadscope``: a module's tests run on
+    one worker, so that its module-scoped fixtures -- a Spark session, a server, a browser, a
+    big workload -- are built once, as in a serial run), the modules with the most tests
+    marked slow come first: the longest work starts at once and the quick modules fill the
+    workers at the end, instead of one Spark module running alone after everything else."""
+    for item in items:
+        if item.get_closest_marker("soak") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a serial run keeps the files' order
+    slow = collections.Counter(item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: -slow[item.nodeid.split("::", 1)[0]])  # stable: a module's order is kept
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: two workers per core (``RTF_TEST_WORKERS=N`` says otherwise). Many of the
+    slow tests mostly wait -- for a server to start or stop, a JVM, a subprocess, a timeout:
+    test_server_stop.py used 26 s of CPU in its 209 s on a busy machine -- so one worker per
+    core leaves the cores idle much of the time."""
+    wanted = os.environ.get("RTF_TEST_WORKERS", "").strip()
+    if wanted.isdigit():
+        return int(wanted)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return 2 * cores
 
 
 def _need_data():

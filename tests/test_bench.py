@@ -53,6 +53,7 @@ def run_json(capsys, tmp_path, *argv):
     return code, json.loads(out.read_text()), stdout, stderr
 
 
+@pytest.mark.slow
 def test_json_has_the_documented_fields(world, tmp_path, capsys):
     code, doc, _, _ = run_json(capsys, tmp_path, *bench_args(world))
     assert code == 0
@@ -69,6 +70,7 @@ def test_json_has_the_documented_fields(world, tmp_path, capsys):
         assert r["index_mb"] > 0 and r["pubs_per_s"] > 0 and r["kb_per_s"] > 0
 
 
+@pytest.mark.slow
 def test_match_counts_agree_across_algorithms_at_each_db_size(world, tmp_path, capsys):
     code, doc, stdout, _ = run_json(capsys, tmp_path, *bench_args(world))
     assert code == 0
@@ -82,6 +84,7 @@ def test_match_counts_agree_across_algorithms_at_each_db_size(world, tmp_path, c
     assert "MISMATCH" not in stdout
 
 
+@pytest.mark.slow
 def test_a_wrong_engine_makes_the_bench_fail_loudly(world, tmp_path, capsys, monkeypatch):
     from rtf.engine import Engine
 
@@ -106,6 +109,7 @@ def test_a_wrong_engine_makes_the_bench_fail_loudly(world, tmp_path, capsys, mon
     assert reproduction and reproduction["rtfm"] == [] and reproduction["rtfs"]
 
 
+@pytest.mark.slow
 def test_ibroker_on_a_sample_is_compared_on_the_common_publications(world, tmp_path, capsys):
     code, doc, stdout, _ = run_json(capsys, tmp_path, *bench_args(world, "--ibroker-pubs", "5"))
     assert code == 0
@@ -127,6 +131,7 @@ def test_the_terminal_table_names_every_run(world, capsys):
     assert rows == ["rtfs", "naive", "rtfs", "naive"]
 
 
+@pytest.mark.slow
 def test_same_seed_same_answers_in_process_or_forked(world, tmp_path, capsys):
     _, forked, _, _ = run_json(capsys, tmp_path, *bench_args(world, "--no-memory"))
     _, here, _, _ = run_json(capsys, tmp_path, *bench_args(world, "--no-memory", "--in-process"))
@@ -135,6 +140,7 @@ def test_same_seed_same_answers_in_process_or_forked(world, tmp_path, capsys):
     assert [r["digest"] for r in other["runs"]] != [r["digest"] for r in here["runs"]]
 
 
+@pytest.mark.slow
 def test_several_ft_pr_and_plots(world, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     plots = tmp_path / "plots"
@@ -162,6 +168,7 @@ def test_bad_arguments_are_one_line_errors(world, capsys, argv, message):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_selective_bench_reports_selectivity_and_latency(world, tmp_path, capsys):
     code, doc, stdout, _ = run_json(capsys, tmp_path, *bench_args(world, "--mix", "selective",
                                                                  "--no-memory"))
@@ -448,6 +455,7 @@ def test_the_selective_mix_is_more_selective_than_the_paper_mix(dbpedia_vocabula
     assert share["selective"] < 0.04 and share["selective"] < share["paper"] / 2, share
 
 
+@pytest.mark.slow
 def test_index_cache_loads_the_engines_a_previous_run_saved(world, tmp_path, capsys):
     cache = tmp_path / "cache"
     args = bench_args(world, "--in-process", "--no-memory", "--index-cache", str(cache))
@@ -476,6 +484,7 @@ def test_json_names_input_paths_relative_to_where_the_bench_ran(world, tmp_path,
 # ----------------------------------------------------- --repeat and thin percentiles (issue 40, item 10)
 
 
+@pytest.mark.slow
 def test_repeat_gives_the_median_of_each_cell_and_its_spread(world, tmp_path, capsys):
     code, doc, table, err = run_json(capsys, tmp_path, *bench_args(world, "--algorithms", "rtfs,rtfm",
                                                                     "--repeat", "3", "--no-memory"))

@@ -139,6 +139,7 @@ def render(parts, out: list[str], uses: list, counter: list[int]) -> None:
     out.append("} ")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(parts=group(2, top=True))
 def test_refused_exactly_when_a_label_spans_two_patterns(parts):

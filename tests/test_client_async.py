@@ -59,6 +59,7 @@ def test_the_client_without_the_server_extra_is_one_line_saying_what_to_install(
                     "pip install 'rtf[server]' (no module named 'httpx')"), done.stderr
 
 
+@pytest.mark.slow
 def test_async_client_answers_what_the_sync_client_answers(tmp_path):
     from rtf import AsyncClient
 
@@ -170,6 +171,7 @@ def test_async_client_errors_for_tokens(tmp_path):
         asyncio.run(run(server.url))
 
 
+@pytest.mark.slow
 def test_the_docs_async_example_prints_its_match(tmp_path):
     """docs/server.md's asyncio example, run as written against a real server (its address
     aside: the test's server listens on a free port, not 8750)."""

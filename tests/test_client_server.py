@@ -76,6 +76,7 @@ def test_client_round_trip_equals_a_local_engine(tmp_path):
         assert broker.health()["queries"] == 2
 
 
+@pytest.mark.slow
 def test_matches_survive_a_killed_and_restarted_server_exactly_once(tmp_path):
     """The iterator reconnects by itself (Last-Event-ID) across a SIGKILL and a restart."""
     data = tmp_path / "d"
@@ -145,6 +146,7 @@ def test_a_last_event_id_beyond_the_outbox_skips_nothing_new(tmp_path):
     assert [e.match for e in got] == sent
 
 
+@pytest.mark.slow
 def test_the_docs_client_example_prints_its_match(tmp_path):
     """docs/server.md's Python example, run as written against a real server (its address aside:
     the test's server listens on a free port, not 8750)."""
@@ -187,6 +189,7 @@ def test_register_many_in_engine_order_and_its_errors(tmp_path):
             broker.register_many([(None, "r4")])
 
 
+@pytest.mark.slow
 def test_the_docs_curl_examples_run_as_written(tmp_path):
     """docs/server.md's curl lines, run as written (from the repository's folder) against a
     real server, its address aside: the test's server listens on a free port, not 8750."""

@@ -410,6 +410,7 @@ def test_match_only_answers_rtf_match_and_notifies_nobody(server):
             assert [e.match for e in got] == expected
 
 
+@pytest.mark.slow
 def test_a_pushed_match_is_explained_from_the_outbox(server):
     body = rdf("Rio and the games", "games again")
     with server.client() as admin, server.client(token=TOKENS["alice"]) as alice, \

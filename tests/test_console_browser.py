@@ -43,6 +43,9 @@ from rtf.server.api_check import check_query  # noqa: E402
 from rtf.server.process import ServerProcess  # noqa: E402
 from tests.test_console_api import TOKENS, token_server  # noqa: E402
 
+#: Spark, rtf serve processes or a browser: out of the quick subset (pytest -m 'not slow').
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "docs" / "console"
 CHROMIUM = os.environ.get("RTF_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

@@ -46,6 +46,7 @@ def assert_indexed_engines_equal_naive(records, pubs, taxonomy) -> list:
     return results["naive"]
 
 
+@pytest.mark.slow
 def test_indexed_engines_equal_reference_on_dbpedia_workload(dbpedia_slice, dbpedia_taxonomy):
     records = []
     for ft_pr, seed in ((0.5, 5), (1.0, 10)):
@@ -56,6 +57,7 @@ def test_indexed_engines_equal_reference_on_dbpedia_workload(dbpedia_slice, dbpe
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # deselected by default (pyproject.toml): pytest -m soak
 def test_indexed_engines_equal_reference_on_all_of_dbpedia_with_10000_queries(dbpedia_all, dbpedia_taxonomy):
     records = generate_queries(dbpedia_all, 10000, seed=7, mix=workload_mix(0.5),
                                taxonomy=dbpedia_taxonomy)
@@ -78,6 +80,7 @@ def _rdflib_graph(pubs, taxonomy_file) -> Graph:
     return g
 
 
+@pytest.mark.slow
 def test_structural_answers_equal_rdflib_sparql(dbpedia_slice, dbpedia_taxonomy):
     """Star queries never join across subjects, and every subject is one
     publication, so the union of rtf's per-publication answers must equal

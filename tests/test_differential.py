@@ -37,6 +37,7 @@ def register_everywhere(all_engines, texts, prefix: str = "q") -> list[str]:
     return ids
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(qs=st.lists(worlds.queries(), min_size=1, max_size=6),
        pubs=st.lists(worlds.publications(), min_size=1, max_size=3))
@@ -50,6 +51,7 @@ def test_indexed_engines_equal_reference_on_random_worlds(qs, pubs):
             assert answers(all_engines[name], pub) == expected, name
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(qs=st.lists(worlds.queries(), min_size=2, max_size=6),
        pubs=st.lists(worlds.publications(), min_size=2, max_size=4),

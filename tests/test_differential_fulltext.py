@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pickle
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,7 @@ def expr():
 texts = st.lists(st.sampled_from(WORDS + ["and", "the"]), min_size=1, max_size=8).map(" ".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(exprs=st.lists(expr(), min_size=1, max_size=12), literals=st.lists(texts, min_size=1, max_size=4))
 def test_full_text_answers_equal_the_reference(exprs, literals):

@@ -65,6 +65,7 @@ def _run_shell(block: str, cwd: Path, env: dict) -> None:
     assert result.returncode == 0, f"{block}\n{result.stderr}"
 
 
+@pytest.mark.slow
 def test_readme_python_and_bundled_commands_run_as_written(fresh_checkout):
     checkout, env = fresh_checkout
     python, bundled = _readme_blocks("python")[0], _readme_blocks("sh")[0]
@@ -76,6 +77,7 @@ def test_readme_python_and_bundled_commands_run_as_written(fresh_checkout):
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # deselected by default (pyproject.toml): pytest -m soak
 def test_readme_dbpedia_commands_run_as_written(fresh_checkout):
     from rtf.io import datasets
     if not datasets.available():

@@ -54,6 +54,7 @@ def _texts(regexp: str):
     return st.one_of(st.from_regex(re.compile(regexp, FLAGS), fullmatch=True), anything)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("regexp", [r for _, r in TERMINALS] + OTHERS)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())

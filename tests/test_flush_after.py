@@ -62,6 +62,7 @@ def stop(process: subprocess.Popen) -> str:
     return process.stderr.read()
 
 
+@pytest.mark.slow
 def test_the_last_publication_of_an_open_pipe_is_matched_after_the_idle_time():
     process = rtf_match("--publications", "-", "--flush-after", "0.3")
     try:
@@ -86,6 +87,7 @@ def test_the_last_publication_of_an_open_pipe_is_matched_after_the_idle_time():
             stop(process)
 
 
+@pytest.mark.slow
 def test_without_flush_after_the_last_publication_waits_for_the_next_subject():
     """(What --flush-after is for: the same feed, and no match while it is quiet.)"""
     process = rtf_match("--publications", "-")

@@ -62,6 +62,7 @@ def base_index(tmp_path_factory) -> Path:
     return folder / "base.idx"
 
 
+@pytest.mark.slow
 def test_concurrent_adds_all_take_effect(base_index, tmp_path):
     """The issue's probe: 4 concurrent `rtf index add`, 6 rounds, lost 5,400 queries."""
     idx = tmp_path / "q.idx"
@@ -76,6 +77,7 @@ def test_concurrent_adds_all_take_effect(base_index, tmp_path):
         assert {q.id for q in Engine.load(idx).queries()} == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mix", [("add", "remove", "add", "remove"), ("remove", "remove", "add"),
                                  ("add", "add", "remove", "remove", "add")])
 def test_concurrent_adds_and_removes_all_take_effect(base_index, tmp_path, mix):
@@ -98,6 +100,7 @@ def test_concurrent_adds_and_removes_all_take_effect(base_index, tmp_path, mix):
     assert {q.id for q in Engine.load(idx).queries()} == expected
 
 
+@pytest.mark.slow
 def test_a_waiting_update_says_so(base_index, tmp_path):
     """An update that finds another at work prints one line and waits for it."""
     from rtf.io.files import lock_folder

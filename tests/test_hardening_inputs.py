@@ -221,6 +221,7 @@ def test_a_line_over_16_mib_is_one_bad_line(tmp_path, queries, capsys):
     assert f"rtf: skipped 1 invalid line(s); first: {f}:3: the line is over" in err
 
 
+@pytest.mark.slow
 def test_a_term_over_16_mib_in_turtle_is_the_error_of_its_statement(tmp_path):
     f = tmp_path / "p.ttl"
     f.write_bytes(b"@prefix ex: <http://ex.org/> .\nex:a ex:t \"x\" .\nex:b ex:t \""
@@ -397,6 +398,7 @@ def rotate(feed, how: str, n: int) -> None:
             f.truncate(0)
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rounds=st.lists(st.tuples(st.integers(1, 4), st.sampled_from(["append", "rename", "delete",
                                                                      "truncate"]),

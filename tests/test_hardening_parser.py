@@ -531,6 +531,7 @@ def assert_all_engines_handle(parsed: Query) -> None:
     assert refused in (set(), set(ALGORITHMS)), "engines must agree on what registers"
 
 
+@pytest.mark.slow
 @given(FUZZED)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_fuzz_parse_returns_a_query_or_raises_a_query_error(query):
@@ -545,6 +546,7 @@ def test_fuzz_parse_returns_a_query_or_raises_a_query_error(query):
     assert time.perf_counter() - start < 5
 
 
+@pytest.mark.slow
 @given(FUZZED)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_fuzz_every_parsed_query_registers_and_matches_in_every_engine(query):

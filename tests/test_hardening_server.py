@@ -314,6 +314,7 @@ def test_sigterm_exits_0(tmp_path):
     assert "Traceback" not in server.stderr
 
 
+@pytest.mark.slow
 def test_sigterm_while_starting_exits_0(tmp_path):
     # A long start (many queries to rebuild): SIGTERM before it listens stops it too.
     data = tmp_path / "b"
@@ -326,7 +327,13 @@ def test_sigterm_while_starting_exits_0(tmp_path):
     db.commit()
     db.close()
     proc = subprocess.Popen(serve_command(data), stderr=subprocess.PIPE, text=True)
-    time.sleep(2.5)  # importing, then registering 100,000 queries (over 10 s)
+    # Importing (seconds on a busy machine: a fixed 2.5 s sleep signalled some runs before
+    # the handler was set), then registering 100,000 queries (over 10 s): serve.lock is
+    # written once the handler is set and the folder locked, before the queries are read.
+    deadline = time.monotonic() + 120
+    while not (data / "serve.lock").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 0
     log = proc.stderr.read()
@@ -393,6 +400,7 @@ def test_a_deleted_lock_file_lets_no_second_server_in(tmp_path):
         assert first.health()["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_servers_started_together_on_one_folder_one_wins(tmp_path):
     """Several processes race for an empty folder: exactly one serves."""
     data = tmp_path / "b"
@@ -441,6 +449,7 @@ def two_folders(stopped_pair: Path, root: Path) -> tuple[Path, Path, dict, dict]
     return root / "A", root / "B", A_QUERIES, B_QUERIES
 
 
+@pytest.mark.slow
 def test_a_table_copied_over_is_trusted_over_the_old_snapshot(stopped_pair, tmp_path):
     """The issue's probe: another folder's queries.sqlite3 (same algorithm, taxonomy)
     over a stopped server's; the old snapshot answered GET /queries/q1 with one query
@@ -570,6 +579,7 @@ def fill_and_check(server: ServerProcess, still_full, restart) -> None:
         assert got == mine  # every match answered to a publisher reached the outbox
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_a_full_tmpfs(tmp_path):
     """The issue's probe: a 5 MB tmpfs as --data; failing writes answered text/plain 500
@@ -590,6 +600,7 @@ def test_a_full_tmpfs(tmp_path):
         subprocess.run(["umount", "-l", str(mount)])
 
 
+@pytest.mark.slow
 def test_files_that_cannot_grow(tmp_path):
     """The same with a file size limit (RLIMIT_FSIZE), which needs no privilege."""
     server = LimitedServer(tmp_path / "b", 1_500_000)

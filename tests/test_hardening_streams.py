@@ -260,6 +260,7 @@ def in_child(argv: list[str], closed: int | None, err_path: Path, stdin: bytes =
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("template, needs", COMMANDS, ids=[t.split(" {")[0] for t, _ in COMMANDS])
 def test_every_command_with_each_standard_stream_closed(template, needs, files, tmp_path):
     err_path = tmp_path / "err"

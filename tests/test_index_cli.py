@@ -46,6 +46,7 @@ def sample(dbpedia_slice, tmp_path_factory):
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["naive", "rtfs", "ibroker"])
 def test_match_with_an_index_writes_exactly_what_match_with_the_queries_writes(
         algorithm, records, sample, tmp_path, capsys):
@@ -131,6 +132,7 @@ def test_match_refuses_options_the_index_fixes(records, sample, tmp_path, capsys
         main(["match", "--index", str(idx), "--queries", str(tmp_path / "a.jsonl"), "--publications", sample])
 
 
+@pytest.mark.slow
 def test_sigkill_in_the_middle_of_index_add_leaves_the_previous_index_intact(records, tmp_path, capsys,
                                                                               dbpedia_slice):
     """Kill `rtf index add` at several moments, the last as its temporary file

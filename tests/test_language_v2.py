@@ -249,6 +249,7 @@ def _compare_with_rdflib(queries, pubs, taxonomy) -> int:
     return nonempty
 
 
+@pytest.mark.slow
 def test_version_2_filters_equal_rdflib_and_every_engine_on_dbpedia(dbpedia_slice, dbpedia_taxonomy):
     pubs = [p for p in dbpedia_slice if len(p.triples) > 1][:300]
     assert _compare_with_rdflib(RDFLIB_QUERIES, pubs, dbpedia_taxonomy) >= 8

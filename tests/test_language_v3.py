@@ -28,6 +28,7 @@ def answers(engine: Engine, pub) -> dict:
 
 # ------------------------------------------------------------ every engine = the reference
 
+@pytest.mark.slow
 @settings(max_examples=150, **SETTINGS)
 @given(qs=st.lists(v3_queries(), min_size=1, max_size=5), pubs=st.lists(publications(), min_size=1, max_size=3))
 def test_every_engine_equals_the_reference_on_version_3_queries(qs, pubs):

@@ -25,6 +25,7 @@ _ids = st.lists(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1,
                 min_size=1, max_size=6, unique=True).map(sorted)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(pub=_text, found=matches())
 def test_match_bytes_are_match_lines_in_utf8(pub, found):

@@ -93,6 +93,7 @@ error: type[Exception] = QueryTooLargeError
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # deselected by default (pyproject.toml): pytest -m soak
 def test_mypy_strict_sees_rtf_after_the_readmes_editable_install(tmp_path):
     """A fresh venv, ``pip install -e`` of a copy of the checkout (its dependencies taken from
     this environment, offline), then ``mypy --strict`` with no MYPYPATH: rtf is found and typed."""

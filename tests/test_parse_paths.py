@@ -38,6 +38,7 @@ def texts(draw):
     return text
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=texts())
 def test_the_fast_parse_answers_as_the_positioned_parse(text):

@@ -12,6 +12,7 @@ the first one's template.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +48,7 @@ def same_shape(draw):
     return text, "".join(out)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pair=same_shape())
 def test_a_text_parsed_from_a_template_is_parsed_as_lark_parses_it(pair):

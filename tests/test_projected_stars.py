@@ -74,6 +74,7 @@ def answers(engine: Engine, pub) -> set:
     return {(m.query_id, m.subscriber, m.solutions) for m in engine.match(pub)}
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(qs=st.lists(projected_stars(), min_size=1, max_size=8),
        pubs=st.lists(publications(), min_size=1, max_size=3))

@@ -16,6 +16,9 @@ import pytest
 
 from rtf.io import datasets
 
+#: Spark, rtf serve processes or a browser: out of the quick subset (pytest -m 'not slow').
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("httpx")
 pytest.importorskip("httpx_sse")
 

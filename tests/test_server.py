@@ -275,6 +275,7 @@ def test_register_publish_receive(server):
 # ------------------------------------------ 4. reconnect with Last-Event-ID
 
 
+@pytest.mark.slow
 def test_reconnecting_subscriber_gets_every_match_once_in_order(server):
     tag = "t4"
     sub = f"{tag}-sub"
@@ -488,6 +489,7 @@ def test_metrics_count_what_was_done(server):
 # ------------------------------------------ 2. restart (SIGTERM)
 
 
+@pytest.mark.slow
 def test_restart_loses_nothing(tmp_path):
     tag = "t2"
     alice = f"{tag}-alice"
@@ -542,6 +544,7 @@ def test_restart_loses_nothing(tmp_path):
 # ------------------------------------------ 3. crash (SIGKILL)
 
 
+@pytest.mark.slow
 def test_sigkill_keeps_exactly_the_acknowledged_state(tmp_path):
     tag = "t3"
     every = 20
@@ -613,6 +616,7 @@ def test_sigkill_keeps_exactly_the_acknowledged_state(tmp_path):
 # ------------------------------------------ 8. snapshot rebuilt from SQLite
 
 
+@pytest.mark.slow
 def test_corrupt_snapshot_or_other_algorithm_rebuilds(tmp_path):
     tag = "t8"
     queries = {f"{tag}-{i}": (q_words(tag, *w), s) for i, (w, s) in enumerate([
@@ -648,6 +652,7 @@ def test_corrupt_snapshot_or_other_algorithm_rebuilds(tmp_path):
 # ------------------------------------------ 4b. cut streams, gaps
 
 
+@pytest.mark.slow
 def test_slow_subscriber_is_cut_and_reads_the_rest_from_the_outbox(tmp_path):
     tag = "t4c"
     slow = f"{tag}-slow"
@@ -689,6 +694,7 @@ def test_slow_subscriber_is_cut_and_reads_the_rest_from_the_outbox(tmp_path):
     assert_clean_log(server)
 
 
+@pytest.mark.slow
 def test_retention_gap_then_the_retained_events(tmp_path):
     tag = "t4g"
     queries = {f"{tag}-q": (q_words(tag, select=False), "old"),
@@ -853,6 +859,7 @@ def _dbpedia_bodies(n_pubs: int, n_bodies: int) -> tuple[list[str], list]:
     return bodies, pubs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["rtfs", "naive"])
 def test_dbpedia_answers_equal_rtf_match(tmp_path, algorithm, capsys):
     from rtf.bench.workload import Mix, generate_queries

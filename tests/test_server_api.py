@@ -187,6 +187,7 @@ def test_tickets_sign_a_subscriber_and_expire():
     assert not tickets.check(ticket, "alice")
 
 
+@pytest.mark.slow
 def test_a_stream_ticket_opens_its_stream_without_a_header(tmp_path):
     tokens = tmp_path / "tokens.txt"
     tokens.write_text(TOKENS)
@@ -289,6 +290,7 @@ def test_openapi_document_is_valid_and_says_what_the_server_answers(tmp_path, wi
 # ------------------------------------------------------- starting from an index
 
 
+@pytest.mark.slow
 def test_import_index_starts_a_folder_without_parsing(tmp_path):
     engine = Engine()
     queries = {f"q{i}": (query(w), s) for i, (w, s) in
@@ -332,6 +334,7 @@ SERVER_STACK = ("fastapi", "uvicorn", "starlette", "httpx", "sse_starlette", "pr
                 "pydantic", "anyio", "httpx_sse", "fastapi_offline")
 
 
+@pytest.mark.slow
 def test_the_engine_and_rtf_match_never_import_the_server_stack(tmp_path):
     root = Path(__file__).resolve().parents[1]
     script = (

@@ -31,6 +31,9 @@ from hypothesis import strategies as st
 from rtf.server.process import ServerFailed, ServerProcess, run_serve, serve_command
 from tests.test_server import q_words
 
+#: Spark, rtf serve processes or a browser: out of the quick subset (pytest -m 'not slow').
+pytestmark = pytest.mark.slow
+
 httpx = pytest.importorskip("httpx")
 
 NDJSON = {"Content-Type": "application/x-ndjson"}

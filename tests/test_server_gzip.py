@@ -113,6 +113,7 @@ def bomb(size: int) -> bytes:
     return b"".join([*(z.compress(block) for _ in range(size >> 20)), z.flush()])
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_is_refused_at_the_limit_without_filling_the_memory(server):
     """1 GiB of zeros in 1 MiB of gzip (under --max-body as sent): refused once 1 MiB has
     come out, and the server's memory does not grow by the gigabyte."""

@@ -47,6 +47,7 @@ def serve(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           text=True, timeout=60, env=_env(env), stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow
 def test_command_line_wins_over_environment_over_file_over_defaults(tmp_path):
     config = tmp_path / "serve.toml"
     config.write_text(f'data = "{tmp_path / "from-file"}"\nport = 0\nmax_body = 2000\n'

@@ -30,6 +30,9 @@ import pytest
 from rtf.server.process import ServerProcess, serve_command
 from tests.test_server import q_words
 
+#: Spark, rtf serve processes or a browser: out of the quick subset (pytest -m 'not slow').
+pytestmark = pytest.mark.slow
+
 httpx = pytest.importorskip("httpx")
 
 #: The launcher: installs the phase hook named by RTF_TEST_PHASE ("phase:nth:seconds":

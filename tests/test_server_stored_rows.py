@@ -213,6 +213,7 @@ def rows(draw):
     return found
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.data_too_large,
                                                                   HealthCheck.function_scoped_fixture])

@@ -130,6 +130,7 @@ ALL_FIELDS = st.one_of(st.text(min_size=1, max_size=12),
                        st.sampled_from([*RECORD_FIELDS, "Query", "subscribers", "meta data"]))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(names=st.lists(ALL_FIELDS, min_size=1, max_size=3, unique=True))
 def test_fuzz_any_field_but_the_known_ones_is_refused_by_name_on_both_paths(tmp_path_factory, names):

@@ -189,6 +189,7 @@ def _put_many(registry: Registry, model: dict, items, atomic: bool, owner: str |
     model.update(expected)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(_ops)
 def test_registry_follows_a_dict_model(ops):
@@ -297,6 +298,7 @@ _appends = st.lists(st.one_of(
     st.just("prune"), st.just("reopen")), max_size=20)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(_appends, st.integers(1, 8))
 def test_outbox_follows_a_list_model(steps, max_events):

@@ -78,6 +78,7 @@ def test_the_same_seed_gives_the_same_queries_and_another_seed_others(sources, f
     assert len({r["id"] for r in a}) == 60
 
 
+@pytest.mark.slow
 def test_the_queries_do_not_depend_on_the_hash_seed(dbpedia_slice):
     """Values, classes and words pass through sets and counters: their order must not leak in."""
     from rtf.io import datasets
@@ -222,6 +223,7 @@ def _sample_files() -> list[str]:
     return [str(f) for f in datasets.dbpedia_files() if f.name.startswith(("nordlys", "esbm", "db8k28"))]
 
 
+@pytest.mark.slow
 def test_gen_queries_writes_a_family_and_its_publications_that_rtf_match_reads(dbpedia_slice, tmp_path):
     """The chains' publications hold several subjects: written as N-Quads, one graph each, and
     read back by graph they are the publications the family is matched against."""
@@ -275,6 +277,7 @@ def test_publications_without_a_family_s_shape_are_a_user_error(tmp_path, capsys
     assert len(err.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_the_shape_matrix_script_measures_each_family_and_tabulates_it(dbpedia_slice):
     """benchmarks/shape_matrix.py, run tiny in this process: a row per family and size, whose
     counts are those of the engine on the family's stream, and a table of them."""

@@ -170,6 +170,9 @@ def inputs(tmp_path_factory):
 
 from rtf.spark.arrow_matches import row_line  # noqa: E402 (a Parquet row as rtf match's line)
 
+#: Spark, rtf serve processes or a browser: out of the quick subset (pytest -m 'not slow').
+pytestmark = pytest.mark.slow
+
 _DBO = "http://dbpedia.org/ontology/"
 #: Queries of language version 3 (spec section 5): aggregates, ORDER BY, CONSTRUCT, MINUS, a path.
 VERSION_3 = [

@@ -163,6 +163,7 @@ def test_a_held_engine_brought_forward_matches_the_reference(base, steps, pins, 
     _fresh_slot()
 
 
+@pytest.mark.slow
 def test_engine_is_built_once_and_rebuilt_only_when_it_must_be():
     _fresh_slot()
     loads = []

@@ -23,6 +23,9 @@ from rtf.spark import session
 from rtf.spark.session import WorkerPythonError, use_worker_python
 from tests.test_spark import NO_SPARK, spark_test
 
+#: Spark, rtf serve processes or a browser: out of the quick subset (pytest -m 'not slow').
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -107,6 +107,9 @@ def expected_lines(index: Path, files, ops=(), pin: int = 0) -> list[str]:
 
 from rtf.spark.arrow_matches import row_line  # noqa: E402 (the lines of match rows)
 
+#: Spark, rtf serve processes or a browser: out of the quick subset (pytest -m 'not slow').
+pytestmark = pytest.mark.slow
+
 
 def _binary_files(spark, paths):
     return spark.read.format("binaryFile").load([str(p) for p in paths])
@@ -488,6 +491,7 @@ def test_rtf_spark_stream_runs_on_the_session_of_its_process(spark, tmp_path):
 
 @spark_test
 @pytest.mark.slow
+@pytest.mark.soak  # deselected by default (pyproject.toml): pytest -m soak
 def test_driver_killed_at_random_moments_never_loses_or_repeats_a_match(drops, tmp_path):
     """SIGKILL the driver and its JVM at random moments (seeded) while it works through
     many small files, restarting it each time, until it finishes."""
@@ -534,6 +538,7 @@ def test_driver_killed_at_random_moments_never_loses_or_repeats_a_match(drops, t
 
 @spark_test
 @pytest.mark.slow
+@pytest.mark.soak  # deselected by default (pyproject.toml): pytest -m soak
 def test_the_quick_start_of_the_docs_runs_as_written(tmp_path):
     """docs/spark.md's quick start, its /tmp paths moved into a folder of the test's own."""
     text = (ROOT / "docs" / "spark.md").read_text()

@@ -89,6 +89,7 @@ def test_the_mix_is_deterministic_by_seed_and_not_by_hash_seed(slice_pubs):
     assert len(generated_under_hash_seeds(files, 150, "Mix.sparql11(v3_share=1.0)")) == 1
 
 
+@pytest.mark.slow
 def test_every_rewrite_is_version_3_and_keeps_its_star(vocabulary):
     kinds = Counter()
     for kind, base, text in rewrites(vocabulary, 1500):
@@ -143,6 +144,7 @@ def test_the_engines_give_the_reference_answers(slice_pubs, vocabulary, algorith
     assert _answers(records, pubs, algorithm) == expected
 
 
+@pytest.mark.slow
 def test_gen_queries_and_bench_run_the_mix(tmp_path, capsys):
     files = [str(f) for f in datasets.dbpedia_files() if f.name.startswith(("nordlys", "esbm"))]
     if not files:

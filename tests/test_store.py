@@ -36,6 +36,7 @@ def workload(dbpedia_slice, dbpedia_taxonomy):
     return records, dbpedia_slice[:300]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_answers_identical_after_save_and_load_on_dbpedia(algorithm, workload, dbpedia_taxonomy, tmp_path):
     records, pubs = workload
@@ -53,6 +54,7 @@ def test_answers_identical_after_save_and_load_on_dbpedia(algorithm, workload, d
     assert run(loaded, pubs) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["naive", "rtfs", "ibroker"])
 def test_a_query_unregistered_before_save_never_matches_after_load(algorithm, workload,
                                                                   dbpedia_taxonomy, tmp_path):

@@ -93,6 +93,7 @@ def test_the_base_file_loads_and_every_engine_answers_as_the_reference():
     assert any(answers(Engine.from_bytes(BASE)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("raw_length", [None, 10, 1 << 20])
 def test_a_zlib_bomb_with_a_recomputed_checksum_is_an_index_error(raw_length):
     packed = zlib.compress(b"[" + b"0," * (256 << 20) + b"0]", 9)  # 512 MiB in ~500 KB
@@ -248,6 +249,7 @@ def test_a_lone_surrogate_anywhere_is_refused():
 from tests import worlds  # noqa: E402
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts=st.lists(worlds.queries(), min_size=1, max_size=5))
 def test_every_query_the_parser_makes_survives_the_checks(texts):

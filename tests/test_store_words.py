@@ -103,10 +103,12 @@ def builds_loads_and_matches_as_a_fresh_engine(letters: list[str], analysis: Tex
     assert all(f"q{n}" in {qid for qid, _ in expected[2 * n]} for n in range(len(chunks)))
 
 
+@pytest.mark.slow
 def test_every_letter_of_unicode_builds_loads_and_matches_as_a_fresh_engine():
     builds_loads_and_matches_as_a_fresh_engine(ALNUM, None)
 
 
+@pytest.mark.slow
 def test_every_fifth_letter_with_text_analysis():
     """Found that accent folding makes an empty word of the halfwidth katakana sound marks
     (U+FF9E, U+FF9F), which the loader then refused."""
@@ -114,6 +116,7 @@ def test_every_fifth_letter_with_text_analysis():
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # deselected by default (pyproject.toml): pytest -m soak
 def test_every_letter_with_text_analysis():
     builds_loads_and_matches_as_a_fresh_engine(ALNUM, FOLDED)
 
@@ -139,6 +142,7 @@ def test_is_word_accepts_what_words_makes_of_every_character():
     assert all(is_word(w + "x" + w) for w in made if not w.isascii())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ["", "a b", "\u0313", "\u0313a", "A", "a\x1fb", "ὐ\u0300"])
 def test_is_word_refuses_what_no_text_makes(text):
     assert not is_word(text)

@@ -194,6 +194,7 @@ _ft_exprs = st.recursive(
     max_leaves=8)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(_ft_exprs, st.lists(st.sampled_from(_VOCAB + ["other"]), max_size=14))
 def test_compiled_full_text_answers_as_the_evaluator(expr, tokens):

@@ -130,6 +130,7 @@ def test_a_file_with_bad_options_is_refused(tmp_path):
         Engine.load(tmp_path / "bad.idx")
 
 
+@pytest.mark.slow
 def test_the_command_line_options(tmp_path):
     (tmp_path / "q.jsonl").write_text(json.dumps({"id": "q", "query": ft_query('"cafe"')}) + "\n")
     (tmp_path / "p.nt").write_text(f'<http://ex/a> {ABS} "Un café" .\n')

@@ -120,6 +120,7 @@ def parsed_10000():
     return [parse_query(text) for text in _random_queries(10_000)]
 
 
+@pytest.mark.slow
 def test_memory_returns_near_its_level_after_registering_and_removing_10000_queries(
         algorithm, parsed_10000):
     queries = parsed_10000  # parsed beforehand: the parser's cache is not the index

@@ -64,6 +64,7 @@ def test_there_are_examples_on_every_page_that_has_them():
     assert {"README", "language", "index_format", "server"} <= names
 
 
+@pytest.mark.slow
 def test_the_documentation_examples_pass_mypy_strict(tmp_path):
     result = mypy(tmp_path, dict(EXAMPLES))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -81,6 +82,7 @@ WRONG_CALLS = {  # a call mypy must refuse, and what it says
 }
 
 
+@pytest.mark.slow
 def test_wrong_calls_are_reported(tmp_path):
     files = {f"wrong_{n}": f"from rtf import Engine, Publication, read_publications\n{call}\n"
              for n, call in enumerate(WRONG_CALLS)}

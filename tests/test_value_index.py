@@ -104,6 +104,7 @@ def _check(tests: list[ValueTest], values: list[str], flipped: bool = False) -> 
         assert got == want, (x, [(n, tests[n]) for n in sorted(set(got) ^ set(want))])
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.builds(lambda op, c: ValueTest(op, (c,)), OPS, CONSTANTS), min_size=1, max_size=25),
        st.lists(VALUES, min_size=1, max_size=8))
@@ -118,6 +119,7 @@ def test_constant_on_the_left_is_the_flipped_test(tests, values):
     _check(tests, values, flipped=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.lists(CONSTANTS, min_size=1, max_size=5).map(lambda cs: ValueTest("in", tuple(cs))),
                 min_size=1, max_size=10),

@@ -102,6 +102,7 @@ def answers(engine: Engine, pub) -> set:
     return {(m.query_id, m.solutions, m.is_ask) for m in engine.match(pub)}
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(qs=st.lists(value_queries(), min_size=1, max_size=8),
        pubs=st.lists(value_publications(), min_size=1, max_size=4),

@@ -422,6 +422,7 @@ def _rdflib_keeps(op: str, rows: list[tuple[int, str, str]]) -> set[int]:
         return _rdflib_keeps(op, rows[:half]) | _rdflib_keeps(op, rows[half:])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", OPS)
 def test_filters_agree_with_rdflib_where_sparql_is_unambiguous(op):
     pairs = [(key(a), key(b)) for pool in CROSS_CHECK_POOLS.values()

@@ -3,6 +3,7 @@ its contract: a shape is found when every key of one of its alternatives occurs.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,6 +51,7 @@ def found(index, tokens) -> list[int]:
     return sorted(ids)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(shape_alternatives, max_size=12), st.lists(texts, min_size=1, max_size=4), st.data())
 def test_matches_are_the_shapes_with_one_alternative_all_present(alternatives, text_list, data):
