@@ -226,7 +226,8 @@ JSON_VALUES = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**
 
 
 def valid_name(name: str) -> bool:
-    return holdable(name) and 1 <= len(name) <= MAX_ID
+    # (. and .. are refused: no URL path carries them, clients remove dot segments)
+    return holdable(name) and 1 <= len(name) <= MAX_ID and name not in (".", "..")
 
 
 @SERVER_SETTINGS
@@ -237,7 +238,9 @@ def test_fuzz_text_fields_round_trip_or_are_400(server, qid, subscriber, metadat
     exactly, or refused with a JSON 400; never a 500."""
     body = {"query": q_words("t3f"), "subscriber": subscriber, "metadata": metadata}
     raw = json.dumps(body, allow_nan=True)
-    path = "/queries/" + quote(qid.encode("utf-8", "surrogatepass"), safe="")
+    # (. and .. percent-encoded: a client sends /queries/. as /queries/)
+    path = "/queries/" + (qid.replace(".", "%2E") if qid in (".", "..") else
+                          quote(qid.encode("utf-8", "surrogatepass"), safe=""))
     ok = (valid_name(qid) and (subscriber is None or valid_name(subscriber))
           and holdable(metadata))
     with server.client() as http:
@@ -251,6 +254,20 @@ def test_fuzz_text_fields_round_trip_or_are_400(server, qid, subscriber, metadat
         assert got.json() == {"id": qid, "subscriber": subscriber, "query": body["query"],
                               "metadata": metadata or {}}
         assert http.delete(path).status_code == 204
+
+
+def test_dot_segments_are_refused_as_names(server):
+    """Regression (hypothesis): an id "." or ".." could be registered in a bulk request but
+    never named again in a URL (clients remove dot segments): refused on every path."""
+    with server.client() as http:
+        for name in (".", ".."):
+            r = http.put("/queries/" + name.replace(".", "%2E"), headers={"Content-Type": "application/json"},
+                         content=json.dumps({"query": q_words("dots")}))
+            assert_json_error(r, 400)
+            assert "URL path" in r.json()["error"], r.text
+            r = http.post("/queries", headers={"Content-Type": "application/x-ndjson"},
+                          content=json.dumps({"id": name, "query": q_words("dots")}))
+            assert r.status_code == 400 and "URL path" in r.text, r.text
 
 
 @pytest.mark.parametrize("path, status", [

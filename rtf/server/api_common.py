@@ -74,6 +74,9 @@ def check_name(what: str, name: str) -> None:
     if not is_unicode(name):
         raise Refused(400, f"{what} must be valid Unicode (it holds a lone surrogate, "
                            "\\ud800-\\udfff)")
+    if name in (".", ".."):  # no URL path can name it: clients remove dot segments (RFC 3986 5.2.4)
+        raise Refused(400, f"{what} cannot be {name!r}: a URL path cannot carry it "
+                           "(clients and proxies remove '.' and '..' segments)")
 
 
 def check_metadata(metadata: dict | None) -> None:
