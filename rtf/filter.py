@@ -208,6 +208,30 @@ def only_subject(triples: list[Triple]) -> str | None:
     return s
 
 
+def _answered_by_code(slots: np.ndarray, codes: np.ndarray, answer, parts: list) -> np.ndarray:
+    """Slots answered once per code (-1: none): `answer(code)` gives (solutions, usable) once
+    for each distinct code; the slots of a usable non-empty answer go into `parts` with it,
+    those of an unusable one are returned, to be answered one by one (with the slots of no
+    code); the others did not match."""
+    grouped = codes >= 0
+    if not grouped.any():
+        return slots
+    present = np.unique(codes[grouped])
+    answers = np.empty(len(present), dtype=object)
+    usable = np.zeros(len(present), dtype=bool)
+    found = np.zeros(len(present), dtype=bool)
+    for k, code in enumerate(present.tolist()):
+        answers[k], usable[k] = answer(code)
+        found[k] = usable[k] and bool(answers[k])
+    where = np.searchsorted(present, codes[grouped])
+    take = found[where]
+    if take.any():
+        parts.append((slots[grouped][take], answers[where[take]]))
+    left = ~grouped
+    left[np.flatnonzero(grouped)[~usable[where]]] = True
+    return slots[left]
+
+
 class IndexedQueries(QueryIndex):
     """A `QueryIndex` made of a query table and a shape index."""
 
@@ -378,56 +402,32 @@ class IndexedQueries(QueryIndex):
 
     def _projected(self, slots, solver: PublicationSolver, hits: Hits, limit: int, parts: list) -> np.ndarray:
         """The branches of projected stars (`rtf.matching.star.ProjectedStar`) answered a star
-        at a time, into `parts`; the slots left to answer one by one."""
-        table = self.table
-        codes = table.slot_projected[slots]
-        known = codes >= 0
-        if not known.any():
+        at a time, into `parts`; the slots left to answer one by one (a star with a tested
+        variable of several values, or past the cap: `projected_solutions` gives None)."""
+        codes = self.table.slot_projected[slots]
+        if not (codes >= 0).any():
             return slots
         hits.settle()  # (the stars read their shapes' triples)
-        known_slots, known_codes = slots[known], codes[known]
-        present = np.unique(known_codes)
-        answers = np.empty(len(present), dtype=object)
-        shared = np.ones(len(present), dtype=bool)
-        for k, code in enumerate(present.tolist()):
-            found = solver.projected_solutions(table.projected.by_code[code], limit)
-            if found is None:  # a tested variable with several values, or past the cap
-                shared[k] = False
-            answers[k] = found
-        where = np.searchsorted(present, known_codes)
-        answered = shared[where]
-        if answered.any():
-            matched = answered.copy()
-            matched[answered] = [bool(a) for a in answers[where[answered]].tolist()]
-            if matched.any():
-                parts.append((known_slots[matched], answers[where[matched]]))
-        left = np.ones(len(slots), dtype=bool)
-        left[np.flatnonzero(known)[answered]] = False
-        return slots[left]
+        stars = self.table.projected.by_code
+
+        def answer(code: int):
+            found = solver.projected_solutions(stars[code], limit)
+            return found, found is not None
+
+        return _answered_by_code(slots, codes, answer, parts)
 
     def _joined(self, slots, solver: PublicationSolver, limit: int, parts: list) -> np.ndarray:
         """The joined branches of one answer key (`rtf.matching.join_groups`) answered once
         per key, into `parts`; the slots left to answer one by one (those of queries of
-        several branches, stars, and answers `limit` cut)."""
+        several branches, stars, and answers `limit` cut: answered again, from the cache)."""
         codes = self.join_groups.codes(slots, self.table)
-        grouped = codes >= 0
-        if not grouped.any():
-            return slots
-        present = np.unique(codes[grouped])
-        answers = np.empty(len(present), dtype=object)
-        found = np.zeros(len(present), dtype=bool)
-        cut = np.zeros(len(present), dtype=bool)
         spec, answer = self.join_groups.spec, solver.answer
-        for k, code in enumerate(present.tolist()):
-            answers[k], cut[k] = answer(spec[code], limit)
-            found[k] = bool(answers[k])
-        where = np.searchsorted(present, codes[grouped])
-        whole = (found & ~cut)[where]
-        if whole.any():
-            parts.append((slots[grouped][whole], answers[where[whole]]))
-        left = ~grouped
-        left[np.flatnonzero(grouped)[cut[where]]] = True  # (answered again, from the cache)
-        return slots[left]
+
+        def whole(code: int):
+            found, cut = answer(spec[code], limit)
+            return found, not cut
+
+        return _answered_by_code(slots, codes, whole, parts)
 
     def _group(self, parts: list) -> Group:
         """One `Group` of every answered slot, in query-id order: its solutions one set for
