@@ -127,23 +127,22 @@ async def json_body(request: Request, model: type[BaseModel], example: str) -> A
     except (ValueError, RecursionError) as e:
         why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
         raise Refused(400, f"bad request: the body is not JSON ({why}); send {example}") from None
-    if isinstance(value, dict):  # an unknown field named first, whatever its characters
-        # (pydantic reports a key it cannot read, a lone surrogate say, without its name)
+    if isinstance(value, dict):  # an unknown field named here, whatever its characters
+        # (not from pydantic's extra_forbidden: it reports a key it cannot read, a lone
+        # surrogate say, without its name)
         unknown = next((name for name in value if name not in model.model_fields), None)
         if unknown is not None and model.model_config.get("extra") == "forbid":
             raise Refused(400, f"bad request: {unknown_field(unknown, model.model_fields)}")
     try:
         return model.model_validate(value)
     except ValidationError as e:
-        raise Refused(400, _invalid(e, model, example)) from None
+        raise Refused(400, _invalid(e, example)) from None
 
 
-def _invalid(error: ValidationError, model: type[BaseModel], example: str) -> str:
+def _invalid(error: ValidationError, example: str) -> str:
     """One line for the first problem pydantic found in a JSON body."""
     first = error.errors()[0]
     loc = [str(p) for p in first["loc"]]
-    if first["type"] == "extra_forbidden":
-        return f"bad request: {unknown_field(loc[0], model.model_fields)}"
     if not loc:
         return f"bad request: the body must be a JSON object: {example}"
     if first["type"] == "missing":
