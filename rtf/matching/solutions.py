@@ -122,7 +122,7 @@ class PublicationSolver:
             values = self.values(shape, position)
             if tested and len(values) != 1:
                 return None
-            columns.append(sorted(values))
+            columns.append(values)  # (a set: the product is one too)
             size *= len(values)
         if size > limit:
             return None
