@@ -107,21 +107,25 @@ class PublicationSolver:
             found = self._singletons[key] = frozenset((((var, self.subject),),))
         return found
 
-    def projected_solutions(self, star: ProjectedStar, limit: int) -> frozenset[Solution] | None:
+    def projected_solutions(self, star: ProjectedStar, limit: int,
+                            kept: dict | None = None) -> frozenset[Solution] | None:
         """The solutions of every complete branch of `star` on this publication of one subject:
         the product of its projected tuples' values (a tested variable has one value here,
         the one its complete branch's conjunction holds for); None when a tested variable
-        has several (which one a branch's FILTERs keep is its own) or past `limit`."""
+        has several (which ones a branch's FILTERs keep are its own) and `kept` does not say
+        which (tested variable -> the values its conjunction holds for), or past `limit`."""
         columns = []
         size = 1
-        for column in star.columns:
+        for name, column in zip(star.names, star.columns):
             if column is SUBJECT:
                 columns.append((self.subject,))
                 continue
             shape, position, tested = column
             values = self.values(shape, position)
             if tested and len(values) != 1:
-                return None
+                values = kept.get(name) if kept else None
+                if values is None:
+                    return None
             columns.append(values)  # (a set: the product is one too)
             size *= len(values)
         if size > limit:
