@@ -412,8 +412,10 @@ class IndexedQueries(QueryIndex):
         hits.settle()  # (the stars read their shapes' triples)
         stars = self.table.projected.by_code
 
+        answers = solver.star_answers
+
         def answer(code: int):
-            found = solver.projected_solutions(stars[code], limit)
+            found = answers[(code,)] = solver.projected_solutions(stars[code], limit)
             return found, found is not None
 
         slots = _answered_by_code(slots, codes, answer, parts)
@@ -449,7 +451,7 @@ class IndexedQueries(QueryIndex):
         values, an answer past `limit`)."""
         stars, masks = self.table.projected.by_code, solver.memo.term_masks
         held_by = self.table.values.branch_conj
-        answers: dict = {}
+        answers = solver.star_answers  # (shared with `_projected`'s, by key)
         for slot, code in zip(slots.tolist(), codes.tolist()):
             key = [code]
             for group, conj, _, var in held_by.get(slot, ()):

@@ -51,7 +51,7 @@ class PublicationSolver:
     """Answers complete branches for one publication, caching what branches share."""
 
     __slots__ = ("hits", "subject", "_values", "_tables", "_singletons", "triples", "virtual",
-                 "_publication", "memo", "_joins", "_answers")
+                 "_publication", "memo", "_joins", "_answers", "star_answers")
 
     def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
                  triples: list[Triple] = (), virtual: list[Triple] = (),
@@ -70,6 +70,8 @@ class PublicationSolver:
         self._joins: dict[tuple, SharedJoin] = {}
         #: (join key, residual key, projection) -> (solutions, truncated): and answer once
         self._answers: dict[tuple, tuple[frozenset[Solution], bool]] = {}
+        #: (ProjectedStar code, the values its tested variables keep) -> its solutions or None
+        self.star_answers: dict[tuple, frozenset[Solution] | None] = {}
         #: Expensive residual predicates answered once per distinct values (seed 002).
         self.memo = memo if memo is not None else EvaluationMemo()
 

@@ -72,16 +72,25 @@ def operand_of(op) -> tuple[tuple, str] | None:
     """(operand key, variable name) of an operand the index can take, else None.
 
     The key names the operand with its variable left out: ``?v`` is
-    ``("?",)``, ``lang(?v)`` ``("lang",)``, ``year(?v)`` ``("call", "year")``.
+    ``("?",)``, ``lang(?v)`` ``("lang",)``, ``year(?v)`` ``("call", "year")``,
+    ``year(xsd:dateTime(?v))`` ``("call", "year", XSD dateTime)``.
     """
     if isinstance(op, Variable):
         return ("?",), op.name
     if isinstance(op, Lang) and isinstance(op.arg, Variable):
         return ("lang",), op.arg.name
-    if (isinstance(op, Call) and len(op.args) == 1 and isinstance(op.args[0], Variable)
-            and op.name != "bound" and (op.name in FUNCTIONS or op.name in XSD_CASTS)):
-        return ("call", op.name), op.args[0].name
+    if (isinstance(op, Call) and len(op.args) == 1 and op.name != "bound"
+            and (op.name in FUNCTIONS or op.name in XSD_CASTS)):
+        # ``year(?v)``, and chains of such calls: ``xsd:integer(str(?v))`` is
+        # ``("call", XSD integer, "str")``, outermost first
+        inner = operand_of(op.args[0])
+        if inner is not None and inner[0][0] in ("?", "call") and len(inner[0]) <= _MAX_CHAIN:
+            return ("call", op.name) + inner[0][1:], inner[1]
     return None
+
+
+#: The longest chain of calls an operand key holds (a guard on hostile nesting).
+_MAX_CHAIN = 3
 
 
 def value_test_of(expr) -> tuple[tuple, str, ValueTest] | None:
@@ -106,7 +115,12 @@ def _compute(operand: tuple):
     """The function term -> operand value (`ERROR` when it has none) of an operand key."""
     if operand == ("?",):
         return None  # the term itself
-    model = Lang(_V) if operand == ("lang",) else Call(operand[1], (_V,))
+    if operand == ("lang",):
+        model = Lang(_V)
+    else:
+        model = _V
+        for name in reversed(operand[1:]):
+            model = Call(name, (model,))
     compiled = compile_operand(model)
     return lambda value: compiled({"_v": value})
 
