@@ -363,10 +363,12 @@ class IndexedQueries(QueryIndex):
                         answers[code] = solver.subject_solutions(var) if var else UNIT
                     parts.append((known_slots, answers[known_codes]))
                 slots = slots[~known]
-            if len(slots) and table.projected.by_code:
-                slots = self._projected(slots, solver, hits, limit, parts)
         out: Solutions = {}
         truncated: set[str] = set()
+        if subject is not None and len(slots) and table.projected.by_code:
+            slots = self._projected(slots, solver, hits, limit, parts)
+            if len(slots):
+                slots = self._projected_parts(slots, solver, hits, limit, out, truncated)
         if always or (len(slots) and table.slot_confirm[slots].any()):
             # Version-3 candidates: each query's algebra, evaluated once (rtf.matching.confirm).
             confirm = table.slot_confirm[slots]
@@ -410,11 +412,87 @@ class IndexedQueries(QueryIndex):
         hits.settle()  # (the stars read their shapes' triples)
         stars = self.table.projected.by_code
 
+        answers = solver.star_answers
+
         def answer(code: int):
-            found = solver.projected_solutions(stars[code], limit)
+            found = answers[(code,)] = solver.projected_solutions(stars[code], limit)
             return found, found is not None
 
-        return _answered_by_code(slots, codes, answer, parts)
+        slots = _answered_by_code(slots, codes, answer, parts)
+        codes = self.table.slot_projected[slots]
+        several = codes >= 0
+        if several.any() and solver.memo.term_masks:
+            left = self._projected_by_values(slots[several], codes[several], solver, limit, parts)
+            slots = np.concatenate([slots[~several], left])
+        return slots
+
+    def _projected_by_values(self, slots, codes, solver: PublicationSolver, limit: int,
+                             parts: list) -> np.ndarray:
+        """Projected stars with a tested variable of several values, into `parts`
+        (`_projected_answers`); the slots left are returned."""
+        taken, found, left = [], [], []
+        for slot, answer in self._projected_answers(slots, codes, solver, limit):
+            if answer is None:
+                left.append(slot)
+            elif answer:
+                taken.append(slot)
+                found.append(answer)
+        if taken:
+            column = np.empty(len(found), dtype=object)
+            column[:] = found
+            parts.append((np.array(taken, dtype=slots.dtype), column))
+        return np.array(left, dtype=slots.dtype)
+
+    def _projected_answers(self, slots, codes, solver: PublicationSolver, limit: int):
+        """(slot, its solutions or None) for branches of projected stars: the values each
+        branch's conjunctions hold for, when a tested variable has several, are read off the
+        value index's marks (`EvaluationMemo.term_masks`), and the branches of one star keeping
+        the same values share one answer. None: answer it by its join (a value group past 63
+        values, an answer past `limit`)."""
+        stars, masks = self.table.projected.by_code, solver.memo.term_masks
+        held_by = self.table.values.branch_conj
+        answers = solver.star_answers  # (shared with `_projected`'s, by key)
+        for slot, code in zip(slots.tolist(), codes.tolist()):
+            key = [code]
+            for group, conj, _, var in held_by.get(slot, ()):
+                where = (id(group.shape), group.position)
+                if where in masks:
+                    of = masks[where]
+                    if of is None:
+                        key = None
+                        break
+                    key.append((var, where, of[1].get(conj, 0)))
+            if key is None:
+                yield slot, None
+                continue
+            key = tuple(key)
+            answer = answers.get(key, answers)
+            if answer is answers:
+                kept = {var: {masks[where][0][i] for i in range(mask.bit_length()) if mask >> i & 1}
+                        for var, where, mask in key[1:]}
+                answer = answers[key] = solver.projected_solutions(stars[code], limit, kept)
+            yield slot, answer
+
+    def _projected_parts(self, slots, solver: PublicationSolver, hits: Hits, limit: int,
+                         out: Solutions, truncated: set[str]) -> np.ndarray:
+        """The branches of projected stars whose queries have several branches, answered into
+        `out` (a query's answer: the union of its branches'); the slots left are returned."""
+        codes = self.table.slot_projected_part[slots]
+        mine = codes >= 0
+        if not mine.any():
+            return slots
+        hits.settle()
+        left, branches = [], self.table.branches
+        for slot, found in self._projected_answers(slots[mine], codes[mine], solver, limit):
+            if found is None:
+                left.append(slot)
+            elif found:
+                qid = branches[slot].query_id
+                before = out.get(qid)
+                out[qid] = found if before is None else before | found
+                if len(out[qid]) > limit:
+                    truncated.add(qid)
+        return np.concatenate([slots[~mine], np.array(left, dtype=slots.dtype)])
 
     def _joined(self, slots, solver: PublicationSolver, limit: int, parts: list) -> np.ndarray:
         """The joined branches of one answer key (`rtf.matching.join_groups`) answered once

@@ -45,7 +45,8 @@ def publications(draw) -> Publication:
 
 
 FILTERS = ["?{v} <= {k}", "?{v} > {k}", "?{v} = {k}", "?{v} IN ({k}, 4)",
-           "?{v} < {k} || ?{v} = 4", "isLiteral(?{v})", "?{v} != ?{w}"]
+           "?{v} < {k} || ?{v} = 4", "isLiteral(?{v})", "?{v} != ?{w}",
+           "?{v} <= {k} || ?{w} > {k}"]  # (split into one branch per side)
 
 
 @st.composite
@@ -123,3 +124,39 @@ def test_star_answers_are_registered_and_released(algorithm):
     for q in ids:
         e.unregister(q)
     assert not table.projected.by_code
+
+
+def _without_joins(monkeypatch):
+    """Make any per-query join fail: the answers must come from the star paths."""
+    from rtf.matching.solutions import PublicationSolver
+
+    def no_join(self, *args, **kwargs):
+        raise AssertionError("joined")
+
+    monkeypatch.setattr(PublicationSolver, "_join", no_join)
+    monkeypatch.setattr(PublicationSolver, "answer", no_join)
+
+
+@pytest.mark.parametrize("algorithm", INDEXED)
+def test_the_values_a_tested_variable_keeps_are_read_off_the_value_index(algorithm, monkeypatch):
+    # ?v has the values 1, 3 and 4: each query keeps its own, and queries keeping the same
+    # ones share an answer; no query is joined. Hand-checked answers.
+    e = Engine(algorithm)
+    star = PREFIX + "SELECT ?x ?v ?w WHERE {{ ?x ex:p ?v ; ex:q ?w FILTER({}) }}"
+    low = e.register(star.format("?v <= 2"))
+    high = e.register(star.format("?v > 2"))
+    high2 = e.register(star.format("?v >= 3 && ?v < 9"))
+    none = e.register(star.format("?v > 4"))
+    either = e.register(star.format("?v < 2 || ?v > 3"))  # two branches
+    pub = Publication(SUBJECT[1:-1], [(SUBJECT, PREDICATES[0], _int(1)), (SUBJECT, PREDICATES[0], _int(3)),
+                                      (SUBJECT, PREDICATES[0], _int(4)), (SUBJECT, PREDICATES[1], '"gold"@en')])
+    _without_joins(monkeypatch)
+    found = {m.query_id: m.solutions for m in e.match(pub)}
+
+    def rows(*values):
+        return frozenset(((("x", SUBJECT), ("v", _int(v)), ("w", '"gold"@en')) for v in values))
+
+    assert found == {low: rows(1), high: rows(3, 4), high2: rows(3, 4), either: rows(1, 4)}
+    assert none not in found
+    table = e._index.table
+    assert all(table.slot_projected_part[b.slot] >= 0 for b in table.queries[either])

@@ -52,7 +52,8 @@ NAMED_CONSTANTS = st.sampled_from([
 CONSTANTS = st.one_of(NAMED_CONSTANTS, VALUES, st.sampled_from(["1990", "5", "2001", '"en"', '"fr"', '"1"']))
 OPS = st.sampled_from(["=", "!=", "<", "<=", ">", ">="])
 OPERANDS = st.sampled_from(["{v}", "{v}", "year({v})", "month({v})", "lang({v})", "datatype({v})",
-                            "str({v})", "xsd:integer({v})", "STRLEN(str({v}))"])
+                            "str({v})", "xsd:integer({v})", "STRLEN(str({v}))", "xsd:integer(str({v}))",
+                            "xsd:double(str({v}))", "year(xsd:dateTime(str({v})))", "UCASE(LCASE(str({v})))"])
 
 
 @st.composite
@@ -133,6 +134,8 @@ def _residual(query: str):
 @pytest.mark.parametrize("filter_, indexed", [
     ("?v > 3", True), ("3 < ?v", True), ("year(?v) >= 1990", True), ('lang(?v) = "en"', True),
     ("?v IN (1, 2)", True), ("datatype(?v) = xsd:integer", True),
+    ("xsd:integer(str(?v)) > 3", True), ("xsd:double(str(?v)) IN (1.0, 2)", True),
+    ("STRLEN(UCASE(str(?v))) > 3", True), ("STRLEN(UCASE(LCASE(str(?v)))) > 3", False),
     ("?v NOT IN (1, 2)", False), ("!(?v > 3)", False), ("?v > ?w", False), ("?v + 1 > 3", False),
     ("regex(?v, 'a')", False), ("bound(?v)", False),
 ])

@@ -390,6 +390,8 @@ class QueryTable:
     id_order: IdOrder = field(default_factory=IdOrder)
     #: slot -> code of its `ProjectedStar` in `projected` (-1: none)
     slot_projected: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
+    #: slot -> the same for a branch of a query of several branches (answered per slot)
+    slot_projected_part: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
     projected: ProjectedStars = field(default_factory=ProjectedStars)
     #: slot -> True for a branch of a version-3 query (its algebra answers it)
     slot_confirm: np.ndarray = field(default_factory=lambda: np.zeros(64, dtype=bool))
@@ -477,12 +479,16 @@ class QueryTable:
                 star = star_plan(branches[0], plans[0].variables)
         if star is not None and (star.var is None or star.on_subject):
             self.slot_answer[branches[0].slot] = self._answer_code(star.var if star.projected else "")
-        elif len(branches) == 1 and optional is None and algebra is None:
-            # A star that projects its objects: answered per ProjectedStar (rtf.matching.star).
-            found = projected_star(branches[0], plans[0].variables,
-                                   exact_star(plans[0], branches[0].branch, ()))
-            if found is not None:
-                self.slot_projected[branches[0].slot] = self.projected.code(found)
+        elif optional is None and algebra is None:
+            # A star that projects its objects: answered per ProjectedStar (rtf.matching.star),
+            # all the branches of one at once when it is its query's only branch (the
+            # branches of a query with several, as `?v < 3 || ?v > 9` makes, one by one).
+            codes = self.slot_projected if len(branches) == 1 else self.slot_projected_part
+            for rb, plan in zip(branches, plans):
+                if rb.star is None:
+                    found = projected_star(rb, plan.variables, exact_star(plan, rb.branch, ()))
+                    if found is not None:
+                        codes[rb.slot] = self.projected.code(found)
         self.queries[query_id] = tuple(branches)
         return new_shapes, branches
 
@@ -519,7 +525,8 @@ class QueryTable:
         self.branches.append(None)
         if slot >= len(self.need):
             for name, empty in (("need", -1), ("slot_id", None), ("slot_subscriber", None),
-                               ("slot_answer", -1), ("slot_confirm", False), ("slot_projected", -1)):
+                               ("slot_answer", -1), ("slot_confirm", False), ("slot_projected", -1),
+                               ("slot_projected_part", -1)):
                 setattr(self, name, grown(getattr(self, name), slot + 1, empty))
         return slot
 
@@ -546,9 +553,10 @@ class QueryTable:
                 self.slot_subscriber[rb.slot] = None
                 self.subscribed -= 1
             self.slot_answer[rb.slot] = -1
-            if self.slot_projected[rb.slot] >= 0:
-                self.projected.release(int(self.slot_projected[rb.slot]))
-                self.slot_projected[rb.slot] = -1
+            for codes in (self.slot_projected, self.slot_projected_part):
+                if codes[rb.slot] >= 0:
+                    self.projected.release(int(codes[rb.slot]))
+                    codes[rb.slot] = -1
             self.slot_confirm[rb.slot] = False
             self._free.append(rb.slot)
         self.shapes = shrunk(self.shapes)

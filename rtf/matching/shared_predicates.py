@@ -126,10 +126,14 @@ class EvaluationMemo:
     """One publication's answers of residual predicates: (predicate, values) -> result, the
     predicate its `shared_predicate` (one object per canonical predicate)."""
 
-    __slots__ = ("answers", "evaluations", "shared")
+    __slots__ = ("answers", "evaluations", "shared", "term_masks")
 
     def __init__(self):
         self.answers: dict = {}
+        #: (id(shape), position) of a value group with several distinct terms -> (the terms,
+        #: {conjunction: bit mask of the terms that satisfy it whole}), or None past 63
+        #: terms (`rtf.matching.value_tests.ValueTests.satisfied_slots`).
+        self.term_masks: dict = {}
         self.evaluations = 0  # predicate evaluations made
         self.shared = 0       # evaluations saved: an answer another solution or query already had
 

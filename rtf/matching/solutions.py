@@ -51,7 +51,7 @@ class PublicationSolver:
     """Answers complete branches for one publication, caching what branches share."""
 
     __slots__ = ("hits", "subject", "_values", "_tables", "_singletons", "triples", "virtual",
-                 "_publication", "memo", "_joins", "_answers")
+                 "_publication", "memo", "_joins", "_answers", "star_answers")
 
     def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
                  triples: list[Triple] = (), virtual: list[Triple] = (),
@@ -70,6 +70,8 @@ class PublicationSolver:
         self._joins: dict[tuple, SharedJoin] = {}
         #: (join key, residual key, projection) -> (solutions, truncated): and answer once
         self._answers: dict[tuple, tuple[frozenset[Solution], bool]] = {}
+        #: (ProjectedStar code, the values its tested variables keep) -> its solutions or None
+        self.star_answers: dict[tuple, frozenset[Solution] | None] = {}
         #: Expensive residual predicates answered once per distinct values (seed 002).
         self.memo = memo if memo is not None else EvaluationMemo()
 
@@ -107,21 +109,25 @@ class PublicationSolver:
             found = self._singletons[key] = frozenset((((var, self.subject),),))
         return found
 
-    def projected_solutions(self, star: ProjectedStar, limit: int) -> frozenset[Solution] | None:
+    def projected_solutions(self, star: ProjectedStar, limit: int,
+                            kept: dict | None = None) -> frozenset[Solution] | None:
         """The solutions of every complete branch of `star` on this publication of one subject:
         the product of its projected tuples' values (a tested variable has one value here,
         the one its complete branch's conjunction holds for); None when a tested variable
-        has several (which one a branch's FILTERs keep is its own) or past `limit`."""
+        has several (which ones a branch's FILTERs keep are its own) and `kept` does not say
+        which (tested variable -> the values its conjunction holds for), or past `limit`."""
         columns = []
         size = 1
-        for column in star.columns:
+        for name, column in zip(star.names, star.columns):
             if column is SUBJECT:
                 columns.append((self.subject,))
                 continue
             shape, position, tested = column
             values = self.values(shape, position)
             if tested and len(values) != 1:
-                return None
+                values = kept.get(name) if kept else None
+                if values is None:
+                    return None
             columns.append(values)  # (a set: the product is one too)
             size *= len(values)
         if size > limit:

@@ -72,16 +72,25 @@ def operand_of(op) -> tuple[tuple, str] | None:
     """(operand key, variable name) of an operand the index can take, else None.
 
     The key names the operand with its variable left out: ``?v`` is
-    ``("?",)``, ``lang(?v)`` ``("lang",)``, ``year(?v)`` ``("call", "year")``.
+    ``("?",)``, ``lang(?v)`` ``("lang",)``, ``year(?v)`` ``("call", "year")``,
+    ``year(xsd:dateTime(?v))`` ``("call", "year", XSD dateTime)``.
     """
     if isinstance(op, Variable):
         return ("?",), op.name
     if isinstance(op, Lang) and isinstance(op.arg, Variable):
         return ("lang",), op.arg.name
-    if (isinstance(op, Call) and len(op.args) == 1 and isinstance(op.args[0], Variable)
-            and op.name != "bound" and (op.name in FUNCTIONS or op.name in XSD_CASTS)):
-        return ("call", op.name), op.args[0].name
+    if (isinstance(op, Call) and len(op.args) == 1 and op.name != "bound"
+            and (op.name in FUNCTIONS or op.name in XSD_CASTS)):
+        # ``year(?v)``, and chains of such calls: ``xsd:integer(str(?v))`` is
+        # ``("call", XSD integer, "str")``, outermost first
+        inner = operand_of(op.args[0])
+        if inner is not None and inner[0][0] in ("?", "call") and len(inner[0]) <= _MAX_CHAIN:
+            return ("call", op.name) + inner[0][1:], inner[1]
     return None
+
+
+#: The longest chain of calls an operand key holds (a guard on hostile nesting).
+_MAX_CHAIN = 3
 
 
 def value_test_of(expr) -> tuple[tuple, str, ValueTest] | None:
@@ -106,7 +115,12 @@ def _compute(operand: tuple):
     """The function term -> operand value (`ERROR` when it has none) of an operand key."""
     if operand == ("?",):
         return None  # the term itself
-    model = Lang(_V) if operand == ("lang",) else Call(operand[1], (_V,))
+    if operand == ("lang",):
+        model = Lang(_V)
+    else:
+        model = _V
+        for name in reversed(operand[1:]):
+            model = Call(name, (model,))
     compiled = compile_operand(model)
     return lambda value: compiled({"_v": value})
 
@@ -183,7 +197,7 @@ class ValueGroup:
 class Plan:
     """A branch's indexable tests: per (shape, position), the conjunction's (operand, test) pairs."""
 
-    conjunctions: tuple[tuple[object, int, tuple[tuple[tuple, ValueTest], ...]], ...]
+    conjunctions: tuple[tuple[object, int, tuple[tuple[tuple, ValueTest], ...], str], ...]  # (shape, position, atoms, variable)
     #: The residual conjuncts the index took (the rest stays only residual).
     taken: frozenset
     #: The variables tested.
@@ -208,7 +222,8 @@ class ValueTests:
         self.conj_size = np.zeros(64, dtype=np.int32)
         self.conj_slot = np.full(64, -1, dtype=np.int32)
         #: slot -> ((group, conjunction, atoms), ...): tuples, the smallest Python containers
-        self.branch_conj: dict[int, tuple[tuple[ValueGroup, int, tuple[int, ...]], ...]] = {}
+        #: slot -> its conjunctions: (group, conjunction, atoms, the tested variable)
+        self.branch_conj: dict[int, tuple[tuple[ValueGroup, int, tuple[int, ...], str], ...]] = {}
         self._free_atoms, self._free_conj = array("l"), array("l")
         self._next_atom = self._next_conj = 0
         #: scratch: a position in one publication's marks per conjunction (never cleared:
@@ -267,13 +282,13 @@ class ValueTests:
             variables.add(var)
         if not by_place:
             return _EMPTY_PLAN
-        return Plan(tuple((*places[p], tuple(atoms)) for p, atoms in by_place.items()),
+        return Plan(tuple((*places[p], tuple(atoms), p[2]) for p, atoms in by_place.items()),
                     frozenset(taken), frozenset(variables))
 
     def add(self, slot: int, plan: Plan) -> None:
         """Index the conjunctions of `plan` for the branch at `slot`."""
         held = []
-        for shape, position, atoms in plan.conjunctions:
+        for shape, position, atoms, var in plan.conjunctions:
             gkey = (id(shape), position)
             group = self.groups.get(gkey)
             if group is None:
@@ -288,13 +303,13 @@ class ValueTests:
                 self.atom_conj[atom] = conj
                 group.add(atom, operand, test)
                 ids.append(atom)
-            held.append((group, conj, tuple(ids)))
+            held.append((group, conj, tuple(ids), var))
         if held:
             self.branch_conj[slot] = tuple(held)
 
     def remove(self, slot: int) -> None:
         """Forget the conjunctions of the branch at `slot`."""
-        for group, conj, ids in self.branch_conj.pop(slot, ()):
+        for group, conj, ids, _ in self.branch_conj.pop(slot, ()):
             for atom in ids:
                 group.discard(atom)
                 self.atom_conj[atom] = -1
@@ -346,7 +361,8 @@ class ValueTests:
             for group in groups:
                 position = group.position
                 atoms, owners = [], []  # per term: the atoms it satisfies, and the term's number
-                for n, term in enumerate({t[position] for t in triples}):
+                terms = list({t[position] for t in triples})
+                for n, term in enumerate(terms):
                     for operand, (compute, index) in group.operands.items():
                         if compute is None:
                             value = term
@@ -382,17 +398,24 @@ class ValueTests:
                 atoms_ = np.concatenate(atoms) if len(atoms) > 1 else atoms[0]
                 conjs = atom_conj[atoms_]
                 single = conj_size[conjs] == 1
-                if single.all():
+                several = len(terms) > 1
+                if single.all() and not several:
                     found.append(conjs)  # one test each: any term that passes it
                     continue
-                found.append(conjs[single])
-                # Several tests: one term must pass them all ((conjunction, term) counted once:
-                # a ValueIndex reports each test once per value).
-                owner = (np.concatenate(owners) if len(owners) > 1 else owners[0])[~single]
-                terms = int(owner.max()) + 1
-                keys, counts = np.unique(conjs[~single].astype(np.int64) * terms + owner, return_counts=True)
-                whole = keys // terms
-                found.append(whole[counts == conj_size[whole]])
+                owner = np.concatenate(owners) if len(owners) > 1 else owners[0]
+                held, by = conjs[single], owner[single]
+                if not single.all():
+                    # Several tests: one term must pass them all ((conjunction, term) counted
+                    # once: a ValueIndex reports each test once per value).
+                    n_terms = len(terms)
+                    keys, counts = np.unique(conjs[~single].astype(np.int64) * n_terms + owner[~single],
+                                             return_counts=True)
+                    whole = counts == conj_size[keys // n_terms]
+                    held = np.concatenate([held, keys[whole] // n_terms])
+                    by = np.concatenate([by, keys[whole] % n_terms])
+                found.append(held)
+                if several:
+                    memo.term_masks[(id(shape), position)] = _term_masks(terms, held, by)
         if not found:
             return []
         # Each conjunction once (a conjunction may hold for several terms or groups), in time
@@ -408,6 +431,17 @@ class ValueTests:
         at = np.arange(len(conjs), dtype=np.int32)
         seen[conjs] = at
         return [self.conj_slot[conjs[seen[conjs] == at]]]
+
+
+def _term_masks(terms: list, conjs: np.ndarray, owners: np.ndarray) -> tuple | None:
+    """(terms, {conjunction: bit mask of the terms that satisfy it whole}) of one value group
+    of a publication, from its held (conjunction, term number) pairs; None past 63 terms."""
+    if len(terms) > 63:
+        return None
+    held, at = np.unique(conjs, return_inverse=True)
+    masks = np.zeros(len(held), dtype=np.int64)
+    np.bitwise_or.at(masks, at, np.left_shift(np.int64(1), owners.astype(np.int64)))
+    return terms, dict(zip(held.tolist(), masks.tolist()))
 
 
 def exact_star(plan: Plan, branch: Branch, projection) -> bool:
