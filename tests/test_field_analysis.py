@@ -1,0 +1,286 @@
+"""Text analysis per field (issue 40, item 9): a `TextAnalysis` chosen by the literal's
+predicate and language tag, as Elasticsearch and Lucene pick an analyzer per field.
+
+The oracle is independent of the engines' per-field code (tags, marks, the
+expression's variants): it takes a literal's fields from the publication by
+hand, picks each field's analysis by the documented rule (re-implemented here),
+and asks the *default* naive engine whether the query, its strings analysed by
+hand, holds on the literal's words analysed by hand -- the rewrite of the
+inputs that tests/test_text_analysis.py uses for one analysis, once per field.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rtf import ALGORITHMS, Engine, FieldAnalysis, FieldRule, Publication, QueryError, TextAnalysis
+from rtf.errors import IndexFileError
+from rtf.io import store
+from rtf.query.analysis import TextAnalysisError, analysis_from_dict
+from rtf.query.terms import literal_parts
+from rtf.query.text import words
+
+from tests.test_text_analysis import ANALYSES, expressions
+
+EX = "http://ex/"
+TITLE, ABSTRACT, NAME = (f"<{EX}{p}>" for p in ("title", "abstract", "name"))
+PREDICATES = [TITLE, ABSTRACT, NAME]
+LANGS = ["en", "en-gb", "fr", None]
+NEVER = "qqqneverqqq"  # a word of no generated text (the oracle's term of stop words only)
+
+
+# ------------------------------------------------------------------ the oracle
+
+def rule_analysis(fa: FieldAnalysis, predicate: str | None, lang: str | None) -> TextAnalysis:
+    """The documented rule, written again: (predicate, lang), (predicate, *), (*, lang),
+    default; a lang rule takes the longer tags that start with it and a '-'."""
+    rules = {(None if r.predicate is None else f"<{r.predicate}>", r.lang): r.analysis for r in fa.rules}
+    tags = []
+    if lang is not None:
+        parts = lang.lower().split("-")
+        tags = ["-".join(parts[:k]) for k in range(len(parts), 0, -1)]
+    order = ([(predicate, t) for t in tags] + [(predicate, None)] if predicate else []) + [(None, t) for t in tags]
+    return next((rules[k] for k in order if k in rules), fa.default)
+
+
+def literal_analyses(fa: FieldAnalysis, triples, literal: str) -> set[TextAnalysis]:
+    lang = literal_parts(literal).lang
+    predicates = {p for _, p, o in triples if o == literal} or {None}
+    return {rule_analysis(fa, p, lang) for p in predicates}
+
+
+def analysed_string(analysis: TextAnalysis, s: str) -> str:
+    terms = analysis.terms(words(s))
+    return " ".join(terms) if terms else NEVER
+
+
+_HOLDS: dict = {}
+
+
+def holds(analysis: TextAnalysis, template: str, parts: list[str], text: str) -> bool:
+    """The default naive engine on the inputs analysed by hand."""
+    key = (analysis, template, tuple(parts), text)
+    if key not in _HOLDS:
+        strings = [json.dumps(analysed_string(analysis, s), ensure_ascii=False) for s in parts]
+        query = f"ASK {{ ?s <{EX}t> ?t FILTER ftcontains(?t, {template.format(*strings)}) }}"
+        engine = Engine("naive")
+        engine.register(query, "q")
+        body = json.dumps(" ".join(analysis.terms(words(text))) or "x", ensure_ascii=False)
+        _HOLDS[key] = bool(engine.match(Publication("p", [(f"<{EX}s>", f"<{EX}t>", body)])))
+    return _HOLDS[key]
+
+
+# ------------------------------------------------------------------ generators
+
+CHOICES = ANALYSES + [TextAnalysis()]
+
+
+@st.composite
+def field_analyses(draw):
+    keys = draw(st.lists(st.tuples(st.sampled_from([None, *PREDICATES]), st.sampled_from(LANGS))
+                         .filter(lambda k: k != (None, None)), min_size=1, max_size=4, unique=True))
+    rules = tuple(FieldRule(p and p[1:-1], lang, draw(st.sampled_from(CHOICES))) for p, lang in keys)
+    return FieldAnalysis(draw(st.sampled_from(CHOICES)), rules)
+
+
+VOCABULARY = ["the", "of", "café", "cafe", "fjords", "Fjörd", "running", "runs", "games", "game",
+              "naïve", "東京タワー", "京", "rio", "towers", "in"]
+
+
+@st.composite
+def publications(draw):
+    texts = st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=8).map(" ".join)
+    literals = draw(st.lists(st.tuples(texts, st.sampled_from(LANGS)), min_size=1, max_size=3))
+    keys = [json.dumps(t, ensure_ascii=False) + (f"@{lang}" if lang else "") for t, lang in literals]
+    triples = draw(st.lists(st.tuples(st.sampled_from([f"<{EX}a>", f"<{EX}b>"]), st.sampled_from(PREDICATES),
+                                      st.sampled_from(keys)), min_size=1, max_size=5, unique=True))
+    return triples
+
+
+def answers(engine: Engine, query: str, triples) -> set[str]:
+    if "q" not in engine:
+        engine.register(query, "q")
+    return {b["o"] for m in engine.match(Publication("p", triples)) for b in m.bindings}
+
+
+QUERY_FORMS = {
+    # (the query, whether a literal answers it when the expression holds)
+    "positive": ("SELECT ?o WHERE {{ ?s {p} ?o FILTER ftcontains(?o, {e}) }}", True),
+    "negated": ("SELECT ?o WHERE {{ ?s {p} ?o FILTER (!ftcontains(?o, {e})) }}", False),
+    "version 3": ("SELECT ?o WHERE {{ {{ ?s {p} ?o }} UNION {{ ?s <http://ex/none> ?o }} "
+                  "FILTER ftcontains(?o, {e}) }}", True),
+}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fa=field_analyses(), expr=expressions(), triples=publications(),
+       predicate=st.sampled_from([TITLE, "?p"]), form=st.sampled_from(sorted(QUERY_FORMS)),
+       inner_not=st.booleans(), algorithm=st.sampled_from(ALGORITHMS))
+def test_every_engine_equals_the_oracle_per_field(fa, expr, triples, predicate, form, inner_not, algorithm):
+    template, parts = expr
+    if inner_not:  # an expression that holds without any of its words
+        template = f"ftnot ({template})"
+    shape, when = QUERY_FORMS[form]
+    strings = [json.dumps(s, ensure_ascii=False) for s in parts]
+    query = shape.format(p=predicate, e=template.format(*strings))
+    engine = Engine(algorithm, text_analysis=fa)
+    every = set(fa.analyses)
+    if any(all(a.terms(words(s)) == [] for a in every) for s in parts):  # stop words in every field
+        with pytest.raises(QueryError, match="only stop words"):
+            engine.register(query, "q")
+        return
+    expected = {o for _, p, o in triples if predicate == "?p" or p == predicate
+                if any(holds(a, template, parts, literal_parts(o).lexical)
+                       for a in literal_analyses(fa, triples, o)) == when}
+    assert answers(engine, query, triples) == expected
+    assert answers(Engine("naive", text_analysis=fa), query, triples) == expected
+
+
+# ------------------------------------------------------------------ the rule, by hand
+
+STEMMED = FieldAnalysis.from_dict({
+    "default": {"fold_accents": True},
+    "fields": [{"lang": "en", "stem": "english"},
+               {"predicate": f"{EX}code", "lang": "en"},
+               {"predicate": f"{EX}code"},
+               {"predicate": f"{EX}title", "stop_words": "english"}]})
+
+
+@pytest.mark.parametrize("predicate, lang, expected", [
+    (f"<{EX}code>", "en", TextAnalysis()),  # (predicate, lang) before (*, lang)
+    (f"<{EX}code>", "en-GB", TextAnalysis()),  # en takes en-gb
+    (f"<{EX}code>", "fr", TextAnalysis()),  # (predicate, *) before the default
+    (f"<{EX}title>", "en", TextAnalysis(stem="english")),  # (*, lang) before (predicate, *)? no:
+    (f"<{EX}title>", None, TextAnalysis(stop_words="english")),
+    (f"<{EX}other>", "en-us", TextAnalysis(stem="english")),
+    (None, "en", TextAnalysis(stem="english")),
+    (None, None, TextAnalysis(fold_accents=True)),
+])
+def test_the_first_matching_rule_wins(predicate, lang, expected):
+    if (predicate, lang) == (f"<{EX}title>", "en"):
+        # (title, en) has no rule; (title, *) comes before (*, en)
+        expected = TextAnalysis(stop_words="english")
+    assert STEMMED.analysis_for(predicate, None if lang is None else lang.lower()) == expected
+    assert rule_analysis(STEMMED, predicate, lang) == expected
+
+
+def test_a_literal_of_two_predicates_matches_under_either_field():
+    engine = Engine(text_analysis=STEMMED)
+    engine.register("SELECT ?o WHERE { ?s <http://ex/code> ?o FILTER ftcontains(?o, \"running\") }", "q")
+    run = '"He runs"@en'
+    assert not engine.match(Publication("p", [(f"<{EX}a>", f"<{EX}code>", run)]))
+    # the same literal is also a name (English: stemmed): the query holds under that field
+    assert engine.match(Publication("p", [(f"<{EX}a>", f"<{EX}code>", run), (f"<{EX}b>", f"<{EX}name>", run)]))
+
+
+def test_stop_words_of_one_field_match_nothing_there_and_are_refused_only_everywhere():
+    fa = FieldAnalysis(rules=(FieldRule(f"{EX}title", None, TextAnalysis(stop_words="english")),))
+    engine = Engine(text_analysis=fa)
+    engine.register('SELECT ?s WHERE { ?s ?p ?o FILTER ftcontains(?o, "the") }', "q")
+    assert engine.match(Publication("p", [(f"<{EX}a>", f"<{EX}name>", '"the end"')]))
+    assert not engine.match(Publication("p", [(f"<{EX}a>", f"<{EX}title>", '"the end"')]))
+    everywhere = Engine(text_analysis=FieldAnalysis(TextAnalysis(stop_words="english"), fa.rules))
+    with pytest.raises(QueryError, match="only stop words"):
+        everywhere.register('SELECT ?s WHERE { ?s ?p ?o FILTER ftcontains(?o, "the") }', "q")
+
+
+def test_a_literal_of_no_triple_has_the_field_of_its_language_tag():
+    fa = FieldAnalysis(rules=(FieldRule(None, "en", TextAnalysis(stem="english")),))
+    engine = Engine(text_analysis=fa)
+    engine.register('ASK { ?s ?p ?x BIND("they were running"@en AS ?c) FILTER ftcontains(?c, "run") }', "en")
+    engine.register('ASK { ?s ?p ?x BIND("they were running" AS ?c) FILTER ftcontains(?c, "run") }', "plain")
+    assert [m.query_id for m in engine.match(Publication("p", [(f"<{EX}a>", f"<{EX}b>", f"<{EX}c>")]))] == ["en"]
+
+
+# ------------------------------------------------------------------ the default stays the default
+
+def test_no_rule_is_the_default_analysis_itself():
+    assert Engine(text_analysis=FieldAnalysis()).text_analysis is None
+    assert Engine(text_analysis={"default": {}, "fields": []}).text_analysis is None
+    stem = TextAnalysis(stem="english")
+    assert Engine(text_analysis=FieldAnalysis(stem)).text_analysis == stem
+    # rules that all give the default's analysis are no rules
+    same = FieldAnalysis(stem, (FieldRule(f"{EX}title", "en", stem),))
+    assert Engine(text_analysis=same).text_analysis == stem
+    queries = [('SELECT ?s WHERE { ?s ?p ?o FILTER ftcontains(?o, "fjords" ftand ftnot "rio") }', "q")]
+    saved = []
+    for analysis in (stem, same):
+        engine = Engine(text_analysis=analysis)
+        engine.register_many(queries)
+        saved.append(engine.to_bytes())
+    assert saved[0] == saved[1]  # byte for byte
+
+
+def test_bad_field_options_are_refused():
+    for bad in ({"fields": [{"stem": "english"}]},  # neither predicate nor lang
+                {"fields": [{"lang": "en"}, {"lang": "EN"}]},  # the same field twice
+                {"fields": [{"lang": "en_US"}]}, {"fields": [{"predicate": "a b"}]},
+                {"fields": {"lang": "en"}}, {"default": {"stem": "klingon"}},
+                {"fields": [{"lang": "en", "lemmatize": True}]}, {"fieldz": []}):
+        with pytest.raises(TextAnalysisError):
+            Engine(text_analysis=bad)
+
+
+# ------------------------------------------------------------------ saved and restored
+
+def test_the_saved_index_round_trips_the_fields(tmp_path):
+    engine = Engine("rtfs", text_analysis=STEMMED)
+    engine.register('SELECT ?o WHERE { ?s ?p ?o FILTER ftcontains(?o, "running" ftand "café") }', "q")
+    pub = Publication("p", [(f"<{EX}a>", f"<{EX}name>", '"Running to the café"@en')])
+    assert engine.match(pub)
+    engine.save(tmp_path / "x.idx")
+    loaded = Engine.load(tmp_path / "x.idx")
+    assert loaded.text_analysis == STEMMED and loaded.match(pub) == engine.match(pub)
+    assert store.file_info(tmp_path / "x.idx")["text_analysis"] == STEMMED.as_dict()
+    assert analysis_from_dict(STEMMED.as_dict()) == STEMMED
+
+
+def test_an_index_whose_fields_were_edited_is_refused(tmp_path):
+    saved = Engine(text_analysis=STEMMED)
+    saved.register('SELECT ?o WHERE { ?s ?p ?o FILTER ftcontains(?o, "running") }', "q")
+    data = saved._saved()
+    edited = STEMMED.as_dict()
+    edited["fields"][0]["stem"] = "french"
+    data.text_analysis = edited
+    (tmp_path / "x.idx").write_bytes(store.encode_index(data))
+    with pytest.raises(IndexFileError, match="text analysis"):
+        Engine.load(tmp_path / "x.idx")
+
+
+# ------------------------------------------------------------------ real data
+
+@pytest.mark.slow
+def test_every_engine_equals_naive_on_dbpedia_per_field(dbpedia_slice):
+    from rtf.bench.workload import Mix, generate_queries
+
+    fa = FieldAnalysis.from_dict({"default": {"fold_accents": True}, "fields": [
+        {"predicate": "http://www.w3.org/2000/01/rdf-schema#comment", "lang": "en",
+         "stem": "english", "stop_words": "english"},
+        {"predicate": "http://www.w3.org/2000/01/rdf-schema#label"},
+        {"lang": "en", "stem": "porter"},
+        {"lang": "de", "stem": "german", "fold_accents": True}]})
+    pubs = dbpedia_slice[:300]
+    records = generate_queries(pubs, 300, seed=40, mix=Mix.all_operators(1.0), prefix="f")
+    results = {}
+    for algorithm in ALGORITHMS:
+        engine = Engine(algorithm, text_analysis=fa)
+        for r in records:
+            try:
+                engine.register(r["query"], r["id"])
+            except QueryError as e:  # only a string of stop words in every field may be refused
+                assert "only stop words" in str(e)
+        results[algorithm] = [(p.id, m.query_id, m.solutions) for p in pubs for m in engine.match(p)]
+    for algorithm in ALGORITHMS:
+        assert results[algorithm] == results["naive"], algorithm
+    assert len(results["naive"]) > 50
+    default = Engine("naive")
+    default.register_many([(r["query"], r["id"]) for r in records])
+    assert results["naive"] != [(p.id, m.query_id, m.solutions) for p in pubs for m in default.match(p)]
