@@ -284,3 +284,56 @@ def test_every_engine_equals_naive_on_dbpedia_per_field(dbpedia_slice):
     default = Engine("naive")
     default.register_many([(r["query"], r["id"]) for r in records])
     assert results["naive"] != [(p.id, m.query_id, m.solutions) for p in pubs for m in default.match(p)]
+
+
+# ------------------------------------------------------------------ the command line
+
+TOML = """\
+[default]
+fold_accents = true
+
+[[fields]]
+predicate = "http://ex/abstract"
+lang = "en"
+stem = "english"
+"""
+
+
+@pytest.mark.slow
+def test_the_command_line_takes_a_field_analysis_file(tmp_path):
+    query = 'SELECT ?s WHERE { ?s ?p ?o FILTER ftcontains(?o, "running" ftand "cafe") }'
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "q", "query": query}) + "\n")
+    (tmp_path / "p.nt").write_text('<http://ex/a> <http://ex/abstract> "Runs to a cafe"@en .\n'
+                                   '<http://ex/b> <http://ex/title> "Runs to a café"@en .\n'
+                                   '<http://ex/c> <http://ex/title> "Running to a café"@en .\n')
+    (tmp_path / "fields.toml").write_text(TOML)
+    rtf = [sys.executable, "-m", "rtf.cli"]
+    run = lambda *a: subprocess.run([*rtf, *a], capture_output=True, text=True, cwd=tmp_path)  # noqa: E731
+
+    def subjects(out: str) -> list[str]:
+        return [b["s"] for line in out.splitlines() for b in json.loads(line)["bindings"]]
+    # a: stemmed (abstract, en); b: accents folded, not stemmed; c: both words as written, folded
+    expected = ["<http://ex/a>", "<http://ex/c>"]
+    assert subjects(run("match", "--queries", "q.jsonl", "--publications", "p.nt",
+                        "--text-analysis", "fields.toml").stdout) == expected
+    inline = json.dumps({"default": {"fold_accents": True},
+                         "fields": [{"predicate": "http://ex/abstract", "lang": "en", "stem": "english"}]})
+    assert subjects(run("match", "--queries", "q.jsonl", "--publications", "p.nt",
+                        "--text-analysis", inline).stdout) == expected
+    assert run("index", "build", "--queries", "q.jsonl", "--text-analysis", "fields.toml",
+               "--output", "q.idx").returncode == 0
+    assert subjects(run("match", "--index", "q.idx", "--publications", "p.nt").stdout) == expected
+    info = json.loads(run("index", "info", "q.idx").stdout)
+    assert info["text_analysis"]["fields"][0]["stem"] == "english"
+    same = run("match", "--index", "q.idx", "--publications", "p.nt", "--text-analysis", inline)
+    assert subjects(same.stdout) == expected
+    clash = run("match", "--index", "q.idx", "--publications", "p.nt", "--fold-accents")
+    assert clash.returncode == 1 and "rebuild the index" in clash.stderr
+    both = run("match", "--queries", "q.jsonl", "--publications", "p.nt", "--text-analysis", "fields.toml",
+               "--stem", "english")
+    assert both.returncode == 2 and "in one place" in both.stderr
+    (tmp_path / "bad.json").write_text('{"fields": [{"lang": "en", "stem": "klingon"}]}')
+    bad = run("match", "--queries", "q.jsonl", "--publications", "p.nt", "--text-analysis", "bad.json")
+    assert bad.returncode == 2 and "bad.json" in bad.stderr and "klingon" in bad.stderr
+    export = run("index", "export", "q.idx", "--output", "back.jsonl")
+    assert export.returncode == 0 and "--text-analysis ANALYSIS.json" in export.stderr
