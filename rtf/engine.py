@@ -39,7 +39,7 @@ from rtf.matching.query_table import bulk_memos, shrunk
 from rtf.matching.results import Match, Matches, merged  # noqa: F401 (Match: rtf.engine.Match, the public name)
 from rtf.parser import parse_query
 from rtf.query.expressions import compile_filter
-from rtf.query.analysis import FieldAnalysis, TextAnalysis, analysis_from_dict
+from rtf.query.analysis import FieldAnalysis, TextAnalysis, analysis_from_dict, normal_analysis
 from rtf.query.model import Query
 from rtf.query.regex import check_regexes
 from rtf.query.terms import IRI, Literal
@@ -164,15 +164,12 @@ class Engine:
                              f"not {max_solutions}")
         if isinstance(text_analysis, Mapping):
             text_analysis = analysis_from_dict(dict(text_analysis))
-        elif isinstance(text_analysis, FieldAnalysis):
-            text_analysis = text_analysis.simplest()
-        elif text_analysis is not None and not isinstance(text_analysis, TextAnalysis):
+        elif text_analysis is not None and not isinstance(text_analysis, (TextAnalysis, FieldAnalysis)):
             raise TypeError("text_analysis is a rtf.TextAnalysis, a rtf.FieldAnalysis (per predicate and "
                             "language tag), a mapping of their options, or None")
         #: Text analysis options beyond the spec's default words (`rtf.query.analysis`), for
         #: queries and publications alike, maybe per field; None when there are none.
-        self.text_analysis: TextAnalysis | FieldAnalysis | None = (
-            None if text_analysis is None or text_analysis.is_default else text_analysis)
+        self.text_analysis: TextAnalysis | FieldAnalysis | None = normal_analysis(text_analysis)
         self.algorithm = algorithm
         self.max_solutions = max_solutions
         self._index = make_index(algorithm)

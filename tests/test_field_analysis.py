@@ -337,3 +337,61 @@ def test_the_command_line_takes_a_field_analysis_file(tmp_path):
     assert bad.returncode == 2 and "bad.json" in bad.stderr and "klingon" in bad.stderr
     export = run("index", "export", "q.idx", "--output", "back.jsonl")
     assert export.returncode == 0 and "--text-analysis ANALYSIS.json" in export.stderr
+
+
+# ------------------------------------------------------------------ rtf serve
+
+FIELDS_JSON = json.dumps({"default": {"fold_accents": True},
+                          "fields": [{"predicate": "http://ex/abstract", "lang": "en", "stem": "english"}]})
+
+
+def test_rtf_serve_takes_the_analysis_from_every_source(tmp_path, monkeypatch):
+    pytest.importorskip("pydantic_settings")
+    from rtf.server.settings import SettingsError, serve_settings
+
+    for name in [k for k in __import__("os").environ if k.upper().startswith("RTF_SERVE_")]:
+        monkeypatch.delenv(name)
+    expected = analysis_from_dict(json.loads(FIELDS_JSON))
+    assert serve_settings({"data": "d", "text_analysis": FIELDS_JSON}).text_analysis == expected
+    (tmp_path / "fields.toml").write_text(TOML)
+    monkeypatch.setenv("RTF_SERVE_TEXT_ANALYSIS", str(tmp_path / "fields.toml"))
+    assert serve_settings({"data": "d"}).text_analysis == expected
+    monkeypatch.delenv("RTF_SERVE_TEXT_ANALYSIS")
+    table = "data = 'd'\n" + TOML.replace("[default]", "[text_analysis.default]").replace(
+        "[[fields]]", "[[text_analysis.fields]]")
+    (tmp_path / "serve.toml").write_text(table)
+    assert serve_settings({}, tmp_path / "serve.toml").text_analysis == expected
+    with pytest.raises(SettingsError, match="setting 'text_analysis'.*klingon"):
+        serve_settings({"data": "d", "text_analysis": '{"stem": "klingon"}'})
+
+
+def test_the_server_s_registry_keeps_the_analysis_across_restarts(tmp_path):
+    pytest.importorskip("pydantic_settings")
+    from rtf.server.registry import ImportRefusedError, Registry
+
+    fa = analysis_from_dict(json.loads(FIELDS_JSON))
+    query = 'SELECT ?s WHERE { ?s ?p ?o FILTER ftcontains(?o, "running") }'
+    pub = Publication("p", [(f"<{EX}a>", f"<{EX}abstract>", '"Runs"@en')])
+    for folder in ("d", "empty", "other"):
+        (tmp_path / folder).mkdir()
+    registry = Registry(tmp_path / "d", text_analysis=fa)
+    registry.put("q", query, None)
+    assert registry.engine.text_analysis == fa and registry.engine.match(pub)
+    registry.snapshot()
+    registry.store.close()
+    again = Registry(tmp_path / "d", text_analysis=fa)
+    assert again.startup["from"] == "snapshot" and again.engine.match(pub)
+    again.store.close()
+    # started without it: the snapshot is not this server's; rebuilt from the table, default words
+    plain = Registry(tmp_path / "d")
+    assert plain.startup["from"] == "rebuilt" and plain.engine.text_analysis is None
+    assert not plain.engine.match(pub)
+    plain.store.close()
+    engine = Engine(text_analysis=fa)
+    engine.register(query, "q")
+    engine.save(tmp_path / "x.idx")
+    with pytest.raises(ImportRefusedError, match="text analysis"):
+        Registry(tmp_path / "empty", import_index=tmp_path / "x.idx")
+    imported = Registry(tmp_path / "other", import_index=tmp_path / "x.idx", text_analysis=fa)
+    assert imported.engine.match(pub)
+    imported.store.close()

@@ -489,3 +489,11 @@ def analysis_from_dict(options: dict) -> TextAnalysis | FieldAnalysis:
     if isinstance(options, dict) and ("fields" in options or "default" in options):
         return FieldAnalysis.from_dict(options).simplest()
     return TextAnalysis.from_dict(options)
+
+
+def normal_analysis(analysis: TextAnalysis | FieldAnalysis | None) -> TextAnalysis | FieldAnalysis | None:
+    """`analysis` as an engine holds it: None for the default words, a `FieldAnalysis` whose
+    fields all get one analysis as that `TextAnalysis`."""
+    if isinstance(analysis, FieldAnalysis):
+        analysis = analysis.simplest()
+    return None if analysis is None or analysis.is_default else analysis
