@@ -395,3 +395,24 @@ def test_the_server_s_registry_keeps_the_analysis_across_restarts(tmp_path):
     imported = Registry(tmp_path / "other", import_index=tmp_path / "x.idx", text_analysis=fa)
     assert imported.engine.match(pub)
     imported.store.close()
+
+
+# ------------------------------------------------------------------ the Spark jobs' options
+
+def test_the_spark_jobs_take_the_option_and_refuse_it_beside_an_index(tmp_path):
+    pytest.importorskip("pyspark")
+    from rtf.spark.replay import ReplayConfig, ReplayError, index_for_broadcast
+    from rtf.spark.replay_command import build_parser as replay_parser
+    from rtf.spark.stream_command import build_parser as stream_parser
+
+    (tmp_path / "q.idx").write_bytes(Engine(text_analysis=STEMMED).to_bytes())
+    config = ReplayConfig(dumps=[], queries=None, output=str(tmp_path / "out"), index=str(tmp_path / "q.idx"),
+                          text_analysis=FIELDS_JSON)
+    with pytest.raises(ReplayError, match="--text-analysis cannot be used with --index"):
+        index_for_broadcast(config)
+    args = replay_parser("replay").parse_args(["--dump", "d.nt", "--queries", "q.jsonl", "--algorithm", "rtfs",
+                                               "--output", "o", "--text-analysis", FIELDS_JSON])
+    assert args.text_analysis == FIELDS_JSON
+    args = stream_parser("stream").parse_args(["--input", "i", "--output", "o", "--checkpoint", "c",
+                                               "--queries-log", "l", "--text-analysis", FIELDS_JSON])
+    assert args.text_analysis == FIELDS_JSON
