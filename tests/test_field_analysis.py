@@ -416,3 +416,17 @@ def test_the_spark_jobs_take_the_option_and_refuse_it_beside_an_index(tmp_path):
     args = stream_parser("stream").parse_args(["--input", "i", "--output", "o", "--checkpoint", "c",
                                                "--queries-log", "l", "--text-analysis", FIELDS_JSON])
     assert args.text_analysis == FIELDS_JSON
+
+
+def test_a_match_is_explained_with_its_literal_s_field():
+    engine = Engine(text_analysis=FieldAnalysis(rules=(FieldRule(None, "en", TextAnalysis(stem="english")),)))
+    engine.register('SELECT ?o WHERE { ?s ?p ?o FILTER ftcontains(?o, "running" ftand ftnot "xyz") }', "q")
+    pub = Publication("p", [(f"<{EX}a>", f"<{EX}name>", '"She runs fast"@en')])
+    (match,) = engine.match(pub)
+    (explained,) = match.explain(pub, engine)
+    assert explained["branch"] == 1
+    (entry,) = explained["ftcontains"]
+    # 0: the default analysis, 1: the (*, en) rule's (English stems)
+    assert entry["ftcontains"] == '(("0:running" ftand ftnot "0:xyz") ftor ("1:run" ftand ftnot "1:xyz"))'
+    assert entry["hits"] == [{"operator": "term", "query": '"running"', "analysed": '"1:run"',
+                              "spans": [[4, 8]], "words": ["runs"]}]

@@ -465,6 +465,19 @@ class FieldAnalysis:
             out += [tag + t for t in self.analyses[i].terms(words)]
         return out
 
+    def origins(self, words: list[str], ids: tuple[int, ...]) -> list[int]:
+        """For each of ``tokens(words, ids)``, the index in `words` of the word it comes from
+        (a mark: 0)."""
+        out: list[int] = []
+        for i in ids:
+            out.append(0)
+            out += self.analyses[i].origins(words)
+        return out
+
+    def is_mark(self, term: str) -> bool:
+        """Whether `term` is the mark of an analysis (`tag` alone)."""
+        return term[:1] == _TAG and term[-1:] == _TAG
+
     def word_terms(self, number: int, word: str, prefix: bool) -> list[str]:
         """A query word's terms under analysis `number`, tagged (a prefix: one term)."""
         tag, analysis = self.tag(number), self.analyses[number]

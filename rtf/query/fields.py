@@ -26,9 +26,14 @@ analysed by A_i holds.
 
 from __future__ import annotations
 
+import re
+
 from rtf.query.analysis import FieldAnalysis
 from rtf.query.model import FTAnd, FTExpr, FTNear, FTNot, FTOr, FTTerm, ft_term, ft_word
-from rtf.query.text import current_analysis, word_alternatives
+from rtf.query.text import current_analysis, literal_field_ids, word_alternatives
+
+
+_TAGGED = re.compile("\x1d([0-9]+)\x1d")
 
 
 def fielded(expr: FTExpr) -> FTExpr:
@@ -44,6 +49,37 @@ def fielded(expr: FTExpr) -> FTExpr:
             variant = FTAnd((ft_term((ft_word(fields.tag(number)),)), variant))
         variants.append(variant)
     return FTOr(tuple(variants))
+
+
+def term_variants(term: FTTerm) -> list[FTTerm]:
+    """`term` (of default words) as each analysis of the field analysis in effect reads it
+    (for explanations, which show the query's words); [] under any other analysis."""
+    fields = current_analysis()
+    if type(fields) is not FieldAnalysis:
+        return []
+    return [_term(term, fields, number) for number in range(len(fields.analyses))]
+
+
+def literal_origins(key: str | None, words: list[str]) -> list[int] | None:
+    """For each term of `literal_text_index` of literal `key` (None: `text_index` of a
+    text), whose default `words` these are, the index in `words` of the word it comes
+    from; None unless per field."""
+    fields = current_analysis()
+    if type(fields) is not FieldAnalysis:
+        return None
+    return fields.origins(words, fields.field_ids((), None) if key is None else literal_field_ids(key))
+
+
+def readable(shown: str) -> str:
+    """An expression as `str` shows it, each tagged term ``\\x1dN\\x1dword`` as ``N:word``
+    (the word under the configuration's analysis N: 0 the default, then the rules' in order)."""
+    return _TAGGED.sub(r"\1:", shown) if "\x1d" in shown else shown
+
+
+def is_mark(term: FTTerm) -> bool:
+    """Whether `term` is the mark of an analysis (`fielded`'s guard: no hit to show)."""
+    fields = current_analysis()
+    return type(fields) is FieldAnalysis and len(term.words) == 1 and fields.is_mark(term.words[0].text)
 
 
 def _analysed(e: FTExpr, fields: FieldAnalysis, number: int) -> FTExpr:

@@ -388,9 +388,14 @@ def literal_text_index(key: str) -> TextIndex:
         return _default_text_index(lexical_form(key))
     if type(analysis) is not FieldAnalysis:
         return _analysed_text_index(lexical_form(key), analysis)
-    parts = literal_parts(key)
-    ids = analysis.field_ids(_PREDICATES.get().get(key), parts.lang)
-    return _fielded_text_index(parts.lexical, analysis, ids)
+    return _fielded_text_index(lexical_form(key), analysis, literal_field_ids(key))
+
+
+def literal_field_ids(key: str) -> tuple[int, ...]:
+    """Under a `FieldAnalysis`: the analyses of literal `key`'s fields (`FieldAnalysis.field_ids`)."""
+    analysis = _ANALYSIS.get()
+    assert type(analysis) is FieldAnalysis
+    return analysis.field_ids(_PREDICATES.get().get(key), literal_parts(key).lang)
 
 
 @bounded_by_chars(TEXT_CACHE_BYTES, weight=40)
