@@ -430,3 +430,20 @@ def test_a_match_is_explained_with_its_literal_s_field():
     assert entry["ftcontains"] == '(("0:running" ftand ftnot "0:xyz") ftor ("1:run" ftand ftnot "1:xyz"))'
     assert entry["hits"] == [{"operator": "term", "query": '"running"', "analysed": '"1:run"',
                               "spans": [[4, 8]], "words": ["runs"]}]
+
+
+def test_the_docs_toml_configuration_reads_as_documented(tmp_path):
+    import re
+    from pathlib import Path
+
+    from rtf.io.analysis_file import read_text_analysis
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "language.md").read_text(encoding="utf-8")
+    section = docs[docs.index("### Text analysis per field"):docs.index("## 5. Publications")]
+    (tmp_path / "fields.toml").write_text(re.search(r"```toml\n(.*?)```", section, re.S).group(1))
+    fa = read_text_analysis(str(tmp_path / "fields.toml"))
+    abstract, code = "<http://dbpedia.org/ontology/abstract>", "<http://example.org/code>"
+    assert fa.analysis_for(abstract, "en") == TextAnalysis(stem="english", stop_words="english")
+    assert fa.analysis_for(abstract, "de") == TextAnalysis(fold_accents=True)
+    assert fa.analysis_for(f"<{EX}x>", "en-gb") == TextAnalysis(stem="english")
+    assert fa.analysis_for(code, "en") == TextAnalysis()
