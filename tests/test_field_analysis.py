@@ -447,3 +447,18 @@ def test_the_docs_toml_configuration_reads_as_documented(tmp_path):
     assert fa.analysis_for(abstract, "de") == TextAnalysis(fold_accents=True)
     assert fa.analysis_for(f"<{EX}x>", "en-gb") == TextAnalysis(stem="english")
     assert fa.analysis_for(code, "en") == TextAnalysis()
+
+
+def test_queries_parsed_ahead_or_elsewhere_are_read_per_field():
+    from rtf import parse_query
+
+    queries = [(f'SELECT ?o WHERE {{ ?s ?p ?o FILTER ftcontains(?o, "{w}" ftor ftnot "rio") }}', f"q{i}")
+               for i, w in enumerate(["running", "cafés", "the games", "fjord*"] * 3)]
+    serial = Engine(text_analysis=STEMMED)
+    serial.register_many(queries)
+    ahead = Engine(text_analysis=STEMMED)
+    ahead.register_many(queries, workers=2)
+    assert [rq.query for rq in ahead.queries()] == [rq.query for rq in serial.queries()]
+    elsewhere = Engine(text_analysis=STEMMED)
+    elsewhere.register(parse_query(queries[0][0]), "q0")  # parsed without the analysis: parsed again
+    assert elsewhere.get("q0").query == serial.get("q0").query
