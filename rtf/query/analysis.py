@@ -378,6 +378,13 @@ class FieldAnalysis:
         number = {a: i for i, a in enumerate(analyses)}
         object.__setattr__(self, "_rule_ids", {(None if r.predicate is None else f"<{r.predicate}>", r.lang):
                                                number[r.analysis] for r in rules})
+        object.__setattr__(self, "_hash", hash((self.default, rules)))
+
+    def __hash__(self) -> int:  # (kept: the text caches hash the analysis at every literal)
+        return self._hash  # type: ignore[attr-defined]
+
+    def __reduce__(self):  # made again where it is unpickled: a string's hash is per process
+        return (FieldAnalysis, (self.default, self.rules))
 
     @property
     def analyses(self) -> tuple[TextAnalysis, ...]:
