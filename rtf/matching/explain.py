@@ -242,7 +242,7 @@ def ft_hits(expr: FTExpr, text: str, written: dict[FTTerm, FTTerm] | None = None
     origins = literal_origins(literal, [word_of(text[s:e]) for s, e in places])
     if origins is not None:  # per field
         places = [places[i] if places else (0, 0) for i in origins]
-    elif analysis is not None:  # a term's span is the span of the word it comes from
+    elif isinstance(analysis, TextAnalysis):  # a term's span is the span of the word it comes from
         places = [places[i] for i in analysis.origins([word_of(text[s:e]) for s, e in places])]
     index = TextIndex.of(text) if literal is None else literal_text_index(literal)
     return list(_hits(expr, index, places, text, written or {}))

@@ -84,7 +84,7 @@ def terms(text: str) -> list[str]:
     as a literal of no triple and no language tag)."""
     analysis = _ANALYSIS.get()
     ws = words(text)
-    if type(analysis) is FieldAnalysis:
+    if isinstance(analysis, FieldAnalysis):
         return analysis.tokens(ws, analysis.field_ids((), None))
     return ws if analysis is None else analysis.terms(ws)
 
@@ -102,9 +102,9 @@ def parse_ft_string(value: str) -> FTTerm:
     >>> str(parse_ft_string("Usab* TEST*"))
     '"usab* test*"'
     """
-    analysis = _ANALYSIS.get()
+    analysis: TextAnalysis | FieldAnalysis | None = _ANALYSIS.get()
     fields = None
-    if type(analysis) is FieldAnalysis:  # default words here; `rtf.query.fields` analyses them per field
+    if isinstance(analysis, FieldAnalysis):  # default words here; `rtf.query.fields` analyses them per field
         fields, analysis = analysis, None
     result = []
     text = value if value.isascii() else unicodedata.normalize("NFC", value)

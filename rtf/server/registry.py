@@ -37,6 +37,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rtf.engine import Engine, freeze_long_lived
 from rtf.errors import IndexFileError, QueryError, RtfError
@@ -104,7 +105,7 @@ class Registry:
         self.snapshot_path = self.directory / self.SNAPSHOT
         #: What a usable snapshot was made with: this algorithm, taxonomy and table.
         #: (a note without text_analysis, written before it was a setting: the default words)
-        self._identity = {"algorithm": algorithm, "taxonomy": _file_digest(taxonomy),
+        self._identity: dict[str, Any] = {"algorithm": algorithm, "taxonomy": _file_digest(taxonomy),
                           "table": self.store.table_id,
                           "text_analysis": None}
         self.text_analysis = normal_analysis(text_analysis)
