@@ -462,3 +462,20 @@ def test_queries_parsed_ahead_or_elsewhere_are_read_per_field():
     elsewhere = Engine(text_analysis=STEMMED)
     elsewhere.register(parse_query(queries[0][0]), "q0")  # parsed without the analysis: parsed again
     assert elsewhere.get("q0").query == serial.get("q0").query
+
+
+@pytest.mark.slow
+def test_a_real_rtf_serve_matches_per_field(tmp_path):
+    pytest.importorskip("httpx")
+    from rtf.server.client import Client
+    from rtf.server.process import ServerProcess
+
+    (tmp_path / "fields.toml").write_text(TOML)
+    query = 'SELECT ?s WHERE { ?s ?p ?o FILTER ftcontains(?o, "running" ftand "cafe") }'
+    rdf = ('<http://ex/a> <http://ex/abstract> "Runs to a cafe"@en .\n'
+           '<http://ex/b> <http://ex/title> "Runs to a café"@en .\n'
+           '<http://ex/c> <http://ex/title> "Running to a café"@en .\n')
+    with ServerProcess(tmp_path / "d", "--text-analysis", tmp_path / "fields.toml") as server, \
+            Client(server.url) as broker:
+        broker.register(query, "q", "alice")
+        assert [line["publication"] for line in broker.publish(rdf)] == ["http://ex/a", "http://ex/c"]
