@@ -53,6 +53,8 @@ if TYPE_CHECKING:  # what a type checker sees: the real names (at run time, __ge
     from rtf.io.reader import read_publications as read_publications
     from rtf.io.taxonomy import Taxonomy as Taxonomy
     from rtf.parser import parse_query as parse_query
+    from rtf.query.analysis import FieldAnalysis as FieldAnalysis
+    from rtf.query.analysis import FieldRule as FieldRule
     from rtf.query.analysis import TextAnalysis as TextAnalysis
     from rtf.query.analysis import TextAnalysisError as TextAnalysisError
     from rtf.query.regex import InvalidRegexError as InvalidRegexError
@@ -74,6 +76,7 @@ _API = {
     "QueryTooLargeError": "rtf.errors", "IndexFileError": "rtf.errors", "WorkerLostError": "rtf.errors",
     "InvalidRegexError": "rtf.query.regex",
     "TextAnalysis": "rtf.query.analysis", "TextAnalysisError": "rtf.query.analysis",
+    "FieldAnalysis": "rtf.query.analysis", "FieldRule": "rtf.query.analysis",
     "Client": "rtf.server.client", "AsyncClient": "rtf.server.async_client",
     "MatchEvent": "rtf.server.client", "GapEvent": "rtf.server.client",
 }

@@ -39,11 +39,11 @@ from rtf.matching.query_table import bulk_memos, shrunk
 from rtf.matching.results import Match, Matches, merged  # noqa: F401 (Match: rtf.engine.Match, the public name)
 from rtf.parser import parse_query
 from rtf.query.expressions import compile_filter
-from rtf.query.analysis import TextAnalysis
+from rtf.query.analysis import FieldAnalysis, TextAnalysis, analysis_from_dict, normal_analysis
 from rtf.query.model import Query
 from rtf.query.regex import check_regexes
 from rtf.query.terms import IRI, Literal
-from rtf.query.text import analysed
+from rtf.query.text import analysed, publication_fields
 
 #: The name of a matching algorithm (all four give the same answers).
 Algorithm = TypingLiteral["naive", "rtfm", "rtfs", "ibroker"]
@@ -155,20 +155,21 @@ class Engine:
     """
 
     def __init__(self, algorithm: Algorithm = DEFAULT_ALGORITHM, taxonomy: Taxonomy | str | PathLike | None = None,
-                 max_solutions: int = MAX_SOLUTIONS, text_analysis: TextAnalysis | Mapping[str, Any] | None = None):
+                 max_solutions: int = MAX_SOLUTIONS,
+                 text_analysis: TextAnalysis | FieldAnalysis | Mapping[str, Any] | None = None):
         if isinstance(max_solutions, bool) or not isinstance(max_solutions, int):
             raise TypeError(f"max_solutions must be a positive int, not {type(max_solutions).__name__}")
         if not 1 <= max_solutions <= MAX_SOLUTIONS_BOUND:
             raise ValueError(f"max_solutions must be from 1 to {MAX_SOLUTIONS_BOUND:_}, "
                              f"not {max_solutions}")
         if isinstance(text_analysis, Mapping):
-            text_analysis = TextAnalysis.from_dict(dict(text_analysis))
-        elif text_analysis is not None and not isinstance(text_analysis, TextAnalysis):
-            raise TypeError("text_analysis is a rtf.TextAnalysis, a mapping of its options, or None")
+            text_analysis = analysis_from_dict(dict(text_analysis))
+        elif text_analysis is not None and not isinstance(text_analysis, (TextAnalysis, FieldAnalysis)):
+            raise TypeError("text_analysis is a rtf.TextAnalysis, a rtf.FieldAnalysis (per predicate and "
+                            "language tag), a mapping of their options, or None")
         #: Text analysis options beyond the spec's default words (`rtf.query.analysis`), for
-        #: queries and publications alike; None when there are none.
-        self.text_analysis: TextAnalysis | None = (
-            None if text_analysis is None or text_analysis.is_default else text_analysis)
+        #: queries and publications alike, maybe per field; None when there are none.
+        self.text_analysis: TextAnalysis | FieldAnalysis | None = normal_analysis(text_analysis)
         self.algorithm = algorithm
         self.max_solutions = max_solutions
         self._index = make_index(algorithm)
@@ -334,8 +335,9 @@ class Engine:
         pub = as_publication(publication)
         triples = list(pub.triples)
         virtual = self.taxonomy.expand(triples)
-        groups, found, truncated = self._index.solution_groups(triples, virtual, self.max_solutions,
-                                                               pub.now_key())
+        with publication_fields(triples):  # (per-field analysis: the literals' predicates)
+            groups, found, truncated = self._index.solution_groups(triples, virtual, self.max_solutions,
+                                                                   pub.now_key())
         if truncated:
             self._truncated += len(truncated)
         # Parallel lists, built in C: no Python object per match until one is read. The

@@ -33,8 +33,8 @@ from rtf.matching.join_groups import JoinGroups
 from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape
 from rtf.matching.shared_predicates import EvaluationMemo
 from rtf.matching.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
-from rtf.query.terms import is_literal, lexical_form
-from rtf.query.text import text_index
+from rtf.query.terms import is_literal
+from rtf.query.text import literal_text_index
 
 Triple = tuple[str, str, str]
 _NEEDS_CHECK = attrgetter("needs_check")
@@ -190,10 +190,10 @@ def fulltext_holds(shape: TupleShape, obj: str, texts: dict | None = None) -> bo
         return False
     check = shape.checker()
     if texts is None:
-        return check(text_index(lexical_form(obj)))
+        return check(literal_text_index(obj))
     text = texts.get(obj)
     if text is None:
-        text = texts[obj] = text_index(lexical_form(obj))
+        text = texts[obj] = literal_text_index(obj)
     return check(text)
 
 

@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["rtf.parser", "rtf.engine", "rtf.query.text", "rtf.query.expressions", "rtf.io.publication",
            "rtf.query.terms", "rtf.query.decompose", "rtf.io.taxonomy", "rtf.io.reader", "rtf.query.values",
            "rtf.cli.arguments", "rtf.bench.workload", "rtf.matching.explain", "rtf.matching.results",
-           "rtf.io.builder", "rtf.parser.first_chars"]
+           "rtf.io.builder", "rtf.parser.first_chars", "rtf.query.analysis", "rtf.query.fields",
+           "rtf.io.analysis_file"]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 

@@ -116,16 +116,30 @@ def add_text_analysis_options(p: argparse.ArgumentParser) -> None:
     stop.add_argument("--stop-words-file", metavar="F", help="drop the words of F (one per line; '-': stdin)")
     g.add_argument("--cjk-bigrams", action="store_true",
                    help="cut Chinese, Japanese and Korean text into overlapping character pairs")
+    g.add_argument("--text-analysis", metavar="FILE",
+                   help="the options from a JSON or TOML file (or a JSON object), per field too: "
+                        '{"default": {...}, "fields": [{"predicate": IRI, "lang": TAG, "stem": ...}]} '
+                        "(docs/language.md, 'Text analysis per field'); not with the options above")
 
 
 def text_analysis_of(args):
-    """The `TextAnalysis` the options of `add_text_analysis_options` ask for, or None (none asked).
+    """The `TextAnalysis` (or per field, `FieldAnalysis`) the options of `add_text_analysis_options`
+    ask for, or None (none asked).
 
     An unknown language or a bad stop word is a `rtf.query.analysis.TextAnalysisError`
     (a usage error); an unreadable stop-word file an OSError.
     """
     from rtf.query.analysis import TextAnalysis
 
+    config = getattr(args, "text_analysis", None)
+    if config is not None:
+        single = [f"--{n.replace('_', '-')}" for n in ("fold_accents", "stem", "stop_words", "stop_words_file",
+                                                      "cjk_bigrams") if getattr(args, n, None)]
+        if single:
+            raise UsageError(f"--text-analysis and {', '.join(single)}: give the options in one place "
+                             "(the file's 'default' holds the options of every other field)")
+        from rtf.io.analysis_file import read_text_analysis
+        return read_text_analysis(config)
     stop = getattr(args, "stop_words", None)
     stop_file = getattr(args, "stop_words_file", None)
     if stop_file:

@@ -138,6 +138,7 @@ def cmd_export(args) -> int:
     from rtf.engine import Engine
     from rtf.io.files import atomic_output
     from rtf.io.output import query_record_line, taxonomy_lines
+    from rtf.query.analysis import FieldAnalysis
 
     engine = Engine.load(args.index)
     missing = [rq.id for rq in engine.queries() if not rq.query.text]
@@ -154,7 +155,10 @@ def cmd_export(args) -> int:
         with atomic_output(args.taxonomy_output) as f:
             f.writelines(taxonomy_lines(engine.taxonomy))
     options = [f"--algorithm {engine.algorithm}"]
-    if engine.text_analysis is not None:
+    per_field = isinstance(engine.text_analysis, FieldAnalysis)
+    if per_field:
+        options.append("--text-analysis ANALYSIS.json")
+    elif engine.text_analysis is not None:
         options += _analysis_options(engine.text_analysis.as_dict())
     if classes:
         options.append(f"--taxonomy {args.taxonomy_output or 'ONTO'}")
@@ -163,7 +167,9 @@ def cmd_export(args) -> int:
              + (f" (ONTO: its taxonomy, {classes} classes: --taxonomy-output writes it)"
                 if classes and not args.taxonomy_output else "")
              + (" (WORDS: its stop words, one a line, as `rtf index info` lists them)"
-                if isinstance(engine.text_analysis and engine.text_analysis.stop_words, tuple) else ""))
+                if isinstance(getattr(engine.text_analysis, "stop_words", None), tuple) else "")
+             + (" (ANALYSIS.json: its text analysis per field, the `text_analysis` that `rtf index info` "
+                "prints)" if per_field else ""))
     return 0
 
 

@@ -133,6 +133,9 @@ def add_command(sub) -> None:
                         "Engine.save) without parsing its queries; it must have been built with "
                         "--algorithm and --taxonomy (a folder already started from IDX is served "
                         "as it is)")
+    p.add_argument("--text-analysis", metavar="FILE",
+                   help="text analysis options, per field too (a JSON or TOML file, or a JSON object; "
+                        "as rtf index build's --text-analysis): every query and publication")
     # the server's log (rtf.server.command sets it up): warnings by default, -v every request
     add_logging_options(p, default="warning")
     p.set_defaults(func=cmd_serve, own_logging=True)

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 
 from rtf.filter import ShapeIndex, Triple
 from rtf.matching.query_table import WILDCARD_CONTENT, RegisteredBranch, TupleShape, is_var_content
-from rtf.query.terms import TYPE_PATH_KEY, lexical_form
-from rtf.query.text import text_index
+from rtf.query.terms import TYPE_PATH_KEY
+from rtf.query.text import literal_text_index
 
 #: Bucket key of every tuple whose predicate is a variable: any real triple touches it.
 VARIABLE_ATTRIBUTE = "?"
@@ -131,7 +131,7 @@ class QueryEntry:
             single = self.single_words
             if not alternatives and not single:  # no certain word: the full check decides
                 return True
-            text = text_index(lexical_form(o))
+            text = literal_text_index(o)
             if single and not single.isdisjoint(text.keys):
                 return True
             return any(_holds(text, ws, ps) for ws, ps in alternatives)

@@ -25,7 +25,7 @@ import pyoxigraph as ox
 from rtf.errors import IndexFileError
 from rtf.io.taxonomy import Taxonomy
 from rtf.query import model, terms
-from rtf.query.analysis import TextAnalysis, TextAnalysisError
+from rtf.query.analysis import FieldAnalysis, TextAnalysis, TextAnalysisError, analysis_from_dict
 from rtf.query.decompose import decompose, decompose_group
 from rtf.query.functions import FUNCTION_ARITY, XSD_CASTS
 
@@ -215,7 +215,7 @@ class Head(NamedTuple):
     classes: list
     #: The text analysis options as stored (a dict), or None, and as `TextAnalysis`.
     text_analysis: dict | None
-    analysis: TextAnalysis | None
+    analysis: TextAnalysis | FieldAnalysis | None
 
 
 #: The text rule of the stored words (head's "text_rule": spec section 5's); older files: refused.
@@ -247,7 +247,7 @@ def check_head(head, source: str) -> Head:
         raise bad("classes is not a list")
     text_analysis = head.get("text_analysis")
     try:  # checked as Engine will take it
-        analysis = None if text_analysis is None else TextAnalysis.from_dict(text_analysis)
+        analysis = None if text_analysis is None else analysis_from_dict(text_analysis)
     except (TextAnalysisError, TypeError) as e:
         raise bad(f"text_analysis: {e}") from None
     if head.get("text_rule") != TEXT_RULE:

@@ -43,7 +43,9 @@ from rtf.query.model import (And, FTAnd, FTExpr, FTNear, FTNot, FTOr, FTTerm, Ft
                        TriplePattern, TupleConjunct)
 from rtf.query.terms import IRI, BlankNode, Literal, TypePath, Variable, Wildcard, is_literal, lexical_form
 from rtf.query.analysis import TextAnalysis, word_of, word_places
-from rtf.query.text import FullTextError, TextIndex, analysed, current_analysis, parse_ft_string
+from rtf.query.fields import is_mark, literal_origins, readable, term_variants
+from rtf.query.text import (FullTextError, TextIndex, analysed, current_analysis, literal_text_index,
+                            parse_ft_string, publication_fields)
 
 __all__ = ["explain_match", "explain_solution", "ft_hits", "never_match_reasons", "query_warnings",
            "taxonomy_warnings", "TaxonomyReport", "Explanation", "FtContainsExplanation", "Hit"]
@@ -93,7 +95,7 @@ def explain_match(match, publication, source) -> list[Explanation]:
     # (a version-3 query is explained by its presearch branches: the ftcontains of its
     # required patterns; an ASK or CONSTRUCT match has no rows, so one entry)
     solutions = [{}] if match.is_ask or match.triples is not None else match.bindings
-    with analysed(getattr(source, "text_analysis", None)):  # an Engine's text analysis
+    with analysed(getattr(source, "text_analysis", None)), publication_fields(publication.triples):
         return [explain_solution(query, publication, bindings, virtual) for bindings in solutions]
 
 
@@ -133,8 +135,8 @@ def _ft_entry(conjunct: TupleConjunct, literal: str, written: dict[FTTerm, FTTer
     variable = conjunct.object
     assert conjunct.fulltext is not None
     return {"variable": str(variable) if isinstance(variable, Variable) else None,
-            "literal": literal, "ftcontains": str(conjunct.fulltext),
-            "hits": ft_hits(conjunct.fulltext, lexical_form(literal), written)}
+            "literal": literal, "ftcontains": readable(str(conjunct.fulltext)),
+            "hits": ft_hits(conjunct.fulltext, lexical_form(literal), written, literal)}
 
 
 #: A string literal of a query: '...', "...", '''...''' or """...""" (escapes kept).
@@ -158,7 +160,11 @@ def _written_terms(text: str, analysis: TextAnalysis) -> dict[FTTerm, FTTerm]:
             with analysed(analysis):
                 term = parse_ft_string(value)
             with analysed(None):
-                out.setdefault(term, parse_ft_string(value))
+                plain = parse_ft_string(value)
+            out.setdefault(term, plain)
+            with analysed(analysis):  # per field: each analysis's reading of it (`rtf.query.fields`)
+                for variant in term_variants(term):
+                    out.setdefault(variant, plain)
         except FullTextError:  # (not a full-text string: a plain literal of the query)
             continue
     return out
@@ -190,7 +196,7 @@ def _witness(tuples, triples, virtual, assignment) -> list | None:
         if added is None:
             continue
         if first.fulltext is None or (
-                is_literal(triple[2]) and TextIndex.of(lexical_form(triple[2])).matches(first.fulltext)):
+                is_literal(triple[2]) and literal_text_index(triple[2]).matches(first.fulltext)):
             tail = _witness(rest, triples, virtual, assignment)
             if tail is not None:
                 return [(first, triple[2])] + tail
@@ -224,23 +230,28 @@ def _unify(conjunct: TupleConjunct, triple, assignment: dict) -> list[str] | Non
 # --------------------------------------------------------------- highlights
 
 
-def ft_hits(expr: FTExpr, text: str, written: dict[FTTerm, FTTerm] | None = None) -> list[Hit]:
+def ft_hits(expr: FTExpr, text: str, written: dict[FTTerm, FTTerm] | None = None,
+            literal: str | None = None) -> list[Hit]:
     """What satisfied `expr` in `text`: one entry per satisfied term, phrase,
     prefix or ``ftnear``, with the character spans [start, end) in `text` and
     the words there. A negation contributes nothing (an absence has no span).
-    `written` maps a term as analysed to the query's own words (`_written_terms`)."""
+    `written` maps a term as analysed to the query's own words (`_written_terms`); `literal`:
+    the key whose text `text` is (per field, its fields' analyses)."""
     places = word_places(text)  # in the text as written (its words are read in NFC)
     analysis = current_analysis()
-    if analysis is not None:  # a term's span is the span of the word it comes from
+    origins = literal_origins(literal, [word_of(text[s:e]) for s, e in places])
+    if origins is not None:  # per field
+        places = [places[i] if places else (0, 0) for i in origins]
+    elif isinstance(analysis, TextAnalysis):  # a term's span is the span of the word it comes from
         places = [places[i] for i in analysis.origins([word_of(text[s:e]) for s, e in places])]
-    index = TextIndex.of(text)
+    index = TextIndex.of(text) if literal is None else literal_text_index(literal)
     return list(_hits(expr, index, places, text, written or {}))
 
 
 def _hits(expr: FTExpr, index: TextIndex, places, text, written: dict[FTTerm, FTTerm]) -> Iterator[Hit]:
     if isinstance(expr, FTTerm):
         starts = index.occurrences(expr)
-        if starts:
+        if starts and not is_mark(expr):
             yield _entry(_kind(expr), expr, [(p, p + len(expr.words) - 1) for p in starts],
                          places, text, written)
     elif isinstance(expr, (FTAnd, FTOr)):
@@ -276,7 +287,8 @@ def _entry(kind: str, expr: FTTerm | FTNear, word_ranges, places, text, written:
     words = [text[s:e] for s, e in spans]
     if as_written == expr:
         return {"operator": kind, "query": str(expr), "spans": spans, "words": words}
-    return {"operator": kind, "query": str(as_written), "analysed": str(expr), "spans": spans, "words": words}
+    return {"operator": kind, "query": str(as_written), "analysed": readable(str(expr)), "spans": spans,
+            "words": words}
 
 
 def _near_pairs(e: FTNear, index: TextIndex) -> list[tuple[tuple[int, int], tuple[int, int]]]:

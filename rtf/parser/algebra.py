@@ -60,6 +60,7 @@ from rtf.algebra.presearch import presearch_branches
 from rtf.algebra.scope import in_scope
 from rtf.parser.build import QueryBuilder, V2_FUNCTIONS, _syntax, _unsupported
 from rtf.parser.lexical import string_value
+from rtf.query.fields import fielded
 from rtf.query.functions import FUNCTION_ARITIES
 from rtf.query.model import And, Call, Coalesce, Exists, FtContains, If, IriCall, Query, TriplePattern
 from rtf.query.terms import (
@@ -501,7 +502,7 @@ class AlgebraBuilder(QueryBuilder):
             if node.data in ("exists_call", "not_exists_call"):
                 return self.expression(node)
             if node.data == "ftcontains_call":
-                return FtContains(self.value(node.children[0]), self.ft(node.children[1]))
+                return FtContains(self.value(node.children[0]), fielded(self.ft(node.children[1])))
         return super().value(node)
 
     def aggregate(self, node: Tree):

@@ -63,6 +63,7 @@ from rtf.query.terms import (
 )
 from rtf.query.terms import iri as shared_iri
 from rtf.query.terms import variable as shared_variable
+from rtf.query.fields import fielded
 from rtf.query.text import FullTextError, parse_ft_string
 from rtf.query.functions import FUNCTION_ARITY, XSD_CASTS
 
@@ -481,7 +482,7 @@ class QueryBuilder:
             arg = self.value(node.children[0])
             if not is_variable(arg):
                 raise OutsideFragment("ftcontains on an expression")
-            return FtContains(arg, self.ft(node.children[1]))
+            return FtContains(arg, fielded(self.ft(node.children[1])))
         if kind == "regex_call":
             return Regex(*(self.value(c) for c in node.children))
         return LangMatches(*(self.value(c) for c in node.children))  # langmatches_call

@@ -295,3 +295,225 @@ def _stem(word: str, language: str) -> str:
         import snowballstemmer
         stemmer = stemmers[language] = snowballstemmer.stemmer(language)
     return stemmer.stemWord(word)
+
+
+# ------------------------------------------------------------------ per field
+
+#: What starts and ends the tag of a field analysis's terms: a control character, which
+#: no word holds (`words`), so that the terms of two analyses never meet.
+_TAG = "\x1d"
+#: A term no text holds: what a query string of stop words only becomes in a field
+#: whose analysis drops them all (it matches no literal of that field).
+_NEVER = "\x1c"
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    """One rule of a `FieldAnalysis`: the literals of `predicate` (an IRI, without angle
+    brackets; None: any) in language `lang` (a tag, lowercase; None: any) get `analysis`."""
+
+    predicate: str | None
+    lang: str | None
+    analysis: TextAnalysis
+
+    def __post_init__(self) -> None:
+        p, lang = self.predicate, self.lang
+        if p is not None:
+            if not isinstance(p, str) or not p.strip("<>") or any(c in p.strip("<>") for c in '<>" {}|\\^`'):
+                raise TextAnalysisError(f"a field's predicate is an IRI, not {p!r}")
+            object.__setattr__(self, "predicate", p.strip("<>"))
+        if lang is not None:
+            if not isinstance(lang, str) or not re.fullmatch(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*", lang):
+                raise TextAnalysisError(f"a field's lang is a language tag (en, en-GB), not {lang!r}")
+            object.__setattr__(self, "lang", lang.lower())
+        if p is None and lang is None:
+            raise TextAnalysisError("a field rule names a predicate, a lang or both "
+                                    "(the analysis of every other literal is the default one)")
+        if not isinstance(self.analysis, TextAnalysis):
+            raise TextAnalysisError("a field rule's analysis is a TextAnalysis")
+
+    def as_dict(self) -> dict:
+        named = {"predicate": self.predicate, "lang": self.lang}
+        return {**{k: v for k, v in named.items() if v is not None}, **self.analysis.as_dict()}
+
+
+@dataclass(frozen=True)
+class FieldAnalysis:
+    """Text analysis per field, as Lucene and Elasticsearch pick an analyzer per field.
+
+    A literal's *fields* are the (predicate, language tag) pairs of the triples of the
+    publication whose object it is; a literal that is no triple's object (a query's
+    constant, a ``BIND`` result) has the one field (no predicate, its tag). Each field's
+    analysis is the first rule that matches, in this order: (predicate, lang),
+    (predicate, any lang), (any predicate, lang), then `default`; a lang rule ``en``
+    also takes ``en-gb`` when no rule names ``en-gb``. ``ftcontains(?x, E)`` holds
+    when E holds on ?x's text under one of its fields' analyses, E's strings analysed
+    by that same analysis (docs/language.md, "Text analysis per field").
+
+    >>> fa = FieldAnalysis.from_dict({"fields": [{"lang": "en", "stem": "english"},
+    ...     {"predicate": "http://ex.org/code", "lang": "en"}]})
+    >>> [fa.analysis_for(p, lang).is_default for p, lang in
+    ...     [("<http://ex.org/code>", "en"), ("<http://ex.org/name>", "en-gb"), (None, "fr")]]
+    [True, False, True]
+    """
+
+    default: TextAnalysis = TextAnalysis()
+    rules: tuple[FieldRule, ...] = ()
+    _ids: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.default, TextAnalysis):
+            raise TextAnalysisError("a field analysis's default is a TextAnalysis")
+        rules = tuple(self.rules)
+        if not all(isinstance(r, FieldRule) for r in rules):
+            raise TextAnalysisError("a field analysis's rules are FieldRule values")
+        object.__setattr__(self, "rules", rules)
+        seen = set()
+        for r in rules:
+            if (r.predicate, r.lang) in seen:
+                raise TextAnalysisError(f"two rules for the field (predicate={r.predicate}, lang={r.lang})")
+            seen.add((r.predicate, r.lang))
+        analyses = tuple(dict.fromkeys([self.default, *(r.analysis for r in rules)]))
+        object.__setattr__(self, "_analyses", analyses)
+        number = {a: i for i, a in enumerate(analyses)}
+        object.__setattr__(self, "_rule_ids", {(None if r.predicate is None else f"<{r.predicate}>", r.lang):
+                                               number[r.analysis] for r in rules})
+        object.__setattr__(self, "_hash", hash((self.default, rules)))
+
+    def __hash__(self) -> int:  # (kept: the text caches hash the analysis at every literal)
+        return self._hash  # type: ignore[attr-defined]
+
+    def __reduce__(self):  # made again where it is unpickled: a string's hash is per process
+        return (FieldAnalysis, (self.default, self.rules))
+
+    @property
+    def analyses(self) -> tuple[TextAnalysis, ...]:
+        """The distinct analyses: the default one first, then the rules' in order."""
+        return self._analyses  # type: ignore[attr-defined]
+
+    @property
+    def is_default(self) -> bool:
+        """Whether every literal gets the spec's default words."""
+        return len(self.analyses) == 1 and self.default.is_default
+
+    def simplest(self) -> "TextAnalysis | FieldAnalysis":
+        """The `TextAnalysis` every field gets when there is one, else this."""
+        return self.default if len(self.analyses) == 1 else self
+
+    def as_dict(self) -> dict:
+        """The options as JSON values: ``{"default": {...}, "fields": [{"predicate", "lang", ...}]}``."""
+        return {"default": self.default.as_dict(), "fields": [r.as_dict() for r in self.rules]}
+
+    @classmethod
+    def from_dict(cls, options: dict) -> "FieldAnalysis":
+        """The options of `as_dict` ("default" may be left out; a rule's options too)."""
+        if not isinstance(options, dict):
+            raise TextAnalysisError("text analysis options are a JSON object")
+        unknown = set(options) - {"default", "fields"}
+        if unknown:
+            raise TextAnalysisError(f"unknown text analysis option(s): {', '.join(sorted(unknown))} "
+                                    "(per field: 'default' and 'fields')")
+        fields = options.get("fields", [])
+        if not isinstance(fields, list) or not all(isinstance(f, dict) for f in fields):
+            raise TextAnalysisError("'fields' is a list of objects, each a predicate and/or lang "
+                                    "and text analysis options")
+        rules = []
+        for f in fields:
+            f = dict(f)
+            predicate, lang = f.pop("predicate", None), f.pop("lang", None)
+            rules.append(FieldRule(None if predicate == "*" else predicate, None if lang == "*" else lang,
+                                   TextAnalysis.from_dict(f)))
+        return cls(TextAnalysis.from_dict(options.get("default", {})), tuple(rules))
+
+    # ------------------------------------------------------------------ fields
+
+    def analysis_id(self, predicate: str | None, lang: str | None) -> int:
+        """The index in `analyses` of the analysis of the field (`predicate`, a key
+        ``<iri>`` or None; `lang`, a tag or None): the rule order of the class's doc."""
+        key = (predicate, lang)
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = self._first_rule(predicate, lang)
+        return found
+
+    def _first_rule(self, predicate: str | None, lang: str | None) -> int:
+        rules = self._rule_ids  # type: ignore[attr-defined]
+        ranges = [] if lang is None else _ranges(lang.lower())
+        order = [(predicate, r) for r in ranges] + [(predicate, None)] if predicate is not None else []
+        for key in order + [(None, r) for r in ranges]:
+            if key in rules:
+                return rules[key]
+        return 0
+
+    def analysis_for(self, predicate: str | None, lang: str | None) -> TextAnalysis:
+        """The analysis of the field (`predicate`, `lang`) (see `analysis_id`)."""
+        return self.analyses[self.analysis_id(predicate, lang)]
+
+    def field_ids(self, predicates, lang: str | None) -> tuple[int, ...]:
+        """The analyses of a literal in language `lang` that is the object of `predicates`
+        (keys; none: the literal of no triple), as sorted indexes in `analyses`."""
+        if not predicates:
+            return (self.analysis_id(None, lang),)
+        return tuple(sorted({self.analysis_id(p, lang) for p in predicates}))
+
+    @staticmethod
+    def tag(number: int) -> str:
+        """What the terms of analysis `number` start with (and, alone, the mark of a literal
+        analysed by it)."""
+        return f"{_TAG}{number}{_TAG}"
+
+    def tokens(self, words: list[str], ids: tuple[int, ...]) -> list[str]:
+        """The terms of a text's default `words` under each analysis of `ids`, tagged,
+        each analysis's run of terms after its mark."""
+        out: list[str] = []
+        for i in ids:
+            tag = self.tag(i)
+            out.append(tag)
+            out += [tag + t for t in self.analyses[i].terms(words)]
+        return out
+
+    def origins(self, words: list[str], ids: tuple[int, ...]) -> list[int]:
+        """For each of ``tokens(words, ids)``, the index in `words` of the word it comes from
+        (a mark: 0)."""
+        out: list[int] = []
+        for i in ids:
+            out.append(0)
+            out += self.analyses[i].origins(words)
+        return out
+
+    def is_mark(self, term: str) -> bool:
+        """Whether `term` is the mark of an analysis (`tag` alone)."""
+        return term[:1] == _TAG and term[-1:] == _TAG
+
+    def word_terms(self, number: int, word: str, prefix: bool) -> list[str]:
+        """A query word's terms under analysis `number`, tagged (a prefix: one term)."""
+        tag, analysis = self.tag(number), self.analyses[number]
+        if prefix:
+            return [tag + analysis.prefix(word)]
+        return [tag + t for t in analysis.terms([word])]
+
+    def never(self, number: int) -> str:
+        """A term of analysis `number` that no text holds."""
+        return self.tag(number) + _NEVER
+
+
+def _ranges(tag: str) -> list[str]:
+    """`tag` and its shorter ranges, longest first: ``en-gb-x`` -> en-gb-x, en-gb, en."""
+    parts = tag.split("-")
+    return ["-".join(parts[:k]) for k in range(len(parts), 0, -1)]
+
+
+def analysis_from_dict(options: dict) -> TextAnalysis | FieldAnalysis:
+    """A `TextAnalysis` or `FieldAnalysis` from its `as_dict` (a saved index's, a config file's):
+    per field when it holds "default" or "fields"."""
+    if isinstance(options, dict) and ("fields" in options or "default" in options):
+        return FieldAnalysis.from_dict(options).simplest()
+    return TextAnalysis.from_dict(options)
+
+
+def normal_analysis(analysis: TextAnalysis | FieldAnalysis | None) -> TextAnalysis | FieldAnalysis | None:
+    """`analysis` as an engine holds it: None for the default words, a `FieldAnalysis` whose
+    fields all get one analysis as that `TextAnalysis`."""
+    if isinstance(analysis, FieldAnalysis):
+        analysis = analysis.simplest()
+    return None if analysis is None or analysis.is_default else analysis

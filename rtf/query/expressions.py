@@ -83,7 +83,7 @@ from rtf.query.terms import (
     Variable,
     literal_parts,
 )
-from rtf.query.text import text_index
+from rtf.query.text import literal_text_index
 from rtf.query.values import ERROR, comparator, effective_boolean
 
 __all__ = ["ERROR", "evaluate", "passes", "compile_filter", "compile_operand", "compiled_operand",
@@ -344,7 +344,7 @@ def _ftcontains(expr: FtContains) -> Compiled:
             return ERROR
         if key[0] != '"':
             return False
-        return text_index(literal_parts(key).lexical).matches(ft)
+        return literal_text_index(key).matches(ft)
     return ftcontains
 
 

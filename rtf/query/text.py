@@ -21,8 +21,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from rtf.query.analysis import WORD as _WORD
-from rtf.query.analysis import TextAnalysis, word_of, word_places, words
+from rtf.query.analysis import FieldAnalysis, TextAnalysis, word_of, word_places, words
 from rtf.query.memo import bounded_by_chars
+from rtf.query.terms import lexical_form, literal_parts
 from rtf.query.model import (
     FTAnd,
     FTExpr,
@@ -39,11 +40,14 @@ from rtf.query.model import (
 
 #: The text analysis of the engine at work (`Engine(text_analysis=...)` sets it for the
 #: duration of each of its calls); None: the spec's default words.
-_ANALYSIS: ContextVar[TextAnalysis | None] = ContextVar("rtf_text_analysis", default=None)
+_ANALYSIS: ContextVar[TextAnalysis | FieldAnalysis | None] = ContextVar("rtf_text_analysis", default=None)
+#: Under a `FieldAnalysis`: the predicates of each literal of the publication being matched
+#: (`publication_fields`), which make its fields.
+_PREDICATES: ContextVar[dict[str, set[str]]] = ContextVar("rtf_literal_predicates", default={})
 
 
 @contextmanager
-def analysed(analysis: TextAnalysis | None) -> Iterator[None]:
+def analysed(analysis: TextAnalysis | FieldAnalysis | None) -> Iterator[None]:
     """Texts and query strings are analysed by `analysis` within the block (None: default)."""
     token = _ANALYSIS.set(None if analysis is None or analysis.is_default else analysis)
     try:
@@ -52,15 +56,36 @@ def analysed(analysis: TextAnalysis | None) -> Iterator[None]:
         _ANALYSIS.reset(token)
 
 
-def current_analysis() -> TextAnalysis | None:
+def current_analysis() -> TextAnalysis | FieldAnalysis | None:
     """The analysis in effect (None for the spec's default words)."""
     return _ANALYSIS.get()
 
 
+@contextmanager
+def publication_fields(triples) -> Iterator[None]:
+    """Within the block, the literals' fields are their predicates in `triples` (a
+    publication's, `FieldAnalysis`); nothing to do under any other analysis."""
+    if type(_ANALYSIS.get()) is not FieldAnalysis:
+        yield
+        return
+    by_literal: dict[str, set[str]] = {}
+    for _, p, o in triples:
+        if o[0] == '"':
+            by_literal.setdefault(o, set()).add(p)
+    token = _PREDICATES.set(by_literal)
+    try:
+        yield
+    finally:
+        _PREDICATES.reset(token)
+
+
 def terms(text: str) -> list[str]:
-    """The terms of `text` under the analysis in effect: its words, analysed."""
+    """The terms of `text` under the analysis in effect: its words, analysed (per field:
+    as a literal of no triple and no language tag)."""
     analysis = _ANALYSIS.get()
     ws = words(text)
+    if isinstance(analysis, FieldAnalysis):
+        return analysis.tokens(ws, analysis.field_ids((), None))
     return ws if analysis is None else analysis.terms(ws)
 
 
@@ -77,7 +102,10 @@ def parse_ft_string(value: str) -> FTTerm:
     >>> str(parse_ft_string("Usab* TEST*"))
     '"usab* test*"'
     """
-    analysis = _ANALYSIS.get()
+    analysis: TextAnalysis | FieldAnalysis | None = _ANALYSIS.get()
+    fields = None
+    if isinstance(analysis, FieldAnalysis):  # default words here; `rtf.query.fields` analyses them per field
+        fields, analysis = analysis, None
     result = []
     text = value if value.isascii() else unicodedata.normalize("NFC", value)
     places = word_places(text)
@@ -100,6 +128,9 @@ def parse_ft_string(value: str) -> FTTerm:
         if analysis is not None and places:
             raise FullTextError(f"only stop words in {value!r} (the engine's text analysis drops them)")
         raise FullTextError(f"no words in {value!r}")
+    if fields is not None and not any(fields.word_terms(i, w.text, w.prefix) for i in range(len(fields.analyses))
+                                      for w in result):
+        raise FullTextError(f"only stop words in {value!r} (the text analysis of every field drops them)")
     return ft_term(tuple(result))
 
 
@@ -339,11 +370,32 @@ TEXT_CACHE_BYTES = 16 << 20
 
 def text_index(text: str) -> TextIndex:
     """A cached `TextIndex` of a text under the analysis in effect (literals repeat
-    across tuples and queries; the cache is bounded by bytes, `rtf.query.memo`)."""
+    across tuples and queries; the cache is bounded by bytes, `rtf.query.memo`); per
+    field, the text of a literal of no triple and no language tag."""
     analysis = _ANALYSIS.get()
     if analysis is None:
         return _default_text_index(text)
+    if type(analysis) is FieldAnalysis:
+        return _fielded_text_index(text, analysis, analysis.field_ids((), None))
     return _analysed_text_index(text, analysis)
+
+
+def literal_text_index(key: str) -> TextIndex:
+    """`text_index` of a literal (a key) of the publication being matched: per field, its
+    text under the analyses of its fields (`FieldAnalysis`, `publication_fields`)."""
+    analysis = _ANALYSIS.get()
+    if analysis is None:
+        return _default_text_index(lexical_form(key))
+    if type(analysis) is not FieldAnalysis:
+        return _analysed_text_index(lexical_form(key), analysis)
+    return _fielded_text_index(lexical_form(key), analysis, literal_field_ids(key))
+
+
+def literal_field_ids(key: str) -> tuple[int, ...]:
+    """Under a `FieldAnalysis`: the analyses of literal `key`'s fields (`FieldAnalysis.field_ids`)."""
+    analysis = _ANALYSIS.get()
+    assert type(analysis) is FieldAnalysis
+    return analysis.field_ids(_PREDICATES.get().get(key), literal_parts(key).lang)
 
 
 @bounded_by_chars(TEXT_CACHE_BYTES, weight=40)
@@ -356,13 +408,21 @@ def _analysed_text_index(text: str, analysis: TextAnalysis) -> TextIndex:
     return TextIndex(analysis.terms(words(text)))
 
 
+@bounded_by_chars(TEXT_CACHE_BYTES, weight=40)
+def _fielded_text_index(text: str, analysis: FieldAnalysis, ids: tuple[int, ...]) -> TextIndex:
+    return TextIndex(analysis.tokens(words(text), ids))
+
+
+_TEXT_CACHES = (_default_text_index, _analysed_text_index, _fielded_text_index)
+
+
 def _clear_text_indexes() -> None:
-    _default_text_index.cache_clear()
-    _analysed_text_index.cache_clear()
+    for cache in _TEXT_CACHES:
+        cache.cache_clear()
 
 
 text_index.cache_clear = _clear_text_indexes  # type: ignore[attr-defined]
-text_index.cache_chars = lambda: _default_text_index.cache_chars() + _analysed_text_index.cache_chars()  # type: ignore[attr-defined]
+text_index.cache_chars = lambda: sum(c.cache_chars() for c in _TEXT_CACHES)  # type: ignore[attr-defined]
 
 
 # By identity: hashing a 1,000-alternative expression on every call would cost

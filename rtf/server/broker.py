@@ -43,7 +43,7 @@ class Broker:
             raise
         try:
             self.registry = Registry(config.data, config.algorithm, config.taxonomy, store,
-                                     config.import_index)
+                                     config.import_index, config.text_analysis)
         except BaseException:
             self.outbox.close()
             store.close()

@@ -58,7 +58,7 @@ def _serve(args) -> int:
     config = BrokerConfig(data, args.algorithm, Path(args.taxonomy) if args.taxonomy else None,
                           args.max_body, args.stream_queue, args.outbox_max_events,
                           args.outbox_max_age, args.snapshot_every,
-                          Path(args.import_index) if args.import_index else None)
+                          Path(args.import_index) if args.import_index else None, args.text_analysis)
     broker = Broker(config)
     host, port = sock.getsockname()[:2]
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"

@@ -7,6 +7,7 @@ its ``--help`` without importing the server stack.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 DEFAULT_PORT = 8750
@@ -36,3 +37,5 @@ class BrokerConfig:
     outbox_max_age: float = MAX_AGE_S
     snapshot_every: int = SNAPSHOT_EVERY
     import_index: Path | None = None
+    #: The engine's text analysis (`rtf.query.analysis`: a TextAnalysis or FieldAnalysis), or None.
+    text_analysis: Any = None

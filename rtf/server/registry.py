@@ -37,11 +37,13 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rtf.engine import Engine, freeze_long_lived
 from rtf.errors import IndexFileError, QueryError, RtfError
 from rtf.io.files import write_atomically
 from rtf.io.taxonomy import Taxonomy
+from rtf.query.analysis import normal_analysis
 from rtf.parser import parse_query
 from rtf.query.model import Query
 from rtf.server.querystore import SNAPSHOT, QueryStore, StoredQuery
@@ -92,17 +94,23 @@ class Registry:
 
     def __init__(self, directory: str | os.PathLike, algorithm: str = "rtfs",
                  taxonomy: str | os.PathLike | None = None, store: QueryStore | None = None,
-                 import_index: str | os.PathLike | None = None):
+                 import_index: str | os.PathLike | None = None, text_analysis=None):
         """`store`: the folder's query table, if the caller opened it already;
         `import_index`: a saved index to start an empty folder from
-        (`ImportRefusedError` if the folder holds queries made otherwise)."""
+        (`ImportRefusedError` if the folder holds queries made otherwise);
+        `text_analysis`: the engine's (`rtf.query.analysis`), None for the default words."""
         self.directory = Path(directory)
         self.store = (store if store is not None
                       else QueryStore(self.directory, importing=import_index is not None))
         self.snapshot_path = self.directory / self.SNAPSHOT
         #: What a usable snapshot was made with: this algorithm, taxonomy and table.
-        self._identity = {"algorithm": algorithm, "taxonomy": _file_digest(taxonomy),
-                          "table": self.store.table_id}
+        #: (a note without text_analysis, written before it was a setting: the default words)
+        self._identity: dict[str, Any] = {"algorithm": algorithm, "taxonomy": _file_digest(taxonomy),
+                          "table": self.store.table_id,
+                          "text_analysis": None}
+        self.text_analysis = normal_analysis(text_analysis)
+        if self.text_analysis is not None:
+            self._identity["text_analysis"] = self.text_analysis.as_dict()
         self._snapshot_lock = threading.Lock()
         #: Set when the server begins to stop: `put_many` gives up (`StoppingError`).
         self.stopping = threading.Event()
@@ -125,7 +133,8 @@ class Registry:
     def _open(self, algorithm: str, taxonomy) -> Engine:
         loaded = self._load_snapshot(algorithm)
         source = "snapshot" if loaded is not None else "rebuilt"
-        engine, through = loaded if loaded is not None else (Engine(algorithm, taxonomy), 0)
+        engine, through = (loaded if loaded is not None
+                           else (Engine(algorithm, taxonomy, text_analysis=self.text_analysis), 0))
         rows = {row.id: row for row in self.store.all()}
         removed = 0
         for registered in engine.queries():  # the snapshot's queries that are not the table's
@@ -186,6 +195,11 @@ class Registry:
             raise ImportRefusedError(
                 f"{path} was built with a taxonomy of {len(engine.taxonomy)} classes, not this "
                 "server's: start with --taxonomy naming the ontology it was built with")
+        if engine.text_analysis != self.text_analysis:
+            built = engine.text_analysis and json.dumps(engine.text_analysis.as_dict())
+            raise ImportRefusedError(
+                f"{path} was built with the text analysis {built or 'of the default words'}, not this "
+                "server's: start with that --text-analysis (`rtf index info` prints it)")
         queries = engine.queries()
         write_atomically(self.snapshot_path, data)
         pending = self.store.begin()

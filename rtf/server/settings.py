@@ -63,6 +63,9 @@ class ServeSettings(BaseSettings):
     outbox_max_age: float = Field(float(MAX_AGE_S), gt=0)
     snapshot_every: int = Field(SNAPSHOT_EVERY, ge=1)
     import_index: Path | None = None
+    #: Text analysis options (`rtf.io.analysis_file`): a JSON object, a JSON or TOML file's
+    #: name, or (in the TOML file) a table; the engine's analysis, checked at start.
+    text_analysis: Any = None
     log_level: LogLevel = "warning"
 
     @field_validator("algorithm")
@@ -71,6 +74,24 @@ class ServeSettings(BaseSettings):
         if value not in ALGORITHMS:
             raise ValueError(f"one of {', '.join(ALGORITHMS)}")
         return value
+
+    @field_validator("text_analysis", mode="before")
+    @classmethod
+    def _text_analysis(cls, value: Any) -> Any:
+        from rtf.io.analysis_file import read_text_analysis
+        from rtf.query.analysis import TextAnalysis, TextAnalysisError, analysis_from_dict
+
+        if value is None or isinstance(value, TextAnalysis) or type(value).__name__ == "FieldAnalysis":
+            return value
+        try:
+            if isinstance(value, str):
+                return read_text_analysis(value)
+            if isinstance(value, dict):
+                analysis = analysis_from_dict(value)
+                return None if analysis.is_default else analysis
+        except TextAnalysisError as e:
+            raise ValueError(str(e)) from None
+        raise ValueError("text analysis options: a JSON object, a file's name or a TOML table")
 
     @field_validator("log_level", mode="before")
     @classmethod

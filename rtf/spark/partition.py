@@ -60,12 +60,11 @@ from rtf.query.terms import (
     Variable,
     Wildcard,
     is_literal,
-    lexical_form,
 )
 from rtf.query.text import (
     is_plain_conjunction,
+    literal_text_index,
     required_words,
-    text_index,
     word_alternatives,
 )
 
@@ -142,7 +141,7 @@ def publication_keys(triples: Iterable[tuple[str, str, str]],
     for _, p, o in chain(triples, virtual):
         add(("p", p))
         if is_literal(o):
-            for w in text_index(lexical_form(o)).positions:
+            for w in literal_text_index(o).positions:
                 add(("w", w))
         else:
             add(("po", p, o))

@@ -78,6 +78,7 @@ class ReplayConfig:
     query_partitions: int | None = None  # K groups of queries (None: one engine for all)
     query_partitioning: str = "hash"  # rtf.spark.partition.STRATEGIES
     measure_memory: bool = False  # unpickle each group's engine on the driver under tracemalloc
+    text_analysis: str | None = None  # with `queries`: --text-analysis (`rtf.io.analysis_file`)
 
 
 def _round(x: float, n: int = 4) -> float:
@@ -115,6 +116,8 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
     elif k is not None:
         if k < 1:
             raise ReplayError("--query-partitions must be at least 1")
+        if config.text_analysis is not None:  # (a publication's words route it: default words only)
+            raise ReplayError("--text-analysis cannot be used with --query-partitions yet")
         groups, matchers, taxonomy = build_group_engines(
             config.algorithm, config.queries, k, config.query_partitioning, config.taxonomy)
         n_queries = sum(len(g.query_ids) for g in groups)
@@ -123,7 +126,10 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         from rtf.engine import Engine
         from rtf.io.queries import load_queries, register_all
 
-        engine = Engine(config.algorithm, taxonomy=config.taxonomy)
+        from rtf.io.analysis_file import read_text_analysis
+
+        engine = Engine(config.algorithm, taxonomy=config.taxonomy, text_analysis=(
+            None if config.text_analysis is None else read_text_analysis(config.text_analysis)))
         register_all(engine, load_queries(config.queries), str(config.queries))
         n_queries = len(engine)
         index_stats = engine.stats()
@@ -253,6 +259,9 @@ def index_for_broadcast(config: ReplayConfig) -> tuple[bytes, dict]:
     if config.taxonomy:
         raise ReplayError("--taxonomy cannot be used with --index: the index holds its taxonomy "
                           "(rebuild it with `rtf index build --taxonomy`)")
+    if config.text_analysis is not None:
+        raise ReplayError("--text-analysis cannot be used with --index: the index holds its text analysis "
+                          "(rebuild it with `rtf index build --text-analysis`)")
     data = index_bytes(config.index)
     algorithm = data.info["algorithm"]
     if config.algorithm and config.algorithm != algorithm:

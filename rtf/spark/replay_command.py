@@ -80,6 +80,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                              "taxonomy (not with --query-partitions)")
     p.add_argument("--taxonomy", metavar="ONTO",
                    help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf* (read on the driver)")
+    p.add_argument("--text-analysis", metavar="FILE",
+                   help="text analysis options, per field too (a JSON or TOML file, or a JSON object; "
+                        "as rtf index build's --text-analysis); not with --index, which holds its own")
     p.add_argument("--algorithm", choices=algorithms,
                    help="the engine to run (required with --queries; with --index, the index's)")
     p.add_argument("--master", metavar="URL",
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
                           overwrite=args.overwrite, output_format=args.output_format,
                           query_partitions=args.query_partitions,
                           query_partitioning=args.query_partitioning,
-                          measure_memory=args.measure_index_memory)
+                          measure_memory=args.measure_index_memory, text_analysis=args.text_analysis)
     spark = spark or active_session()  # (in-process callers: theirs, left running)
     own = spark is None
     t = time.perf_counter()

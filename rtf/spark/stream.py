@@ -83,6 +83,7 @@ class StreamConfig:
     queries_log: str | None = None
     algorithm: str | None = None  # without an index: the empty engine's
     taxonomy: str | None = None  # without an index
+    text_analysis: str | None = None  # without an index: --text-analysis (`rtf.io.analysis_file`)
     trigger_seconds: float = 1.0
     max_files_per_trigger: int | None = None
     stop_when_idle: float | None = None
@@ -380,6 +381,8 @@ def starting_index(config: StreamConfig, state: StreamState, log_ops: QueriesLog
                               f"{config.index} is {data.info.get('algorithm')}")
         if config.taxonomy:
             raise ReplayError("--taxonomy cannot be used with --index: the index holds its taxonomy")
+        if config.text_analysis is not None:
+            raise ReplayError("--text-analysis cannot be used with --index: the index holds its text analysis")
     elif base.exists():
         return index_bytes(base, check=False)  # checked by check_checkpoint
     elif log_ops is None:
@@ -389,7 +392,10 @@ def starting_index(config: StreamConfig, state: StreamState, log_ops: QueriesLog
     else:
         from rtf.engine import Engine
 
-        data = index_bytes(Engine(config.algorithm or "rtfs", taxonomy=config.taxonomy))
+        from rtf.io.analysis_file import read_text_analysis
+
+        data = index_bytes(Engine(config.algorithm or "rtfs", taxonomy=config.taxonomy, text_analysis=(
+            None if config.text_analysis is None else read_text_analysis(config.text_analysis))))
     if recorded is not None and not base.exists() and (data is None or data.sha256 != recorded["index_sha256"]):
         given = ("" if data is None else f", not {config.index}" if config.index else
                  ", not the empty engine of --algorithm and --taxonomy")

@@ -87,6 +87,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="with --queries-log and no --index: the engine (default rtfs)")
     p.add_argument("--taxonomy", metavar="ONTO",
                    help="with --queries-log and no --index: ontology answering a/rdfs:subClassOf*")
+    p.add_argument("--text-analysis", metavar="FILE",
+                   help="text analysis options, per field too (a JSON or TOML file, or a JSON object; "
+                        "as rtf index build's --text-analysis); with --queries-log and no --index")
     p.add_argument("--source", choices=("files",), default="files",
                    help="where publications come from (files; Kafka: see docs/spark.md)")
     p.add_argument("--glob", default=DEFAULT_GLOB, help=f"names of the files to read (default {DEFAULT_GLOB})")
@@ -145,6 +148,7 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
     config = StreamConfig(
         input=args.input, output=args.output, checkpoint=args.checkpoint, index=args.index,
         queries_log=args.queries_log, algorithm=args.algorithm, taxonomy=args.taxonomy,
+        text_analysis=args.text_analysis,
         trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger,
         stop_when_idle=args.stop_when_idle, glob=args.glob, group_by=args.group_by,
         compact_every=args.compact_every, warm_up=args.warm_up, keep_warm=args.keep_warm,

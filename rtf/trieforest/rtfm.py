@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from rtf.filter import Hits, ShapeIndex, Triple
 from rtf.matching.query_table import TupleShape
-from rtf.query.terms import lexical_form
-from rtf.query.text import text_index
+from rtf.query.text import literal_text_index
 from rtf.trieforest.forest import StructuralForest, add_shape, prune_path, remove_shape_and_prune
 from rtf.trieforest.words import WordIndex
 
@@ -62,7 +61,7 @@ class RTFmIndex(ShapeIndex):
                     if node.shapes:
                         hits.add(node.shapes, t)
                     if literal and node.worded is not None:  # by id: no object per shape
-                        hits.add_chunk(node.worded.matched_ids(text_index(lexical_form(o))), t)
+                        hits.add_chunk(node.worded.matched_ids(literal_text_index(o)), t)
 
     def stats(self) -> dict:
         nodes = list(self.forest.root.walk())

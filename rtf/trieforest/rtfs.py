@@ -29,8 +29,7 @@ import numpy as np
 from rtf.filter import Hits, ShapeIndex, Triple
 from rtf.matching.query_table import TupleShape, shrunk
 from rtf.matching.structures import grown
-from rtf.query.terms import lexical_form
-from rtf.query.text import text_index
+from rtf.query.text import literal_text_index
 from rtf.trieforest.forest import StructuralForest, add_shape, prune_path, remove_shape_and_prune
 from rtf.trieforest.words import WordIndex
 
@@ -82,7 +81,7 @@ class RTFsIndex(ShapeIndex):
     def word_matches(self, literal: str) -> np.ndarray:
         """The ids of every shape all of whose words and prefixes of some key occur in the
         literal (a shape with several ``ftor`` keys is found by any of them, once)."""
-        return self.words.matched_ids(text_index(lexical_form(literal)))
+        return self.words.matched_ids(literal_text_index(literal))
 
     def collect(self, triples: list[Triple], virtual: list[Triple], hits: Hits) -> None:
         object_nodes = self.forest.object_nodes
