@@ -35,7 +35,8 @@ from rtf.io.metadata import Metadata, frozen
 from rtf.io.parse_ahead import Ahead, original, parsed_ahead
 from rtf.io.publication import PublicationLike, as_publication
 from rtf.io.taxonomy import Taxonomy
-from rtf.matching.query_table import bulk_memos, shrunk
+from rtf.matching.query_table import bulk_memos
+from rtf.matching.structures import shrunk
 from rtf.matching.results import Match, Matches, merged  # noqa: F401 (Match: rtf.engine.Match, the public name)
 from rtf.parser import parse_query
 from rtf.query.expressions import compile_filter

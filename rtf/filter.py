@@ -468,7 +468,7 @@ class IndexedQueries(QueryIndex):
             key = tuple(key)
             answer = answers.get(key, answers)
             if answer is answers:
-                kept = {var: {masks[where][0][i] for i in range(mask.bit_length()) if mask >> i & 1}
+                kept = {var: frozenset([masks[where][0][i] for i in range(mask.bit_length()) if mask >> i & 1])
                         for var, where, mask in key[1:]}
                 answer = answers[key] = solver.projected_solutions(stars[code], limit, kept)
             yield slot, answer

@@ -35,7 +35,7 @@ from rtf.matching.id_order import IdOrder
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
 from rtf.matching.pivots import Pivots
 from rtf.matching.star import ProjectedStars, StarPlan, projected_star, star_plan
-from rtf.matching.structures import SlotList, Structures, grown
+from rtf.matching.structures import SlotList, Structures, grown, shrunk
 from rtf.matching.value_tests import ValueTests, exact_star
 from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
 
@@ -288,21 +288,6 @@ def needed_outside(query: Query, branch: Branch) -> set[str]:
     if part is not None:  # the left joins and the later FILTERs read these
         out |= part.variables
     return out
-
-
-def shrunk(container):
-    """`container` (a dict or set), rebuilt if removals left it over 4x larger than needed.
-
-    Python's dicts and sets never give memory back when entries are deleted;
-    a continuous engine that registers and unregisters all day would keep
-    the high-water mark of every table. Rebuilding costs O(n) only after
-    3/4 of the entries have gone, so it is amortised over the removals.
-    """
-    size = sys.getsizeof(container)
-    # A freshly built set takes ~32 bytes an entry, a dict ~50: over 4x that is waste.
-    if size > 4096 and len(container) * (128 if isinstance(container, set) else 256) < size:
-        return type(container)(container)
-    return container
 
 
 _SMALL_TUPLES: dict[tuple, tuple] = {}

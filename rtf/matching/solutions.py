@@ -51,7 +51,7 @@ class PublicationSolver:
     """Answers complete branches for one publication, caching what branches share."""
 
     __slots__ = ("hits", "subject", "_values", "_tables", "_singletons", "triples", "virtual",
-                 "_publication", "memo", "_joins", "_answers", "star_answers")
+                 "_publication", "memo", "_joins", "_answers", "star_answers", "_products")
 
     def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
                  triples: list[Triple] = (), virtual: list[Triple] = (),
@@ -72,6 +72,9 @@ class PublicationSolver:
         self._answers: dict[tuple, tuple[frozenset[Solution], bool]] = {}
         #: (ProjectedStar code, the values its tested variables keep) -> its solutions or None
         self.star_answers: dict[tuple, frozenset[Solution] | None] = {}
+        #: (names, their value sets) -> the product: stars that differ only in the tuples
+        #: they do not project (``?s a dbo:Person`` or ``a dbo:Place``) have one answer
+        self._products: dict[tuple, frozenset[Solution]] = {}
         #: Expensive residual predicates answered once per distinct values (seed 002).
         self.memo = memo if memo is not None else EvaluationMemo()
 
@@ -120,7 +123,7 @@ class PublicationSolver:
         size = 1
         for name, column in zip(star.names, star.columns):
             if column is SUBJECT:
-                columns.append((self.subject,))
+                columns.append(self.subject_set)
                 continue
             shape, position, tested = column
             values = self.values(shape, position)
@@ -132,8 +135,21 @@ class PublicationSolver:
             size *= len(values)
         if size > limit:
             return None
-        names = star.names
-        return frozenset(tuple(zip(names, row)) for row in product(*columns))
+        key = (star.names, tuple(columns))  # (frozensets: hashed once, compared by identity first)
+        found = self._products.get(key)
+        if found is None:
+            names = star.names
+            found = self._products[key] = frozenset(tuple(zip(names, row)) for row in product(*columns))
+        return found
+
+    @property
+    def subject_set(self) -> frozenset[str]:
+        """The publication's one subject, as a column of values."""
+        key = (None, None)
+        found = self._values.get(key)
+        if found is None:
+            found = self._values[key] = frozenset((self.subject,))
+        return found
 
     def solve(self, rb: RegisteredBranch, limit: int) -> tuple[frozenset[Solution] | set, bool]:
         """The branch's distinct projected solutions, and whether `limit` cut them."""

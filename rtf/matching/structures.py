@@ -23,6 +23,8 @@ a `SlotList`, None when none): a shape is in use while a branch counts it
 
 from __future__ import annotations
 
+import sys
+
 from array import array
 
 import numpy as np
@@ -68,6 +70,21 @@ class SlotList:
 
     def __iter__(self):
         return iter(self.array.tolist())
+
+
+def shrunk(container):
+    """`container` (a dict or set), rebuilt if removals left it over 4x larger than needed.
+
+    Python's dicts and sets never give memory back when entries are deleted;
+    a continuous engine that registers and unregisters all day would keep
+    the high-water mark of every table. Rebuilding costs O(n) only after
+    3/4 of the entries have gone, so it is amortised over the removals.
+    """
+    size = sys.getsizeof(container)
+    # A freshly built set takes ~32 bytes an entry, a dict ~50: over 4x that is waste.
+    if size > 4096 and len(container) * (128 if isinstance(container, set) else 256) < size:
+        return type(container)(container)
+    return container
 
 
 def grown(a: np.ndarray, size: int, empty) -> np.ndarray:

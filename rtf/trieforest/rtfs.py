@@ -27,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from rtf.filter import Hits, ShapeIndex, Triple
-from rtf.matching.query_table import TupleShape, shrunk
+from rtf.matching.query_table import TupleShape
+from rtf.matching.structures import shrunk
 from rtf.matching.structures import grown
 from rtf.query.text import literal_text_index
 from rtf.trieforest.forest import StructuralForest, add_shape, prune_path, remove_shape_and_prune
