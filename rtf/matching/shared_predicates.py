@@ -168,11 +168,40 @@ class ResidualPlan:
     def __len__(self) -> int:
         return len(self.conjuncts)
 
-    def passes(self, solution: dict, memo: EvaluationMemo) -> bool:
-        """Whether every conjunct is true for `solution` (a dict variable -> term)."""
+    def _ranked(self) -> None:
         if self._epoch != _EPOCH[1] and len(self.conjuncts) > 1:
             self.conjuncts.sort(key=lambda c: c.stats.rank())
             self._epoch = _EPOCH[1]
+
+    def kept(self, cols: list[str], rows: list, memo: EvaluationMemo) -> list:
+        """The `rows` (tuples of terms for the variables `cols`) for which every conjunct is
+        true: `passes` on each, read off the rows by column (no dict per row)."""
+        self._ranked()
+        at = {n: i for i, n in enumerate(cols)}
+        specs = [(c.predicate, tuple(at.get(n, -1) for n in c.names)) for c in self.conjuncts]
+        answers = memo.answers
+        out = []
+        evaluations = shared = 0
+        for row in rows:
+            for predicate, where in specs:
+                key = (predicate, tuple([None if i < 0 else row[i] for i in where]))
+                result = answers.get(key)
+                if result is None:
+                    result = answers[key] = _evaluate(predicate, key[1])
+                    evaluations += 1
+                else:
+                    shared += 1
+                if result is not True:
+                    break
+            else:
+                out.append(row)
+        memo.evaluations += evaluations
+        memo.shared += shared
+        return out
+
+    def passes(self, solution: dict, memo: EvaluationMemo) -> bool:
+        """Whether every conjunct is true for `solution` (a dict variable -> term)."""
+        self._ranked()
         answers = memo.answers
         for c in self.conjuncts:
             key = (c.predicate, tuple([solution.get(n) for n in c.names]))  # (hashed by identity)

@@ -259,9 +259,7 @@ class PublicationSolver:
         if residual is None:
             rows = join.rows
         else:
-            memo = self.memo
-            passes = residual.passes
-            rows = [row for row, sol in zip(join.rows, join.dicts()) if passes(sol, memo)]
+            rows = residual.kept(cols, join.rows, self.memo)
         for row in rows:
             found.add(tuple([(v, row[i]) for v, i in where]))
             if len(found) > limit:
