@@ -217,12 +217,11 @@ def _answered_by_code(slots: np.ndarray, codes: np.ndarray, answer, parts: list)
     if not grouped.any():
         return slots
     present = np.unique(codes[grouped])
+    given = [answer(code) for code in present.tolist()]  # (no numpy item access per code)
     answers = np.empty(len(present), dtype=object)
-    usable = np.zeros(len(present), dtype=bool)
-    found = np.zeros(len(present), dtype=bool)
-    for k, code in enumerate(present.tolist()):
-        answers[k], usable[k] = answer(code)
-        found[k] = usable[k] and bool(answers[k])
+    answers[:] = [a for a, _ in given]
+    usable = np.fromiter((u for _, u in given), bool, len(given))
+    found = np.fromiter((u and bool(a) for a, u in given), bool, len(given))
     where = np.searchsorted(present, codes[grouped])
     take = found[where]
     if take.any():
