@@ -131,3 +131,22 @@ def test_groups_follow_queries_removed_and_added(qs, later, removed, pubs):
     register_everywhere(engines, later, prefix="r")
     for pub in pubs[1:]:
         assert_reference(engines, pub)
+
+
+@pytest.mark.parametrize("algorithm", INDEXED)
+def test_a_join_cut_by_the_solution_cap_is_joined_further_when_its_rows_fail_the_filters(algorithm):
+    # max_solutions=1 caps the join at a few rows; of 61 x 61 (?a, ?b) rows one passes
+    # FILTER(?a = ?b): the query matches, whichever rows the cut kept (it used to be
+    # dropped when they all failed, depending on the order of a set).
+    a = SUBJECTS[0]
+    triples = [(a, f"<{EX}p>", _int(i)) for i in range(1, 61)] + [(a, f"<{EX}q>", _int(i)) for i in range(61, 121)]
+    triples += [(a, f"<{EX}p>", _int(999)), (a, f"<{EX}q>", _int(999))]
+    pub = Publication(a[1:-1], triples)
+    text = PREFIX + "SELECT ?x ?a WHERE { ?x ex:p ?a . ?x ex:q ?b FILTER(?a = ?b) }"
+    optional = PREFIX + "SELECT ?x ?a WHERE { ?x ex:p ?a . ?x ex:q ?b FILTER(?a = ?b) OPTIONAL { ?x ex:r ?c } }"
+    for max_solutions in (1, 2):
+        e = Engine(algorithm, max_solutions=max_solutions)
+        q, o = e.register(text), e.register(optional)
+        found = {m.query_id: m.solutions for m in e.match(pub)}
+        expected = frozenset({(("x", a), ("a", _int(999)))})
+        assert found == {q: expected, o: expected}

@@ -121,12 +121,15 @@ class PublicationSolver:
         which (tested variable -> the values its conjunction holds for), or past `limit`."""
         columns = []
         size = 1
+        known = self._values
         for name, column in zip(star.names, star.columns):
             if column is SUBJECT:
                 columns.append(self.subject_set)
                 continue
             shape, position, tested = column
-            values = self.values(shape, position)
+            values = known.get((shape, position))
+            if values is None:
+                values = self.values(shape, position)
             if tested and len(values) != 1:
                 values = kept.get(name) if kept else None
                 if values is None:
@@ -165,19 +168,22 @@ class PublicationSolver:
 
         max_rows = limit * JOIN_ROWS_PER_SOLUTION
         join = self.joined(rb, max_rows)
-        truncated = join.truncated
         residual, memo = rb.residual_plan(), self.memo
-        rows = [dict(sol) for sol in join.dicts() if residual is None or residual.passes(sol, memo)]
         if self._publication is None:
             self._publication = PublicationTriples(self.triples, self.virtual)
-        rows, cut = extend(rows, rb.optional, self._publication, max_rows)
-        found: set[Solution] = set()
-        for sol in rows:
-            found.add(tuple([(v, sol[v]) for v in rb.projection if v in sol]))
-            if len(found) > limit:
-                found.pop()
-                return found, True
-        return found, truncated or cut
+        while True:
+            rows = [dict(sol) for sol in join.dicts() if residual is None or residual.passes(sol, memo)]
+            rows, cut = extend(rows, rb.optional, self._publication, max_rows)
+            found: set[Solution] = set()
+            for sol in rows:
+                found.add(tuple([(v, sol[v]) for v in rb.projection if v in sol]))
+                if len(found) > limit:
+                    found.pop()
+                    return found, True
+            if found or not (join.truncated or cut):
+                return found, join.truncated or cut
+            max_rows *= 16  # (see `_answer`)
+            join = self._fresh_join(rb, max_rows)
 
     def _star(self, rb: RegisteredBranch) -> frozenset[Solution]:
         star = rb.star
@@ -248,7 +254,25 @@ class PublicationSolver:
         return answer
 
     def _answer(self, spec: "JoinSpec", limit: int) -> tuple[frozenset[Solution], bool]:
-        join = self.joined(spec, limit * JOIN_ROWS_PER_SOLUTION)
+        max_rows = limit * JOIN_ROWS_PER_SOLUTION
+        join = self.joined(spec, max_rows)
+        while True:
+            found, truncated = self._filtered(spec, join, limit)
+            if found or not join.truncated:
+                return found, truncated
+            # The cut join's rows all failed the FILTERs: the branch may still match on the
+            # rows past the cut, so it is joined further (a work bound, not an answer).
+            max_rows *= 16
+            join = self._fresh_join(spec, max_rows)
+
+    def _fresh_join(self, spec: "JoinSpec | RegisteredBranch", max_rows: int) -> "SharedJoin":
+        """The branch's join past a cut: not shared (its key's join stays the cut one)."""
+        return SharedJoin(*join_rows([(names, self.table(shape, keep))
+                                      for shape, keep, names in zip(spec.shapes, spec.keep, spec.keep_names)],
+                                     max_rows))
+
+    def _filtered(self, spec: "JoinSpec", join: "SharedJoin", limit: int) -> tuple[frozenset[Solution], bool]:
+        """The join's rows that pass the residual filters, projected, at most `limit`."""
         truncated = join.truncated
         if not join.rows:
             return EMPTY, truncated
