@@ -217,7 +217,7 @@ def _bindings(values: list, of_value, list_type):
     import numpy as np
     import pyarrow as pa
 
-    first = values[0]
+    first = values[0] if values else ()
     names = [name for name, _ in first[0]] if len(first) == 1 else None
     if not names or any(len(v) != 1 or [name for name, _ in v[0]] != names for v in values):
         return pa.array(values, list_type).take(of_value)
