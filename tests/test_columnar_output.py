@@ -252,3 +252,27 @@ def test_a_reader_that_stops_early_ends_the_run_quietly(tmp_path, output_format)
                f"--output-format {output_format} | head -c 100 > /dev/null; echo ${{PIPESTATUS[0]}}")
     result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
     assert result.stdout.strip() == "0" and result.stderr == ""
+
+
+# ------------------------------------------------------------------ the page
+
+
+@pytest.mark.slow
+def test_the_output_page_reads_the_stream_as_written():
+    import os
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "output.md").read_text(encoding="utf-8")
+    blocks = text.split("```")[1::2]
+    python = [b.split("\n", 1)[1] for b in blocks if b.startswith("python\n")][0]
+    shell = [b.split("\n", 1)[1] for b in blocks if b.startswith("sh\n")][0]
+    result = subprocess.run([sys.executable, "-c", python], cwd=root, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "http://example.org/news/a1 rio-games alice [{'article': '<http://example.org/news/a1>'" \
+        in result.stdout
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    result = subprocess.run(["bash", "-euo", "pipefail", "-c", shell], cwd=root, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "rio-games" in result.stdout, result.stderr

@@ -36,6 +36,24 @@ output (JSON Lines, one line per publication and matching query):
   --output FILE is replaced only when the run succeeds (a failed run leaves it
   as it was), and must not be one of the input files (refused, exit 2).
 
+output formats (--output-format; the same matches, in the same order, in each):
+  jsonl        the lines above (default); --with-metadata and --explain add to them
+  sparql-json  one SPARQL 1.1 Query Results JSON document per line, plus
+               "publication", "query" and "subscriber"
+  ids          one line per publication that matched, its id and the ids of the
+               queries it matched, as Lucene Monitor answers:
+               {"publication": "http://dbpedia.org/resource/X", "queries": ["q1", "q7"]}
+  arrow        an Arrow IPC stream (stdout or a file; a pipe reads it as it comes):
+               one record batch per group of publications (64K matches or so; each
+               publication at once with --publications - or --follow), columns
+               publication, query, subscriber (strings), bindings
+               (list<map<string,string>>: the bindings above), triples (a CONSTRUCT's
+               [subject, predicate, object] lists, else null): the schema of the
+               Parquet the Spark jobs write (rtf.io.arrow_matches.arrow_match_schema)
+  parquet      the same rows in a Parquet file: needs --output FILE (refused on stdout)
+  --with-metadata and --explain are for jsonl and sparql-json (refused with the
+  others); --workers N writes every format (the workers make the Arrow batches).
+
 bad input:
   a malformed line        exit 1 with "rtf: error: F:LINE: reason", after the matches
                           of the publications before it; --skip-invalid skips it
@@ -91,6 +109,10 @@ examples (from a checkout; the bundled example files):
   tail -f feed.nt | rtf match --queries examples/news_queries.jsonl --publications - --explain
   rtf match --queries examples/news_queries.jsonl --publications examples/news.nt \\
             --output-format sparql-json --with-metadata --workers 2
+  rtf match --queries examples/news_queries.jsonl --publications examples/news.nt \\
+            --output-format arrow | python -c 'import sys, pyarrow as pa; \\
+            print(pa.ipc.open_stream(sys.stdin.buffer).read_all())'
+  rtf match --index q.idx --publications feed.nt.gz --output-format parquet --output m.parquet
 """
 
 
