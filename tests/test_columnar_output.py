@@ -177,6 +177,7 @@ def test_rtf_match_writes_each_format(files, tmp_path):
                                                    str(pubs)]) == 8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_rtf_match_writes_each_format_on_the_dbpedia_sample(tmp_path, workers):
     if not datasets.available():
@@ -188,7 +189,7 @@ def test_rtf_match_writes_each_format_on_the_dbpedia_sample(tmp_path, workers):
     pubs = list(read_publications([sample]))
     queries = tmp_path / "q.jsonl"
     queries.write_text("".join(json.dumps(r) + "\n" for r in
-                               generate_queries(pubs, 300, seed=3, mix=Mix.all_operators(0.5))))
+                               generate_queries(pubs, 150, seed=3, mix=Mix.all_operators(0.5))))
     for algorithm in ALGORITHMS if workers == 1 else ["rtfs"]:
         args = ["--queries", str(queries), "--publications", str(sample), "--algorithm", algorithm,
                 "--workers", str(workers)]

@@ -66,11 +66,13 @@ class MatchRows:
     ``lines=True`` gathers the lines of ``rtf match`` instead (one ``value`` column).
 
     Per publication, `add` joins its query ids (and subscribers) into one string
-    while the filter has just read them (a Python string read again later was a
-    cache miss each: 25-80 ns a match); `flush` makes each string column from
-    the batch's joined text in one piece, the offsets found at the newlines by
-    numpy (`_joined_strings`). An id or subscriber holding a newline, or a
-    query without a subscriber, sends the batch's column to ``pa.array``.
+    while the filter has just read them, and keeps that string alone: a Python
+    string read again later, or let go later, was a cache miss each (25-80 ns
+    a match, at 100,000 queries). `flush` makes each string column from the
+    batch's joined text in one piece, the offsets found at the newlines by
+    numpy (`_strings`). A publication whose ids or subscribers cannot be
+    joined so (a newline in one, a query without a subscriber) keeps its list,
+    and that column of the batch is made by ``pa.array``.
     """
 
     def __init__(self, lines: bool = False):
@@ -82,10 +84,9 @@ class MatchRows:
         self.rows = 0
         self.publications: list[str] = []  # distinct, in order
         self.counts: list[int] = []  # rows of each publication
-        self.query_lists: list[list] = []  # each publication's query ids, as the engine gave them
-        self.subscriber_lists: list[list] = []
-        self.joined_queries: list[str] | None = []  # each publication's ids joined by newlines
-        self.joined_subscribers: list[str] | None = []  # (None: a column made by pa.array)
+        # each publication's query ids (subscribers) joined by newlines, or their list
+        self.queries: list[str | list] = []
+        self.subscribers: list[str | list] = []
         self.values: list[list] = []  # distinct bindings values
         self.triples: list[list | None] = []  # distinct triples values (None: not a CONSTRUCT)
         self.slots: dict = {}  # solutions (or _ASK) -> index into values
@@ -119,10 +120,8 @@ class MatchRows:
             asks = list(map(_IS_ASK, found))
             if not any(asks):
                 asks = None
-        self.query_lists.append(queries)
-        self.subscriber_lists.append(subscribers)
-        self.joined_queries = _joined(self.joined_queries, queries)
-        self.joined_subscribers = _joined(self.joined_subscribers, subscribers)
+        self.queries.append(_joined(queries))
+        self.subscribers.append(_joined(subscribers))
         if asks is not None:
             keys = [_ASK if ask else key for key, ask in zip(keys, asks)]
         slots = self.slots
@@ -162,8 +161,8 @@ class MatchRows:
             batch = pa.RecordBatch.from_arrays([
                 pa.array(self.publications, pa.string()).take(_expanded(range(len(self.counts)),
                                                                         self.counts)),
-                _strings(self.joined_queries, self.query_lists, self.rows),
-                _strings(self.joined_subscribers, self.subscriber_lists, self.rows),
+                _strings(self.queries, self.rows),
+                _strings(self.subscribers, self.rows),
                 _bindings(self.values, of_value, schema.field("bindings").type),
                 (pa.nulls(self.rows, schema.field("triples").type) if not any(self.triples) else
                  pa.array(self.triples, schema.field("triples").type).take(of_value)),
@@ -172,29 +171,26 @@ class MatchRows:
         return batch
 
 
-def _joined(joined: list | None, values: list) -> list | None:
-    """`joined` with `values` joined by newlines added, or None (for good) when one of
-    them is None or holds a newline: then that column is made from the values."""
-    if joined is not None:
-        try:
-            text = "\n".join(values)
-        except TypeError:  # a None (a query without a subscriber)
-            return None
-        if text.count("\n") != len(values) - 1:
-            return None
-        joined.append(text)
-    return joined
+def _joined(values: list) -> str | list:
+    """`values` joined by newlines, or `values` themselves when one of them is None or
+    holds a newline (then it cannot be cut at the newlines again)."""
+    try:
+        text = "\n".join(values)
+    except TypeError:  # a None (a query without a subscriber)
+        return values
+    return text if text.count("\n") == len(values) - 1 else values
 
 
-def _strings(joined: list | None, lists: list, rows: int):
-    """A string column of `rows` values: from the values joined by newlines, `joined`
-    (each publication's), when there is that, else from the values, `lists`."""
+def _strings(parts: list, rows: int):
+    """A string column of `rows` values, from each publication's part (`_joined`): in one
+    piece from the texts when every part is one, else by ``pa.array`` of the values."""
     import numpy as np
     import pyarrow as pa
 
-    if joined is None:
-        return pa.array(list(chain.from_iterable(lists)), pa.string())
-    data = np.frombuffer("\n".join(joined).encode(), np.uint8)
+    if not all(type(part) is str for part in parts):
+        return pa.array(list(chain.from_iterable(part.split("\n") if type(part) is str else part
+                                                 for part in parts)), pa.string())
+    data = np.frombuffer("\n".join(parts).encode(), np.uint8)
     newlines = np.flatnonzero(data == 10)  # rows - 1 of them: one between each two values
     offsets = np.empty(rows + 1, np.int32)
     offsets[0] = 0
@@ -224,7 +220,10 @@ def _bindings(values: list, of_value, list_type):
     rows, k = len(of_value), len(names)
     picks = (np.asarray(of_value, np.int32)[:, None] * k + np.arange(k, dtype=np.int32)).ravel()
     terms = pa.array([term for v in values for _, term in v[0]], pa.string()).take(picks)
-    keys = pa.array(names, pa.string()).take(np.tile(np.arange(k, dtype=np.int32), rows))
+    encoded = [name.encode() for name in names]  # the names, row after row: bytes repeated
+    offsets = np.zeros(rows * k + 1, np.int32)
+    np.cumsum(np.tile(np.array([len(b) for b in encoded], np.int32), rows), out=offsets[1:])
+    keys = pa.StringArray.from_buffers(rows * k, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded) * rows))
     maps = pa.MapArray.from_arrays(pa.array(np.arange(rows + 1, dtype=np.int32) * k), keys, terms,
                                    type=list_type.value_type)
     return pa.ListArray.from_arrays(pa.array(np.arange(rows + 1, dtype=np.int32)), maps, type=list_type)
