@@ -20,12 +20,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rtf import ALGORITHMS, Engine, QueryError
+from rtf import ALGORITHMS, Engine
 from rtf.cli import main
 from rtf.io import datasets
 from rtf.io.arrow_matches import MatchBatchWriter, MatchRows, arrow_match_schema, row_line
 from rtf.io.output import match_bytes, match_ids_bytes, match_lines
 from tests import worlds
+from tests.test_differential import register_everywhere
+from tests.test_output_bytes import files as output_bytes_files  # noqa: F401 (a fixture)
 from tests.test_results import _text, matches
 
 
@@ -86,25 +88,13 @@ def test_ids_lines_are_json_dumps(ids, pub):
     assert match_ids_bytes(pub, found) == expected.encode()
 
 
-def _register(engines: dict, texts: list[str]) -> list[str]:
-    ids = []
-    for i, text in enumerate(texts):
-        try:
-            for engine in engines.values():  # a query without a subscriber every fourth
-                engine.register(text, f"q{i}", subscriber=None if i % 4 == 3 else f"s{i % 3}")
-        except QueryError:
-            continue
-        ids.append(f"q{i}")
-    return ids
-
-
 @pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(qs=st.lists(worlds.queries(), min_size=1, max_size=6),
        pubs=st.lists(worlds.publications(), min_size=1, max_size=3))
 def test_every_engine_writes_the_same_matches_in_every_format(qs, pubs):
     engines = {a: Engine(a, taxonomy=worlds.taxonomy()) for a in ALGORITHMS}
-    assume(_register(engines, qs))
+    assume(register_everywhere(engines, qs))
     for name, engine in engines.items():
         found = [(pub.id, engine.match(pub)) for pub in pubs]
         lines = b"".join(match_bytes(pub, m) for pub, m in found).decode()
@@ -142,17 +132,15 @@ def test_the_spark_jobs_use_this_schema_and_these_rows():
 
 
 @pytest.fixture()
-def files(tmp_path):
-    queries = tmp_path / "q.jsonl"
-    queries.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [
-        {"id": "q1", "query": "SELECT ?s WHERE { ?s <http://ex/p> ?o }", "subscriber": "ça"},
-        {"id": "q2", "query": "SELECT ?o WHERE { ?s <http://ex/p> ?o }"},
-        {"id": "q3", "query": "ASK { ?s <http://ex/p> ?o }"},
-        {"id": "q4", "query": "CONSTRUCT { ?s <http://ex/of> ?o } WHERE { ?s <http://ex/p> ?o }"}]),
-        encoding="utf-8")
-    pubs = tmp_path / "p.nt"
-    pubs.write_text('<http://ex/Zürich> <http://ex/p> "été" .\n<http://ex/a> <http://ex/p> "b" .\n'
-                    '<http://ex/b> <http://ex/q> "c" .\n', encoding="utf-8")
+def files(output_bytes_files):
+    """test_output_bytes' files (a subscriber "ça", one without, an ASK, a publication id
+    that is not ASCII), a CONSTRUCT query more, and a publication that matches nothing."""
+    queries, pubs = output_bytes_files
+    with queries.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"id": "q4", "query": "CONSTRUCT { ?s <http://ex/of> ?o } "
+                                                 "WHERE { ?s <http://ex/p> ?o }"}) + "\n")
+    with pubs.open("a", encoding="utf-8") as f:
+        f.write('<http://ex/b> <http://ex/q> "c" .\n')
     return queries, pubs
 
 

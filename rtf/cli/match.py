@@ -7,7 +7,6 @@ import contextlib
 import gc
 import json
 import os
-import sys
 import time
 
 from rtf.cli import summary

@@ -5,4 +5,6 @@ The schema and the column builder moved to `rtf.io.arrow_matches`, shared with
 from there under their names here.
 """
 
-from rtf.io.arrow_matches import MatchRows, arrow_match_schema, row_line  # noqa: F401 (re-exported)
+from rtf.io.arrow_matches import MatchRows, arrow_match_schema, row_line
+
+__all__ = ["MatchRows", "arrow_match_schema", "row_line"]
