@@ -265,3 +265,16 @@ def test_the_output_page_reads_the_stream_as_written():
     result = subprocess.run(["bash", "-euo", "pipefail", "-c", shell], cwd=root, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "rio-games" in result.stdout, result.stderr
+
+
+def test_a_live_feed_gets_a_batch_per_publication(files):
+    """--publications -: each publication's matches are a record batch of their own, written
+    as soon as the publication is complete (as the lines are flushed)."""
+    queries, pubs = files
+    result = subprocess.run([sys.executable, "-m", "rtf", "match", "--queries", str(queries),
+                             "--publications", "-", "--output-format", "arrow"],
+                            input=pubs.read_bytes(), capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    batches = list(pa.ipc.open_stream(result.stdout))
+    assert [set(b.column("publication").to_pylist()) for b in batches] == [
+        {"http://ex/Zürich"}, {"http://ex/a"}]
