@@ -223,7 +223,8 @@ def _bindings(values: list, of_value, list_type):
     encoded = [name.encode() for name in names]  # the names, row after row: bytes repeated
     offsets = np.zeros(rows * k + 1, np.int32)
     np.cumsum(np.tile(np.array([len(b) for b in encoded], np.int32), rows), out=offsets[1:])
-    keys = pa.StringArray.from_buffers(rows * k, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded) * rows))
+    keys = pa.StringArray.from_buffers(rows * k, pa.py_buffer(offsets),
+                                       pa.py_buffer(b"".join(encoded) * rows))
     maps = pa.MapArray.from_arrays(pa.array(np.arange(rows + 1, dtype=np.int32) * k), keys, terms,
                                    type=list_type.value_type)
     return pa.ListArray.from_arrays(pa.array(np.arange(rows + 1, dtype=np.int32)), maps, type=list_type)
