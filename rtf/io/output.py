@@ -239,7 +239,8 @@ def match_ids_bytes(pub_id: str, matches) -> bytes:
     text = '", "'.join(ids).encode()
     if len(text) - len(text.translate(None, _ESCAPED_BYTES)) != 2 * (len(ids) - 1):
         text = '", "'.join([escaped[1:-1] for escaped in map(_json_string, ids)]).encode()
-    return b"".join((b'{"publication": ', _json_string(pub_id).encode(), b', "queries": ["', text, b'"]}\n'))
+    return b"".join((b'{"publication": ', _json_string(pub_id).encode(), b', "queries": ["',
+                     text, b'"]}\n'))
 
 
 def sparql_term(key: str) -> dict:
