@@ -228,7 +228,8 @@ def match_ids_bytes(pub_id: str, matches) -> bytes:
     newline. Made as `match_bytes` makes the ids: joined in C, escaped only if one needs it.
 
     >>> from rtf.engine import Match
-    >>> match_ids_bytes("http://ex/a", [Match("q1", None, frozenset({()})), Match('say "hi"', None, frozenset({()}))])
+    >>> found = [Match("q1", None, frozenset({()})), Match('say "hi"', None, frozenset({()}))]
+    >>> match_ids_bytes("http://ex/a", found)
     b'{"publication": "http://ex/a", "queries": ["q1", "say \\\\"hi\\\\""]}\\n'
     """
     ids = matches.query_ids if hasattr(matches, "query_ids") else [m.query_id for m in matches]
