@@ -278,3 +278,12 @@ def test_a_live_feed_gets_a_batch_per_publication(files):
     batches = list(pa.ipc.open_stream(result.stdout))
     assert [set(b.column("publication").to_pylist()) for b in batches] == [
         {"http://ex/Zürich"}, {"http://ex/a"}]
+
+
+@pytest.mark.parametrize("name", ["rtf.io.arrow_matches", "rtf.io.output"])
+def test_the_docstring_examples_run(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
