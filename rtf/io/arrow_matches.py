@@ -244,10 +244,11 @@ class MatchBatchWriter:
 
     `write` takes a publication's ``(id, matches)`` (gathered in `MatchRows` until the
     group is full), or a record batch made elsewhere (by a worker process: written as it
-    is, after what was gathered). A full batch is written by a thread of its own while
-    the next is gathered (pyarrow encodes and compresses without the GIL: Parquet's
-    encoding cost as much as gathering); one write at a time, in order, and a write's
-    error is raised by the next `write` or `close`. `live` writes, and flushes, each
+    is, after what was gathered). A full batch is made into Arrow arrays and written by
+    a thread of its own while the next is gathered (numpy and pyarrow copy, take,
+    encode and compress without the GIL: Parquet's encoding cost as much as
+    gathering); one write at a time, in order, and a write's error is raised by the
+    next `write` or `close`. `live` writes, and flushes, each
     publication at once, in this thread. `close` writes what is left and ends the stream
     (or the Parquet footer); the file itself is the caller's to close.
     """
@@ -289,10 +290,12 @@ class MatchBatchWriter:
 
     def _write_gathered(self) -> None:
         if len(self.rows):
-            self._write(self.rows.flush())
+            rows, self.rows = self.rows, MatchRows()
+            self._write(rows)
 
     def _write(self, batch) -> None:
-        if not batch.num_rows:
+        """Write `batch`, a record batch or the `MatchRows` to make one of (in the thread)."""
+        if not len(batch):
             return
         if self._pool is None:
             self._write_now(batch)
@@ -302,6 +305,8 @@ class MatchBatchWriter:
 
     def _write_now(self, batch) -> None:
         try:
+            if isinstance(batch, MatchRows):
+                batch = batch.flush()
             self.writer.write_batch(batch)
             if self.live:
                 self.out.flush()
