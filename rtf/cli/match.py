@@ -367,7 +367,8 @@ def cmd_match(args) -> int:
                  "run_s": round(run_s, 4),
                  "run_publications_per_s": round(publications / run_s, 1) if run_s else None,
                  "filter_ms_per_publication": round(1000 * filter_s / publications, 4) if publications else None,
-                 "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1), "workers": workers}
+                 "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1), "workers": workers,
+                 "output_format": getattr(args, "output_format", "jsonl")}
         # Indexed value tests, and the residual predicate evaluations made and saved by
         # sharing (counted in this process: with --workers, in the workers, so not here).
         engine_stats = engine.stats()
