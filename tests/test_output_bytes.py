@@ -36,6 +36,17 @@ def test_match_bytes_are_match_lines_in_utf8(pub, found):
     assert output._lines(output._TEXT, pub, found).encode() == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(pub=_text, found=matches())
+def test_the_lines_of_one_answer_are_made_as_bytes_as_the_text_is(pub, found):
+    """`_one_answer_bytes` (a publication id that is not ASCII, every match with one answer),
+    tried on any publication id, ids and subscribers, ASK queries excepted (its caller's)."""
+    shared = Matches(found.query_ids, [found.solutions[0]] * len(found) if len(found) else [],
+                     found.registered, frozenset(), False)
+    if len(shared):
+        assert output._one_answer_bytes(pub, shared) == match_lines(pub, shared).encode()
+
+
 @pytest.mark.parametrize("pub", ["http://ex/a", "http://ex/Zürich", "http://ex/東京", "http://ex/😀"])
 @pytest.mark.parametrize("ids", [["q1", "q2", "q3"], ["a\nb", "q2"], ['say "hi"', "q\\1", "q\x00"],
                                  ["é", "q\t", "😀"], ["only"]])

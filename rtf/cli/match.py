@@ -7,7 +7,6 @@ import contextlib
 import gc
 import json
 import os
-import sys
 import time
 
 from rtf.cli import summary
@@ -21,7 +20,7 @@ from rtf.cli.arguments import (
 )
 from rtf.cli.logs import log, write_stats
 from rtf.cli.streams import binary_stdout
-from rtf.io.output import match_bytes, match_line, sparql_json_line
+from rtf.io.output import match_bytes, match_ids_bytes, match_line, sparql_json_line
 
 EPILOG_MATCH = """\
 queries file:
@@ -35,6 +34,24 @@ output (JSON Lines, one line per publication and matching query):
   publications come in input order, then query ids in order.
   --output FILE is replaced only when the run succeeds (a failed run leaves it
   as it was), and must not be one of the input files (refused, exit 2).
+
+output formats (--output-format; the same matches, in the same order, in each):
+  jsonl        the lines above (default); --with-metadata and --explain add to them
+  sparql-json  one SPARQL 1.1 Query Results JSON document per line, plus
+               "publication", "query" and "subscriber"
+  ids          one line per publication that matched, its id and the ids of the
+               queries it matched, as Lucene Monitor answers:
+               {"publication": "http://dbpedia.org/resource/X", "queries": ["q1", "q7"]}
+  arrow        an Arrow IPC stream (stdout or a file; a pipe reads it as it comes):
+               one record batch per group of publications (64K matches or so; each
+               publication at once with --publications - or --follow), columns
+               publication, query, subscriber (strings), bindings
+               (list<map<string,string>>: the bindings above), triples (a CONSTRUCT's
+               [subject, predicate, object] lists, else null): the schema of the
+               Parquet the Spark jobs write (rtf.io.arrow_matches.arrow_match_schema)
+  parquet      the same rows in a Parquet file: needs --output FILE (refused on stdout)
+  --with-metadata and --explain are for jsonl and sparql-json (refused with the
+  others); --workers N writes every format (the workers make the Arrow batches).
 
 bad input:
   a malformed line        exit 1 with "rtf: error: F:LINE: reason", after the matches
@@ -91,6 +108,10 @@ examples (from a checkout; the bundled example files):
   tail -f feed.nt | rtf match --queries examples/news_queries.jsonl --publications - --explain
   rtf match --queries examples/news_queries.jsonl --publications examples/news.nt \\
             --output-format sparql-json --with-metadata --workers 2
+  rtf match --queries examples/news_queries.jsonl --publications examples/news.nt \\
+            --output-format arrow | python -c 'import sys, pyarrow as pa; \\
+            print(pa.ipc.open_stream(sys.stdin.buffer).read_all())'
+  rtf match --index q.idx --publications feed.nt.gz --output-format parquet --output m.parquet
 """
 
 
@@ -133,8 +154,11 @@ def add_command(sub) -> None:
                         "breaks, and skip bad queries and duplicate query ids, instead of "
                         "failing; report each on stderr (and in --stats)")
     p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="jsonl",
-                   help="jsonl (default, as below) or sparql-json: one SPARQL 1.1 Query Results "
-                        "JSON document per line, plus publication, query and subscriber")
+                   help="jsonl (default, as below); sparql-json: one SPARQL 1.1 Query Results "
+                        "JSON document per line, plus publication, query and subscriber; ids: one "
+                        "line per matched publication, its id and the matching query ids; arrow: an "
+                        "Arrow IPC stream (for pipes); parquet: a Parquet file (needs --output FILE). "
+                        "See 'output formats' below")
     p.add_argument("--with-metadata", action="store_true",
                    help='add "metadata": the extra fields of the query\'s JSON line')
     p.add_argument("--explain", action="store_true",
@@ -166,7 +190,22 @@ def add_command(sub) -> None:
 
 
 
-OUTPUT_FORMATS = ("jsonl", "sparql-json")
+OUTPUT_FORMATS = ("jsonl", "sparql-json", "ids", "arrow", "parquet")
+#: The formats written by `rtf.io.arrow_matches.MatchBatchWriter` (binary, column by column).
+ARROW_FORMATS = ("arrow", "parquet")
+
+
+def refuse_output_options(args) -> None:
+    """One line for an option the output format cannot carry (exit 2)."""
+    output_format = getattr(args, "output_format", "jsonl")
+    extras = [f"--{name.replace('_', '-')}" for name in ("with_metadata", "explain")
+              if getattr(args, name, False)]
+    if extras and output_format not in ("jsonl", "sparql-json"):
+        raise UsageError(f"{' and '.join(extras)} {'are' if len(extras) > 1 else 'is'} for the JSON "
+                         f"lines of jsonl and sparql-json output, not --output-format {output_format}")
+    if output_format == "parquet" and args.output in (None, "-"):
+        raise UsageError("--output-format parquet needs --output FILE (a Parquet file is read "
+                         "from its end, not from a pipe); --output-format arrow streams to stdout")
 
 
 def make_renderer(args, engine):
@@ -178,7 +217,12 @@ def make_renderer(args, engine):
     """
     with_metadata = getattr(args, "with_metadata", False)
     explain = getattr(args, "explain", False)
-    if getattr(args, "output_format", "jsonl") == "sparql-json":
+    output_format = getattr(args, "output_format", "jsonl")
+    if output_format in ARROW_FORMATS:
+        return _gathered
+    if output_format == "ids":
+        return _render_ids
+    if output_format == "sparql-json":
         def line(pub, m) -> str:
             return sparql_json_line(pub.id, m, engine.get(m.query_id))
     elif with_metadata or explain:
@@ -201,6 +245,16 @@ def make_renderer(args, engine):
             out.append(text + "\n")
         return "".join(out).encode()
     return render
+
+
+def _gathered(pub, found) -> tuple:
+    """The Arrow formats' piece: the publication's matches as they are, for `MatchBatchWriter`
+    (gathered column by column, here or, with --workers, in the worker: `_match_batch`)."""
+    return pub.id, found
+
+
+def _render_ids(pub, found) -> bytes:
+    return match_ids_bytes(pub.id, found)
 
 
 def _render_plain(pub, found) -> bytes:
@@ -227,6 +281,7 @@ def cmd_match(args) -> int:
         raise UsageError("--flush-after is for a live feed: --publications - or --follow FILE")
     if flush_after and workers > 1:
         raise UsageError("--flush-after needs --workers 1: the workers match publications in batches")
+    refuse_output_options(args)
     t0 = time.perf_counter()
     built_before = parser_builds.seconds
     problems: list[str] | None = None  # the queries --skip-invalid left out (none from an index)
@@ -271,7 +326,8 @@ def cmd_match(args) -> int:
     publications = matches = 0
     filter_s = 0.0
     # Bytes, written to the binary file under the text layer: no encoding of the whole text.
-    with contextlib.nullcontext(binary_stdout()) if to_stdout else atomic_output(args.output, encoding=None) as out:
+    with contextlib.nullcontext(binary_stdout()) if to_stdout else atomic_output(args.output, encoding=None) as out, \
+            _writer(args, out, live) as sink:
         try:
             pubs = read_publications(sources, group_by=args.group_by, skip_invalid=args.skip_invalid,
                                      stats=read_stats, format=getattr(args, "format", None),
@@ -287,11 +343,10 @@ def cmd_match(args) -> int:
             filter_s += seconds
             publications += 1
             if text:
-                out.write(text)
+                sink.write(text)
                 if live:
                     out.flush()
             matches += n_matches
-        out.flush()
     run_s = time.perf_counter() - t0 - register_s  # reading, matching, writing
     report_lost_input(read_stats)
     if args.stats:
@@ -312,7 +367,8 @@ def cmd_match(args) -> int:
                  "run_s": round(run_s, 4),
                  "run_publications_per_s": round(publications / run_s, 1) if run_s else None,
                  "filter_ms_per_publication": round(1000 * filter_s / publications, 4) if publications else None,
-                 "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1), "workers": workers}
+                 "matches": matches, "peak_rss_mb": round(peak_rss_mb(), 1), "workers": workers,
+                 "output_format": getattr(args, "output_format", "jsonl")}
         # Indexed value tests, and the residual predicate evaluations made and saved by
         # sharing (counted in this process: with --workers, in the workers, so not here).
         engine_stats = engine.stats()
@@ -328,6 +384,33 @@ WORKER_BATCH = 32
 WORKER_AHEAD = 4
 
 _WORKER: dict = {}  # a worker process's engine and renderer, inherited through fork
+
+
+@contextlib.contextmanager
+def _writer(args, out, live: bool):
+    """What the output pieces are written to: `out` itself for the formats of lines,
+    an Arrow stream or Parquet file on it (`MatchBatchWriter`) for the others. The
+    matches gathered are written, and the stream ended, also when the run stops on a
+    bad input (as the lines before it are), but not after the output failed."""
+    output_format = getattr(args, "output_format", "jsonl")
+    if output_format not in ARROW_FORMATS:
+        yield out
+        out.flush()
+        return
+    from rtf.io.arrow_matches import MatchBatchWriter
+
+    if not hasattr(out, "fileno"):  # a stand-in stdout that takes text alone (a StringIO)
+        raise UsageError(f"--output-format {output_format} writes bytes: the standard output takes text only")
+    sink = MatchBatchWriter(out, output_format, live=live)
+    try:
+        yield sink
+    except BaseException:
+        with contextlib.suppress(Exception):  # (the error that stopped the run is the one told)
+            sink.close()
+            out.flush()
+        raise
+    sink.close()
+    out.flush()
 
 
 def _warn_of_the_taxonomy(engine) -> None:
@@ -371,6 +454,15 @@ def _match_batch(batch: list) -> list:
         pub = Publication.__new__(Publication)  # checked when it was read
         pub.id, pub.triples = pub_id, triples
         results.extend(_match_here(engine, render, [pub]))
+    if render is _gathered and results:
+        # The batch's matches as one record batch, made here (sent back as Arrow buffers,
+        # not as matches), with the first publication; the others' pieces are empty.
+        from rtf.io.arrow_matches import batch_of
+
+        pieces = [piece for piece, _, _ in results if piece]
+        results = [(b"", n, seconds) for _, n, seconds in results]
+        if pieces:
+            results[0] = (batch_of(pieces), *results[0][1:])
     return results
 
 

@@ -132,13 +132,45 @@ def match_bytes(pub_id: str, matches) -> bytes:
     cost twice what making it did, so such lines are made as bytes from
     encoded parts (the ids encoded at once, then split). ASCII text encodes
     by one copy, cheaper than that split: lines whose publication id and
-    answer (one for all) are ASCII are made as text and encoded.
+    answer (one for all) are ASCII are made as text and encoded, and other
+    lines that share one answer by `_one_answer_bytes` (no split).
     """
     solutions = matches.solutions
-    if (pub_id.isascii() and solutions and solutions.count(solutions[0]) == len(solutions)
-            and _answer_text(solutions[0]).isascii()):
-        return _lines(_TEXT, pub_id, matches).encode()
+    if solutions and solutions.count(solutions[0]) == len(solutions):  # one answer for all
+        if pub_id.isascii() and _answer_text(solutions[0]).isascii():
+            return _lines(_TEXT, pub_id, matches).encode()
+        if not matches.has_ask():
+            return _one_answer_bytes(pub_id, matches)
     return _lines(_BYTES, pub_id, matches)
+
+
+def _one_answer_bytes(pub_id: str, matches) -> bytes:
+    """`match_bytes` of matches that share one answer (star queries about the subject:
+    nearly every publication), whatever the ids, subscribers and publication hold.
+
+    The lines differ only by their ids and subscribers. So the text made is each id
+    followed by its subscriber's middle and a newline, which JSON text never holds
+    raw (mostly ASCII: encoded by one copy), and each newline is then replaced, in
+    C, by the line's end (the answer, the newline) and the next line's head, in
+    UTF-8. No id is split out of the encoded text one by one, which had cost
+    more than making the lines of a publication id that is not ASCII."""
+    ids = matches.query_ids
+    _, as_they_are = _escaped_ids(ids, _TEXT.errors)
+    if not as_they_are:
+        ids = [escaped[1:-1] for escaped in map(_json_string, ids)]
+    subscribers = matches.subscribers
+    distinct = list(set(subscribers))
+    middles = dict(zip(distinct, [m + "\n" for m in _texts(_TEXT.middles, distinct, _middle_text)]))
+    if len(distinct) == 1:
+        text = middles[distinct[0]].join(ids) + middles[distinct[0]]
+    else:
+        parts = [None] * (2 * len(ids))
+        parts[0::2] = ids
+        parts[1::2] = map(middles.__getitem__, subscribers)
+        text = "".join(parts)
+    head = f'{{"publication": {_json_string(pub_id)}, "query": "'.encode()
+    end = _texts(_BYTES.ends, matches.solutions[:1], _BYTES.end)[0]  # the answer, "}\n"
+    return head + text.encode()[:-1].replace(b"\n", end + head) + end
 
 
 def _lines(kind: _Kind, pub_id: str, matches):
@@ -187,6 +219,29 @@ def _lines(kind: _Kind, pub_id: str, matches):
     parts[2::4] = _texts(kind.middles, subscribers, kind.middle)
     parts[3::4] = ends
     return kind.empty.join(parts)
+
+
+def match_ids_bytes(pub_id: str, matches) -> bytes:
+    """The line of ``--output-format ids`` for one publication's matches, in UTF-8: its id
+    and the ids of the queries it matched, in order, as Lucene Monitor answers; exactly
+    ``json.dumps({"publication": pub_id, "queries": [...]}, ensure_ascii=False)`` and a
+    newline. Made as `match_bytes` makes the ids: joined in C, escaped only if one needs it.
+
+    >>> from rtf.engine import Match
+    >>> found = [Match("q1", None, frozenset({()})), Match('say "hi"', None, frozenset({()}))]
+    >>> match_ids_bytes("http://ex/a", found)
+    b'{"publication": "http://ex/a", "queries": ["q1", "say \\\\"hi\\\\""]}\\n'
+    """
+    ids = matches.query_ids if hasattr(matches, "query_ids") else [m.query_id for m in matches]
+    if not ids:
+        return b""
+    # Joined by their separator at once; the bytes to escape are counted as `_escaped_ids`
+    # counts them: the separators' quotes alone, or every id is escaped.
+    text = '", "'.join(ids).encode()
+    if len(text) - len(text.translate(None, _ESCAPED_BYTES)) != 2 * (len(ids) - 1):
+        text = '", "'.join([escaped[1:-1] for escaped in map(_json_string, ids)]).encode()
+    return b"".join((b'{"publication": ', _json_string(pub_id).encode(), b', "queries": ["',
+                     text, b'"]}\n'))
 
 
 def sparql_term(key: str) -> dict:
