@@ -156,6 +156,21 @@ class BatchOutput:
                 "with the output, or start a new stream: a new --checkpoint and a new --output")
         return True
 
+    def write(self, matches, folder: str) -> None:
+        """Write the DataFrame `matches` into `folder` (Spark's committer: a retried task leaves nothing)."""
+        matches.write.parquet(folder)
+
+    def missing(self, batch_ids: list[int], stream: str) -> list[int]:
+        """Those of `batch_ids` whose folder is not in the output."""
+        return sorted(set(batch_ids) - set(self.batch_ids()))
+
+    def describe(self, batch_id: int) -> str:
+        return self.path(batch_id).name
+
+    @property
+    def location(self) -> str:
+        return str(self.folder.resolve())
+
     def commit(self, batch_id: int, write: Callable[[str], None],
                manifest: Callable[[], dict]) -> bool:
         """Write batch `batch_id` with ``write(folder)`` and publish it; False if it was already there.

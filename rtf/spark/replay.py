@@ -55,7 +55,7 @@ from rtf.spark.session import use_worker_python
 from rtf.spark.workers import BATCH_CHARS, MAX_EXAMPLES, build_group_engines, max_rss
 
 #: The output formats: Parquet rows, or the JSON Lines of ``rtf match``.
-OUTPUT_FORMATS = ("parquet", "jsonl")
+OUTPUT_FORMATS = ("parquet", "jsonl", "delta")
 #: The figures of a run, beside the matches (a name every Parquet reader skips).
 METRICS = "_metrics.json"
 
@@ -93,7 +93,21 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
     if config.output_format not in OUTPUT_FORMATS:
         raise ReplayError(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}")
     files = dump_files(config.dumps, list_dir=fs.list_dir, warn=log)
-    prepare_output(fs, config.output, config.overwrite)
+    table = None
+    if config.output_format == "delta":  # one transaction, idempotent by the job's inputs
+        from rtf.spark.delta_output import JobTable, job_id
+
+        table = JobTable(config.output, job_id([*files, config.index or config.queries or "",
+                                                config.taxonomy or "", str(config.algorithm),
+                                                str(config.query_partitions), config.query_partitioning]),
+                         config.overwrite)
+        done = table.committed()
+        if done is not None:
+            log(f"{config.output}: this job ({table.app_id}) is already committed; nothing to do")
+            return {**done, "already_committed": True}
+        table.prepare()
+    else:
+        prepare_output(fs, config.output, config.overwrite)
     if config.partitions is not None and config.partitions < 1:
         raise ReplayError("--partitions must be at least 1")
     partitions = config.partitions or 2 * sc.defaultParallelism
@@ -200,8 +214,11 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
 
         # 3. write the matches.
         t = time.perf_counter()
-        writer = matches.write
-        (writer.text if config.output_format == "jsonl" else writer.parquet)(config.output)
+        if table is not None:
+            written = table.write(matches)
+        else:
+            writer = matches.write
+            (writer.text if config.output_format == "jsonl" else writer.parquet)(config.output)
         stages["write_s" if config.timed else "pipeline_s"] = time.perf_counter() - t
         if config.timed:
             matches.unpersist()
@@ -234,7 +251,10 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
                        publications=query_groups["publications"] if query_groups else None)
     if query_groups is not None:
         metrics["query_partitions"] = query_groups
-    fs.write_text(config.output.rstrip("/") + "/" + METRICS, json.dumps(metrics, indent=2) + "\n")
+    if table is not None:
+        table.commit(written, metrics)  # the commit: the matches and their metrics, at once
+    else:
+        fs.write_text(config.output.rstrip("/") + "/" + METRICS, json.dumps(metrics, indent=2) + "\n")
     return metrics
 
 

@@ -49,7 +49,7 @@ from pathlib import Path
 from rtf.errors import RtfError
 from rtf.spark.batch_output import BatchOutput
 from rtf.spark.dataframe import IndexBytes, collected, index_bytes, map_matches, task_metrics
-from rtf.spark.dumps import ReplayError, local_path
+from rtf.spark.dumps import ReplayError, has_scheme, local_path
 from rtf.spark.durable import RecordError
 from rtf.spark.engines import EnginePlan, engine_at
 from rtf.spark.oplog import QueriesLog
@@ -92,6 +92,7 @@ class StreamConfig:
     warm_up: bool = True
     keep_warm: bool = True
     metrics: str | None = None  # a JSON Lines file, one line per committed batch
+    output_format: str = "parquet"  # OUTPUT_FORMATS
 
 
 class StreamJob:
@@ -127,7 +128,7 @@ class StreamJob:
         identity = self.state.identity({
             "index_sha256": start.sha256,
             "queries_log": self.log_ops.id if self.log_ops else None,
-            "output": str(self.output.folder.resolve()),
+            "output": self.output.location,
         })
         self.stream = identity["stream"]
         if not self.state.base_path(0).exists():
@@ -193,11 +194,12 @@ class StreamJob:
         matches = map_matches(batch_df, plan, self.shape, metrics=acc)
         timing: dict = {}
 
-        def write(folder: str) -> None:
+        def write(target):  # a folder (Parquet), or the batch id (Delta: the table's own folder)
             t = time.time()
-            matches.write.parquet(folder)
+            written = self.output.write(matches, target)
             timing["match_write_s"] = time.time() - t
             _crash_point("written", batch_id)
+            return written
 
         def manifest() -> dict:
             return batch_manifest(batch_id, self.stream, pin, plan, files, collected(acc), t0, timing)
@@ -325,12 +327,34 @@ class StreamJob:
                 self.warm_workers()
 
 
+#: The stream's outputs: a folder of Parquet batches, or a Delta table.
+OUTPUT_FORMATS = ("parquet", "delta")
+
+
+def stream_output(location: str, output_format: str):
+    """The stream's output: `BatchOutput` (a folder per batch) or `DeltaOutput` (one table)."""
+    if output_format == "delta":
+        from rtf.spark.delta_output import DeltaOutput, missing_deltalake
+
+        missing = missing_deltalake()
+        if missing:
+            raise ReplayError(missing)
+        return DeltaOutput(location)
+    if output_format != "parquet":
+        raise ReplayError(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}")
+    if has_scheme(location):
+        raise ReplayError(f"--output {location}: a folder of Parquet batches must be local (or a mounted "
+                          "shared folder), where a folder rename is atomic; on an object store use "
+                          "--output-format delta")
+    return BatchOutput(location)
+
+
 def check_config(config: StreamConfig) -> tuple[BatchOutput, StreamState, QueriesLog | None]:
     """The stream's output, state and queries log, after the checks that need no Spark
     (`ReplayError` or `rtf.errors.RtfError` in one line, before a JVM starts)."""
     if not Path(local_path(config.input)).is_dir():
         raise ReplayError(f"--input {config.input}: no such folder")
-    output, state = BatchOutput(config.output), StreamState(config.checkpoint)
+    output, state = stream_output(config.output, config.output_format), StreamState(config.checkpoint)
     if config.index is not None and not Path(local_path(config.index)).is_file():
         raise ReplayError(f"--index {config.index}: no such file")
     if config.index is None and config.queries_log is None and not state.identity_path.exists():
@@ -346,7 +370,7 @@ def check_checkpoint(config: StreamConfig, output: BatchOutput, state: StreamSta
     back, `starting_index`), and that the output is this stream's (`BatchOutput.check_writer`)
     and goes with Spark's part of the checkpoint. The recorded identity, or None for a new
     stream; `ReplayError` (one line, saying what to do) otherwise."""
-    current = {"queries_log": log_ops.id if log_ops else None, "output": str(output.folder.resolve())}
+    current = {"queries_log": log_ops.id if log_ops else None, "output": output.location}
     recorded = state.check(current, log_ops.size() if log_ops else 0)
     if recorded is not None and not state.base_path(0).exists():
         starting_index(config, state, log_ops, recorded)
@@ -359,10 +383,10 @@ def check_checkpoint(config: StreamConfig, output: BatchOutput, state: StreamSta
                           f"{state.checkpoint / 'offsets'}), but --output {output.folder} holds "
                           f"{len(batches)} batch(es) of its stream: restore the whole checkpoint "
                           f"from a backup, or {NEW_STREAM}")
-    lost = sorted(set(state.spark_batches("commits")) - set(batches))
+    lost = output.missing(state.spark_batches("commits"), recorded["stream"])
     if lost:
         raise ReplayError(f"--output {output.folder} has lost {len(lost)} batch(es) that the checkpoint "
-                          f"{state.checkpoint} records as committed ({output.path(lost[0]).name} first): "
+                          f"{state.checkpoint} records as committed ({output.describe(lost[0])} first): "
                           f"restore the output from a backup, or {NEW_STREAM}")
     return recorded
 
