@@ -443,3 +443,28 @@ def test_stream_refuses_bad_folders_in_one_line_before_spark_starts(tmp_path):
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode in (1, 2), (argv, proc.stderr)
         assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, (argv, proc.stderr)
+
+
+# ------------------------------------------------ URIs: s3://, s3a:// are not local paths (issue 42)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.from_regex(r"[a-z][a-z0-9+.-]{1,8}", fullmatch=True).filter(lambda s: s != "file"),
+       st.from_regex(r"[a-z0-9][a-z0-9/._-]{0,20}", fullmatch=True))
+def test_any_uri_scheme_is_a_scheme_and_a_local_path_is_not(scheme, rest):
+    """RFC 3986's scheme: a letter, then letters, digits, '+', '-', '.'. ``s3://`` and ``s3a://``
+    were taken for local paths (their digit): ``--output s3a://b/x`` wrote into ./s3a:/b/x."""
+    from rtf.spark.dumps import has_scheme
+
+    assert has_scheme(f"{scheme}://{rest}")
+    assert not has_scheme(f"file://{rest}") and not has_scheme(rest) and not has_scheme(f"./{scheme}:/{rest}")
+
+
+def test_the_stream_refuses_parquet_batches_on_an_object_store(tmp_path):
+    from rtf.spark.dumps import ReplayError
+    from rtf.spark.stream import stream_output
+
+    for uri in ("s3://bucket/out", "s3a://bucket/out", "hdfs://nn/out"):
+        with pytest.raises(ReplayError, match="on an object store use --output-format delta"):
+            stream_output(uri, "parquet")
+    assert not (Path.cwd() / "s3:").exists() and not (Path.cwd() / "s3a:").exists()
