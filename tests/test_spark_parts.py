@@ -468,3 +468,22 @@ def test_the_stream_refuses_parquet_batches_on_an_object_store(tmp_path):
         with pytest.raises(ReplayError, match="on an object store use --output-format delta"):
             stream_output(uri, "parquet")
     assert not (Path.cwd() / "s3:").exists() and not (Path.cwd() / "s3a:").exists()
+
+
+def test_the_package_shipped_to_a_cluster_imports_every_module(tmp_path):
+    """`package_zip` is what a cluster's executors import rtf from (``sc.addPyFile``): every
+    module of it must import from the zip alone -- rtf/algebra has no ``__init__.py``, which the
+    zip importer does not take for a package, and every task on the standalone cluster failed."""
+    from rtf.spark.replay import package_zip
+
+    zipped = package_zip(tmp_path)
+    code = ("import sys, importlib, zipfile; sys.path.insert(0, sys.argv[1]); import rtf; "
+            "assert rtf.__file__.startswith(sys.argv[1]), rtf.__file__; "
+            "names = [n[:-3].replace('/', '.').removesuffix('.__init__') for n in zipfile.ZipFile(sys.argv[1]).namelist() "
+            "if n.endswith('.py') and '/examples/' not in n and '/grammar/' not in n and not n.endswith('__main__.py')]; "
+            "[importlib.import_module(n) for n in names if not n.startswith(('rtf.server', 'rtf.bench.plots'))]; "
+            "print(len(names))")
+    run = subprocess.run([sys.executable, "-c", code, zipped], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert int(run.stdout) > 50

@@ -75,7 +75,9 @@ OUTPUT_ROWS = 8192
 
 #: Tests and the documented retry run only: when this environment variable
 #: names a file that exists as a Python worker starts matching a partition,
-#: the worker that deletes it kills itself (SIGKILL), as the OOM killer would.
+#: the worker that deletes it kills itself (SIGKILL), as the OOM killer would;
+#: a file that says ``worker`` kills the standalone worker it runs under,
+#: with its executor and Python workers, as a machine that fails would.
 FAULT_FILE_ENV = "RTF_SPARK_FAULT_FILE"
 
 _BROADCASTS: dict[tuple[str, str], object] = {}  # (Spark application id, sha256) -> broadcast
@@ -339,11 +341,21 @@ def _fault_point() -> None:
     path = os.environ.get(FAULT_FILE_ENV)
     if path:
         try:
+            with open(path, encoding="utf-8") as f:
+                what = f.read().strip()
             os.unlink(path)  # one worker wins
         except OSError:
             return
         import signal
 
+        if what == "worker":
+            from rtf.spark.cluster import kill_tree, spark_worker_ancestor
+
+            worker = spark_worker_ancestor()
+            if worker is not None:
+                log.warning("%s: killing the Spark worker (pid %d), its executor and Python workers",
+                            FAULT_FILE_ENV, worker)
+                kill_tree(worker)
         log.warning("%s: killing this Python worker (pid %d) with SIGKILL", FAULT_FILE_ENV, os.getpid())
         os.kill(os.getpid(), signal.SIGKILL)
 

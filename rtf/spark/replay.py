@@ -365,7 +365,10 @@ def package_zip(directory: str | os.PathLike) -> str:
 
     On a cluster the executors must import the same ``rtf`` as the driver; its
     compiled dependencies (pyoxigraph, marisa-trie) must be installed on the
-    workers (see docs/spark.md).
+    workers (see docs/spark.md). A folder of modules without ``__init__.py``
+    (a namespace package, as ``rtf/algebra`` is) gets an empty one: Python's
+    zip importer finds no namespace package, and every task failed with
+    "No module named 'rtf.algebra'".
     """
     import importlib.resources
 
@@ -378,6 +381,9 @@ def package_zip(directory: str | os.PathLike) -> str:
             rel = path.relative_to(root)
             if path.is_file() and "__pycache__" not in rel.parts and rel.parts[0] != "grammar":
                 z.write(path, f"rtf/{rel.as_posix()}")
+            elif (path.is_dir() and "__pycache__" not in rel.parts and any(path.glob("*.py"))
+                  and not (path / "__init__.py").exists()):
+                z.writestr(f"rtf/{rel.as_posix()}/__init__.py", "")
         grammar = importlib.resources.files("rtf.grammar")
         for item in grammar.iterdir():
             if item.is_file() and item.name.endswith((".py", ".lark")):
