@@ -128,3 +128,25 @@ def test_the_stream_on_the_cluster_survives_a_killed_worker(cluster, drops, tmp_
     assert counts == Counter(expected_lines(index, [files[name] for name in DUMPS]))  # nothing lost
     assert DeltaOutput(table).batch_ids() == [0, 1, 2]
     assert cluster.revive() == 1
+
+
+@pytest.mark.soak  # deselected by default (pyproject.toml): pytest -m soak; its own cluster, minutes
+def test_the_cluster_quick_start_of_the_docs_runs_as_written(tmp_path):
+    """docs/spark.md's lead quick start, its /tmp paths and its ports moved to the test's own."""
+    if NO_SPARK:
+        pytest.skip(NO_SPARK)
+    pytest.importorskip("deltalake")
+    import os
+
+    from rtf.spark.cluster import free_port
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "spark.md").read_text()
+    section = text[text.index("**Quick start: a standalone cluster and a Delta table.**"):]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0].replace("/tmp/", f"{tmp_path}/")
+    block = block.replace("7077", str(free_port())).replace("8080", str(free_port()))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    run = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.splitlines()[-2:] == [f"{tmp_path}/news-table 3", f"{tmp_path}/news-stream 3"]

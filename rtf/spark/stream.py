@@ -181,6 +181,7 @@ class StreamJob:
         t0 = time.time()
         files = [(r.path, r.mtime, r.length) for r in batch_df.select(
             "path", F.col("modificationTime").cast("double").alias("mtime"), "length").collect()]
+        timing: dict = {"list_s": time.time() - t0}
         checkpoint = str(self.state.checkpoint)
         if self.output.replayed(batch_id, self.stream, files, checkpoint):
             log.info("batch %d: already committed by an earlier run of this stream; nothing to do", batch_id)
@@ -192,7 +193,6 @@ class StreamJob:
         plan = self.plan(pin)
         acc = task_metrics(self.sc)
         matches = map_matches(batch_df, plan, self.shape, metrics=acc)
-        timing: dict = {}
 
         def write(target):  # a folder (Parquet), or the batch id (Delta: the table's own folder)
             t = time.time()
@@ -202,9 +202,11 @@ class StreamJob:
             return written
 
         def manifest() -> dict:
+            timing["committing_at"] = time.time()
             return batch_manifest(batch_id, self.stream, pin, plan, files, collected(acc), t0, timing)
 
         committed = self.output.commit(batch_id, write, manifest)
+        commit_s = time.time() - timing.get("committing_at", time.time())
         if not committed:  # another run of this batch came first: it must be this stream's
             self.output.replayed(batch_id, self.stream, files, checkpoint)
         _crash_point("committed", batch_id)
@@ -226,9 +228,9 @@ class StreamJob:
             if record.get("ops_failed"):
                 log.warning("batch %d: %d operation(s) of the queries log could not be applied "
                             "(see the workers' log)", batch_id, record["ops_failed"])
-            if self.config.metrics:
+            if self.config.metrics:  # (with the commit's own seconds, known once it is made)
                 with open(self.config.metrics, "a", encoding="utf-8") as f:
-                    f.write(json.dumps(record) + "\n")
+                    f.write(json.dumps({**record, "commit_s": round(commit_s, 3)}) + "\n")
         self.state.prune_pins(batch_id - 100)
         self._maybe_compact(pin)
         _crash_point("returned", batch_id)
@@ -447,6 +449,8 @@ def batch_manifest(batch_id: int, stream: str, pin: int, plan: EnginePlan, files
         "engine_loads": len(loads),
         "engine_load_s_max": round(max(loads, default=0.0), 3),
         "match_s": round(sum(t["match_s"] for t in tasks), 3),
+        "worker_s": round(sum(t.get("task_s", 0.0) for t in tasks), 3),
+        "list_s": round(timing.get("list_s", 0.0), 3),
         "match_write_s": round(timing.get("match_write_s", 0.0), 3),
         "batch_s": round(now - t0, 3),
         "latency_s": _quantiles(latencies),
