@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_spark import NO_SPARK, local_session, spark_test
-from tests.test_spark_stream import _drop, drops, expected_lines  # noqa: F401 (drops: a fixture)
+from tests.test_spark_stream import _drop, check_manifests, drops, expected_lines  # noqa: F401 (drops: a fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 BUCKET = "rtf-delta-tests"
@@ -88,19 +88,11 @@ def check_delta_batches(location: str, index: Path, ops=()) -> Counter:
     (`rtf match`'s lines); the count of each line over the whole table."""
     from deltalake import DeltaTable
 
-    from rtf.spark.arrow_matches import row_line
     from rtf.spark.delta_output import DeltaOutput
 
-    rows = DeltaTable(location).to_pyarrow_table().to_pylist()
     manifests = DeltaOutput(location).manifests()
     assert sorted(m["batch"] for m in manifests) == sorted({m["batch"] for m in manifests})  # each once
-    for manifest in manifests:
-        files = [f["path"].removeprefix("file:") for f in manifest["files"]]
-        expected = sorted(expected_lines(index, files, ops, manifest["op"]))
-        got = sorted(row_line(r) for r in rows if r["batch_id"] == manifest["batch"])
-        assert got == expected, f"batch {manifest['batch']} (pinned at {manifest['op']})"
-        assert manifest["matches"] == len(expected)
-    return Counter(row_line(r) for r in rows)
+    return check_manifests(DeltaTable(location).to_pyarrow_table().to_pylist(), manifests, index, ops)
 
 
 def run_stream(root: Path, output: str, *extra, env=None, timeout=300):

@@ -190,8 +190,12 @@ def input_shape(df, column: str | None = None, path_column: str | None = None,
             "format": format, "group_by": group_by}
 
 
-def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=None):
-    """`df` through ``mapInArrow``: each worker matches against the engine of `plan`."""
+def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=None, then=None):
+    """`df` through ``mapInArrow``: each worker matches against the engine of `plan`.
+
+    `then`, a pair (function, schema): the function takes the task's match batches in the same
+    Python worker and yields rows of `schema` (the Delta output's file writer): the matches do not
+    go back to the JVM and out to a Python worker again."""
     if shape["kind"] == "triples":
         from pyspark.sql import functions as F
 
@@ -201,6 +205,9 @@ def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=
         columns = [shape["column"]] + ([shape["path_column"]] if shape["path_column"] else [])
     use_worker_python(df.sparkSession.sparkContext)  # (the workers must import rtf: checked once)
     run = _partition_matcher(plan, shape, lines, metrics, _worker_log_level())
+    if then is not None:
+        follow, schema = then
+        return df.select(*columns).mapInArrow(lambda batches: follow(run(batches)), schema)
     return df.select(*columns).mapInArrow(run, LINES_SCHEMA if lines else MATCH_SCHEMA)
 
 

@@ -37,14 +37,15 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from rtf.spark.batch_output import check_writer
 from rtf.spark.dumps import ReplayError, has_scheme, local_path
 
 #: The commit metadata key holding a batch's manifest.
 METADATA_KEY = "rtf"
+#: What the tasks that write a batch's files hand back to the driver.
+FILES_SCHEMA = "path string, size long, rows long"
 #: Delta tables are written only where delta-rs and pyarrow both reach them.
 SCHEMES = ("s3", "s3a", "file")
-_OTHER_OUTPUT = ("restart with the --checkpoint that wrote them, or use a new --output (a new stream reads "
-                 "every file of --input again)")
 
 
 def missing_deltalake() -> str | None:
@@ -126,13 +127,13 @@ class DeltaOutput:
             return None
         return DeltaTable(self.location)
 
-    def _commits(self) -> list[dict]:
-        """The manifests in the table's log, oldest first."""
+    def _commits(self, limit: int | None = None) -> list[dict]:
+        """The manifests in the table's log (its newest `limit` commits), oldest first."""
         table = self._table()
         if table is None:
             return []
         records = []
-        for entry in table.history():
+        for entry in table.history(limit):
             value = entry.get(METADATA_KEY)
             if value is not None:
                 try:
@@ -154,10 +155,12 @@ class DeltaOutput:
         return sorted({r["batch"] for r in self._commits()})
 
     def manifest(self, batch_id: int, stream: str | None = None) -> dict | None:
-        """The manifest of committed batch `batch_id` (of `stream`, if given); None if there is none."""
-        for record in reversed(self._commits()):
-            if record["batch"] == batch_id and stream in (None, record.get("stream")):
-                return record
+        """The manifest of committed batch `batch_id` (of `stream`, if given); None if there is none.
+        The newest commits first: a stream asks for the batch it has just committed."""
+        for limit in (4, None):
+            for record in reversed(self._commits(limit)):
+                if record["batch"] == batch_id and stream in (None, record.get("stream")):
+                    return record
         return None
 
     def manifests(self) -> list[dict]:
@@ -180,14 +183,8 @@ class DeltaOutput:
         if not records:
             return
         newest = records[-1]
-        if stream is None:
-            raise ReplayError(f"--output {self.location} holds {len(records)} committed batch(es) of stream "
-                              f"{newest['stream']} (up to batch {newest['batch']}), and the checkpoint "
-                              f"{checkpoint} is new: {_OTHER_OUTPUT}")
-        if newest["stream"] != stream:
-            raise ReplayError(f"{self.location}: batch {newest['batch']} was committed by stream "
-                              f"{newest['stream']}, not by the stream of the checkpoint {checkpoint} "
-                              f"({stream}): {_OTHER_OUTPUT}")
+        check_writer(stream, newest["stream"], len(records), self.location,
+                     f"{self.location}: batch {newest['batch']}", f"batch {newest['batch']}", checkpoint)
 
     def replayed(self, batch_id: int, stream: str, files: list[tuple], checkpoint: str) -> bool:
         """Whether the stream already committed batch `batch_id` (its transaction is in the log);
@@ -218,11 +215,13 @@ class DeltaOutput:
             DeltaTable.create(self.location, match_table_schema(), mode="ignore", name="rtf matches")
 
     def write(self, matches, batch_id: int) -> list[dict]:
-        """Write the DataFrame `matches` into the table's folder, a file per task (not yet in
-        the log): the files' ``path``, ``size``, ``rows``."""
-        rows = matches.mapInArrow(_file_writer(self.location, batch_id),
-                                  "path string, size long, rows long").collect()
-        return [r.asDict() for r in rows]
+        """Write the matches into the table's folder, a file per task (not yet in the log): the
+        files' ``path``, ``size``, ``rows``. `matches` is a DataFrame, or a function
+        ``matches(then)`` that gives the matches followed by ``then`` in the same Python worker
+        (`rtf.spark.dataframe.map_matches`): written where they are made."""
+        writer = (_file_writer(self.location, batch_id), FILES_SCHEMA)
+        frame = matches(then=writer) if callable(matches) else matches.mapInArrow(*writer)
+        return [r.asDict() for r in frame.collect()]
 
     def commit(self, batch_id: int, write: Callable[[int], list[dict]], manifest: Callable[[], dict],
                mode: str = "append") -> bool:
@@ -260,21 +259,25 @@ def read_delta(location: str, columns: list[str] | None = None):
     return DeltaTable(table_uri(location)).to_pyarrow_table(columns=columns)
 
 
-def job_id(parts: list[str]) -> str:
-    """An id for a batch job from what determines its answer (its inputs and queries): the
-    application id of its commit, so that a rerun of the same job commits once."""
+def job_id(dumps: list[str], queries: str, options: list[str]) -> str:
+    """An id for a batch job from what determines its answer: its dump files (path, size and
+    modification time), the bytes of its queries or index file, its options. The application
+    id of its commit, so that a rerun of the same job commits once."""
     import hashlib
 
     digest = hashlib.sha256()
-    for part in parts:
+    for part in dumps:
         path = Path(local_path(part))
-        if not has_scheme(part) and path.is_file():
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
-        else:
-            digest.update(part.encode())
-        digest.update(b"\0")
+        stat = path.stat() if not has_scheme(part) and path.is_file() else None
+        digest.update((f"{part}\0{stat.st_size}\0{stat.st_mtime_ns}\0" if stat else f"{part}\0").encode())
+    path = Path(local_path(queries))
+    if not has_scheme(queries) and path.is_file():
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    else:
+        digest.update(queries.encode())
+    digest.update("\0".join(options).encode())
     return "rtf-job-" + digest.hexdigest()[:32]
 
 

@@ -97,10 +97,9 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
     if config.output_format == "delta":  # one transaction, idempotent by the job's inputs
         from rtf.spark.delta_output import JobTable, job_id
 
-        table = JobTable(config.output, job_id([*files, config.index or config.queries or "",
-                                                config.taxonomy or "", str(config.algorithm),
-                                                str(config.query_partitions), config.query_partitioning]),
-                         config.overwrite)
+        table = JobTable(config.output, job_id(files, config.index or config.queries or "", [
+            config.taxonomy or "", str(config.algorithm), str(config.query_partitions),
+            config.query_partitioning]), config.overwrite)
         done = table.committed()
         if done is not None:
             log(f"{config.output}: this job ({table.app_id}) is already committed; nothing to do")

@@ -192,7 +192,9 @@ class StreamJob:
         _crash_point("pinned", batch_id)
         plan = self.plan(pin)
         acc = task_metrics(self.sc)
-        matches = map_matches(batch_df, plan, self.shape, metrics=acc)
+
+        def matches(then=None):  # the matches, written where they are made (`then`: Delta's writer)
+            return map_matches(batch_df, plan, self.shape, metrics=acc, then=then)
 
         def write(target):  # a folder (Parquet), or the batch id (Delta: the table's own folder)
             t = time.time()
