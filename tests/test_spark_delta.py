@@ -221,3 +221,30 @@ def test_replay_into_a_delta_table_on_s3_once_per_job(spark, s3, drops, tmp_path
     capsys.readouterr()
     assert replay_main([*other, "--algorithm", "rtfs"], spark=spark) == 1  # another job: refused
     assert "holds the matches of another run; choose a new --output or pass --overwrite" in capsys.readouterr().err
+
+
+@spark_test
+def test_the_batch_job_killed_mid_commit_on_s3_commits_once_when_run_again(s3, drops, tmp_path):
+    """Killed (driver and JVM) after its tasks wrote the files, before the commit: no reader sees
+    a match; the same job run again commits every match once."""
+    from deltalake import DeltaTable
+
+    from rtf.spark.arrow_matches import row_line
+    from rtf.spark.stream import CRASH_ENV
+
+    files, index = drops
+    dumps = [files[name] for name in ("nordlys.nt.gz", "esbm.nt", "db8k.nt.bz2")]
+    table = f"{s3}/{tmp_path.name}/job"
+    argv = [sys.executable, "-m", "rtf.spark", "replay", "--dump", *map(str, dumps), "--index", str(index),
+            "--output", table, "--output-format", "delta", "--master", "local[2,2]", "--partitions", "3",
+            "--conf", "spark.ui.enabled=false", "--quiet"]
+    killed = subprocess.run(argv, capture_output=True, text=True, timeout=300, start_new_session=True,
+                            env={**os.environ, CRASH_ENV: "written:job"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    present, named = _table_files(table)
+    assert present and not named and DeltaTable(table).to_pyarrow_table().num_rows == 0
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=300, start_new_session=True)
+    assert again.returncode == 0, again.stderr[-3000:]
+    dt = DeltaTable(table)
+    assert sorted(row_line(r) for r in dt.to_pyarrow_table().to_pylist()) == sorted(expected_lines(index, dumps))
+    assert dt.version() == 1  # the table's creation, then the one commit

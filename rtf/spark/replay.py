@@ -214,7 +214,10 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         # 3. write the matches.
         t = time.perf_counter()
         if table is not None:
+            from rtf.spark.stream import crash_point
+
             written = table.write(matches)
+            crash_point("written", "job")  # (the crash tests: files written, not committed)
         else:
             writer = matches.write
             (writer.text if config.output_format == "jsonl" else writer.parquet)(config.output)

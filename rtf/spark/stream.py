@@ -189,7 +189,7 @@ class StreamJob:
         if self._warm is not None and self._warm.is_alive():
             self._warm.join()  # its tasks are building the engines this batch needs: no third build
         pin = self.state.pin(batch_id, self._log_size)
-        _crash_point("pinned", batch_id)
+        crash_point("pinned", batch_id)
         plan = self.plan(pin)
         acc = task_metrics(self.sc)
 
@@ -200,7 +200,7 @@ class StreamJob:
             t = time.time()
             written = self.output.write(matches, target)
             timing["match_write_s"] = time.time() - t
-            _crash_point("written", batch_id)
+            crash_point("written", batch_id)
             return written
 
         def manifest() -> dict:
@@ -211,7 +211,7 @@ class StreamJob:
         commit_s = time.time() - timing.get("committing_at", time.time())
         if not committed:  # another run of this batch came first: it must be this stream's
             self.output.replayed(batch_id, self.stream, files, checkpoint)
-        _crash_point("committed", batch_id)
+        crash_point("committed", batch_id)
         record = self.output.manifest(batch_id) or {}
         if committed:
             self.batches += 1
@@ -235,7 +235,7 @@ class StreamJob:
                     f.write(json.dumps({**record, "commit_s": round(commit_s, 3)}) + "\n")
         self.state.prune_pins(batch_id - 100)
         self._maybe_compact(pin)
-        _crash_point("returned", batch_id)
+        crash_point("returned", batch_id)
 
     # ------------------------------------------------------------- compaction
 
@@ -514,9 +514,10 @@ def _compactor(plan: EnginePlan):
     return run
 
 
-def _crash_point(point: str, batch_id: int) -> None:
-    """Kill this driver and its JVM (SIGKILL to the process group) at `point` of a batch,
-    when `CRASH_ENV` asks for it: the crash tests' way to stop at an exact moment."""
+def crash_point(point: str, batch_id: int | str) -> None:
+    """Kill this driver and its JVM (SIGKILL to the process group) at `point` of a batch (the
+    batch job's: ``written:job``), when `CRASH_ENV` asks for it: the crash tests' way to stop at
+    an exact moment."""
     want = os.environ.get(CRASH_ENV)
     if want and want == f"{point}:{batch_id}":
         import signal
