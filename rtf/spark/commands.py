@@ -19,7 +19,7 @@ import sys
 #: name -> (module, needs Spark, what it does).
 COMMANDS = {
     "stream": ("rtf.spark.stream_command", True,
-               "watch a folder for RDF files; write their matches as Parquet, exactly once"),
+               "watch a folder for RDF files; write their matches (Parquet, Delta), exactly once"),
     "replay": ("rtf.spark.replay_command", True,
                "match RDF dumps (grouped by subject across files): Parquet or rtf match's lines"),
     "queries-log": ("rtf.spark.queries_log_command", False,

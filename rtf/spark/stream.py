@@ -17,7 +17,9 @@ which
    (`rtf.spark.engines`), and writes the matches as Parquet into a
    temporary folder;
 4. publishes that folder as ``batch_id=N`` by one rename, with a manifest
-   of the batch's pin, files, counts, times and latencies;
+   of the batch's pin, files, counts, times and latencies -- or, with
+   ``output_format="delta"``, adds the tasks' files to a Delta table in one
+   transaction idempotent by (stream id, batch id) (`rtf.spark.delta_output`);
 5. now and then, compacts: a worker saves its engine at the pin as a new
    base index, so that a worker starting later (or a restart) applies few
    operations.

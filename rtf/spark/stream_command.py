@@ -1,9 +1,9 @@
 """``rtf spark stream``: continuous queries on Spark Structured Streaming.
 
 Watches a folder for RDF files, matches every publication in them against
-the registered queries, and writes the matches as Parquet, exactly once for
-every reader, even across a crash of the driver and a restart from the
-checkpoint. The queries can change while the stream runs, through a queries
+the registered queries, and writes the matches as Parquet (or a Delta
+table), exactly once for every reader, even across a crash of the driver
+and a restart from the checkpoint. The queries can change while the stream runs, through a queries
 log. See docs/spark.md.
 
 Also ``python -m rtf.spark stream`` and, in a checkout, ``spark/stream.py``
