@@ -94,6 +94,30 @@ def quantile(values: list[float], q: float) -> float | None:
     return round(nearest_rank(sorted(values), q), 3) if values else None
 
 
+def phases(metrics: Path) -> dict:
+    """The mean seconds per micro-batch of each phase, from the stream's --metrics lines (the
+    first batch, which may build engines, left out): `cycle` from one commit to the next;
+    `spark_trigger` the part of it outside the batch's handler (Spark's offsets, write-ahead log,
+    planning, listing the folder); in the handler `list` (the batch's files, a Spark job),
+    `match_write` (the job that matches and writes: Python workers, Arrow transfer, writing),
+    of which `worker` is the time inside the Python workers' tasks (summed over tasks: reading
+    the files, matching, building Arrow batches) and `match` the time in engine.match;
+    `commit` (the rename, or the Delta log's transaction); `batch` the whole handler."""
+    lines = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+    lines = lines[1:] if len(lines) > 2 else lines
+    if not lines:
+        return {}
+    mean = lambda key: round(sum(m.get(key, 0.0) for m in lines) / len(lines), 3)  # noqa: E731
+    commits = [m["committed_at"] for m in lines]
+    cycle = round((commits[-1] - commits[0]) / (len(commits) - 1), 3) if len(commits) > 1 else None
+    result = {"batches": len(lines), "publications": round(sum(m["publications"] for m in lines) / len(lines), 1),
+              "cycle": cycle, "batch": mean("batch_s"), "list": mean("list_s"),
+              "match_write": mean("match_write_s"), "worker": mean("worker_s"), "match": mean("match_s"),
+              "commit": mean("commit_s")}
+    result["spark_trigger"] = round(cycle - result["batch"], 3) if cycle is not None else None
+    return result
+
+
 def check(output: Path, index: str, qlog, manifests: list[dict]) -> dict:
     """Lost and duplicated matches: every batch against an engine at the batch's pin."""
     from rtf.engine import Engine
@@ -117,7 +141,9 @@ def check(output: Path, index: str, qlog, manifests: list[dict]) -> dict:
         for f in m["files"]:
             for pub in read_publications(f["path"].removeprefix("file:"), skip_invalid=True):
                 expected.update(match_line(pub.id, x) for x in engines[pin].match(pub))
-    got = Counter(row_line(r) for r in read_matches(output).to_pylist())
+    if (output / "_delta_log").is_dir():
+        from rtf.spark.delta_output import read_delta as read_matches  # noqa: F811 (a Delta table)
+    got = Counter(row_line(r) for r in read_matches(str(output)).to_pylist())
     return {"expected": sum(expected.values()), "read_by_pyarrow": sum(got.values()),
             "lost": sum((expected - got).values()), "duplicated": sum((got - expected).values()),
             "equal": got == expected}
@@ -145,6 +171,10 @@ def main(argv=None) -> int:
     p.add_argument("--no-warm-up", action="store_true")
     p.add_argument("--no-keep-warm", action="store_true")
     p.add_argument("--check", action="store_true", help="count lost and duplicated matches")
+    p.add_argument("--output-format", choices=("parquet", "delta"), default="parquet")
+    p.add_argument("--cluster", type=int, metavar="N",
+                   help="start a standalone cluster of N one-core workers on 127.0.0.1 and run on it "
+                        "(instead of --master); its executors take 512 MiB")
     p.add_argument("--conf", action="append", default=[])
     p.add_argument("--work", default="/tmp/rtf-stream-bench")
     args = p.parse_args(argv)
@@ -154,7 +184,7 @@ def main(argv=None) -> int:
     from rtf.spark.oplog import QueriesLog
 
     work = Path(args.work)
-    for name in ("in", "out", "ckpt", "qlog", "stream.log", "fault"):
+    for name in ("in", "out", "ckpt", "qlog", "stream.log", "fault", "metrics.jsonl"):
         target = work / name
         if target.is_dir():
             shutil.rmtree(target)
@@ -163,10 +193,18 @@ def main(argv=None) -> int:
     staged = stage_files(work / "staging", args.files, args.publications_per_file)
     (work / "in").mkdir()
     qlog = QueriesLog(work / "qlog", create=True)
+    cluster = None
+    if args.cluster:
+        from rtf.spark.cluster import StandaloneCluster
+
+        cluster = StandaloneCluster(workers=args.cluster, cores=1, memory="1g")
+        args.master = cluster.start()
+        args.conf.append("spark.executor.memory=512m")
     argv = [sys.executable, str(STREAM), "--input", str(work / "in"), "--output", str(work / "out"),
             "--checkpoint", str(work / "ckpt"), "--index", args.index, "--queries-log", str(qlog.path),
             "--master", args.master, "--trigger-seconds", str(args.trigger_seconds),
-            "--stop-when-idle", str(args.stop_when_idle), "--conf", "spark.ui.enabled=false"]
+            "--stop-when-idle", str(args.stop_when_idle), "--conf", "spark.ui.enabled=false",
+            "--output-format", args.output_format, "--metrics", str(work / "metrics.jsonl")]
     if args.max_files_per_trigger:
         argv += ["--max-files-per-trigger", str(args.max_files_per_trigger)]
     argv += ["--no-warm-up"] if args.no_warm_up else []
@@ -217,10 +255,17 @@ def main(argv=None) -> int:
         stream.start()
     dropper.join()
     code = stream.proc.wait()
+    if cluster is not None:
+        cluster.stop()
     if code != 0:
         raise SystemExit(f"stream.py exited {code}:\n" + (work / "stream.log").read_text()[-3000:])
 
-    manifests = BatchOutput(work / "out").manifests()
+    if args.output_format == "delta":
+        from rtf.spark.delta_output import DeltaOutput
+
+        manifests = DeltaOutput(work / "out").manifests()
+    else:
+        manifests = BatchOutput(work / "out").manifests()
     latencies = [m["committed_at"] - f["mtime"] for m in manifests for f in m["files"]]
     first_drop = min(drops.values())
     last_commit = max(m["committed_at"] for m in manifests)
@@ -239,6 +284,7 @@ def main(argv=None) -> int:
         "engine_loads_in_batches": sum(m["engine_loads"] for m in manifests),
         "engine_loads_by_batch": [m["engine_loads"] for m in manifests],
         "tasks_retried": sum(m.get("tasks_retried", 0) for m in manifests),
+        "phases_s": phases(work / "metrics.jsonl"), "output_format": args.output_format,
         "restarts": restarts, "killed_while_writing": killed_in, "load_average_at_start": [round(x, 2) for x in load],
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "machine": machine_info(),

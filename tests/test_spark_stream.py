@@ -255,9 +255,13 @@ def _check_batches(output: Path, index: Path, ops) -> Counter:
     each match line over the whole output."""
     from rtf.spark.batch_output import BatchOutput, read_matches
 
-    out = BatchOutput(output)
-    rows = read_matches(output).to_pylist()
-    for manifest in out.manifests():
+    return check_manifests(read_matches(output).to_pylist(), BatchOutput(output).manifests(), index, ops)
+
+
+def check_manifests(rows: list[dict], manifests: list[dict], index: Path, ops=()) -> Counter:
+    """Each batch's `rows` (``batch_id``) are the matches of its files at its pin, as its manifest
+    says; the count of each match line over all `rows`."""
+    for manifest in manifests:
         files = [f["path"].removeprefix("file:") for f in manifest["files"]]
         expected = sorted(expected_lines(index, files, ops, manifest["op"]))
         got = sorted(row_line(r) for r in rows if r["batch_id"] == manifest["batch"])

@@ -1,4 +1,4 @@
-"""``rtf spark stream|replay|queries-log``: rtf's Spark jobs, installed with the package.
+"""``rtf spark stream|replay|queries-log|cluster``: rtf's Spark jobs, installed with the package.
 
 The commands themselves live in `rtf.spark` (`rtf.spark.commands`: the same
 code as ``python -m rtf.spark`` and a checkout's ``spark/*.py``); each parses

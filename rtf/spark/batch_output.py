@@ -127,13 +127,7 @@ class BatchOutput:
         record = self.record(ids[-1], f"the stream cannot tell who wrote {newest}: restore the file from "
                                       f"a backup, or move {newest} out of {self.folder} and restart "
                                       "(docs/spark.md, Operations)")
-        if stream is None:
-            raise ReplayError(f"--output {self.folder} holds {len(ids)} committed batch(es) of stream "
-                              f"{record['stream']} (up to {newest.name}), and the checkpoint {checkpoint} "
-                              f"is new: {_OTHER_OUTPUT}")
-        if record["stream"] != stream:
-            raise ReplayError(f"{newest} was committed by stream {record['stream']}, not by the stream of "
-                              f"the checkpoint {checkpoint} ({stream}): {_OTHER_OUTPUT}")
+        check_writer(stream, record["stream"], len(ids), str(self.folder), str(newest), newest.name, checkpoint)
 
     def replayed(self, batch_id: int, stream: str, files: list[tuple], checkpoint: str) -> bool:
         """Whether batch `batch_id` is already committed, by `stream`, from `files` ((path, mtime,
@@ -155,6 +149,22 @@ class BatchOutput:
                 "or replaced by an older one; restore the whole checkpoint from the backup that goes "
                 "with the output, or start a new stream: a new --checkpoint and a new --output")
         return True
+
+    def write(self, matches, folder: str) -> None:
+        """Write `matches` (a DataFrame, or a function ``matches()`` giving one) into `folder`
+        (Spark's committer: a retried task leaves nothing)."""
+        (matches() if callable(matches) else matches).write.parquet(folder)
+
+    def missing(self, batch_ids: list[int], stream: str) -> list[int]:
+        """Those of `batch_ids` whose folder is not in the output."""
+        return sorted(set(batch_ids) - set(self.batch_ids()))
+
+    def describe(self, batch_id: int) -> str:
+        return self.path(batch_id).name
+
+    @property
+    def location(self) -> str:
+        return str(self.folder.resolve())
 
     def commit(self, batch_id: int, write: Callable[[str], None],
                manifest: Callable[[], dict]) -> bool:
@@ -183,6 +193,18 @@ class BatchOutput:
                 shutil.rmtree(tmp, ignore_errors=True)
         fsync_folder(self.folder)
         return True
+
+
+def check_writer(stream: str | None, writer: str, batches: int, output: str, newest: str, newest_name: str,
+                 checkpoint: str) -> None:
+    """Refuse (`ReplayError`) an output of `batches` committed batches whose newest, `newest`,
+    stream `writer` committed, unless `stream` (None: a new checkpoint) is that stream."""
+    if stream is None:
+        raise ReplayError(f"--output {output} holds {batches} committed batch(es) of stream {writer} (up to "
+                          f"{newest_name}), and the checkpoint {checkpoint} is new: {_OTHER_OUTPUT}")
+    if writer != stream:
+        raise ReplayError(f"{newest} was committed by stream {writer}, not by the stream of the checkpoint "
+                          f"{checkpoint} ({stream}): {_OTHER_OUTPUT}")
 
 
 def _sync_tree(folder: Path) -> None:

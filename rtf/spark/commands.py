@@ -19,11 +19,13 @@ import sys
 #: name -> (module, needs Spark, what it does).
 COMMANDS = {
     "stream": ("rtf.spark.stream_command", True,
-               "watch a folder for RDF files; write their matches as Parquet, exactly once"),
+               "watch a folder for RDF files; write their matches (Parquet, Delta), exactly once"),
     "replay": ("rtf.spark.replay_command", True,
                "match RDF dumps (grouped by subject across files): Parquet or rtf match's lines"),
     "queries-log": ("rtf.spark.queries_log_command", False,
                     "register and unregister the queries of a running stream (no Spark needed)"),
+    "cluster": ("rtf.spark.cluster_command", True,
+                "start a Spark standalone cluster on this machine (a master and workers) for a trial"),
 }
 
 DESCRIPTION = "Run rtf's Spark jobs (pip install 'rtf[spark]', and Java 17 for Spark)."
@@ -37,6 +39,7 @@ examples (docs/spark.md: the quick start, every option, figures):
   rtf spark stream --input drops/ --output matches/ --checkpoint ckpt/ --index q.idx --stop-when-idle 30
   rtf spark queries-log qlog/ register --id rio --query 'ASK {{ ?s ?p ?o FILTER ftcontains(?o, "rio") }}'
   rtf spark replay --dump dumps/ --index q.idx --output out/
+  rtf spark cluster --workers 2 &    # then --master spark://127.0.0.1:7077
 
 `rtf spark COMMAND --help` explains each; the exit status is the command's
 (0 done, 1 an error, said in one line, 2 a bad command line, 130 interrupted).

@@ -75,7 +75,9 @@ OUTPUT_ROWS = 8192
 
 #: Tests and the documented retry run only: when this environment variable
 #: names a file that exists as a Python worker starts matching a partition,
-#: the worker that deletes it kills itself (SIGKILL), as the OOM killer would.
+#: the worker that deletes it kills itself (SIGKILL), as the OOM killer would;
+#: a file that says ``worker`` kills the standalone worker it runs under,
+#: with its executor and Python workers, as a machine that fails would.
 FAULT_FILE_ENV = "RTF_SPARK_FAULT_FILE"
 
 _BROADCASTS: dict[tuple[str, str], object] = {}  # (Spark application id, sha256) -> broadcast
@@ -188,8 +190,12 @@ def input_shape(df, column: str | None = None, path_column: str | None = None,
             "format": format, "group_by": group_by}
 
 
-def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=None):
-    """`df` through ``mapInArrow``: each worker matches against the engine of `plan`."""
+def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=None, then=None):
+    """`df` through ``mapInArrow``: each worker matches against the engine of `plan`.
+
+    `then`, a pair (function, schema): the function takes the task's match batches in the same
+    Python worker and yields rows of `schema` (the Delta output's file writer): the matches do not
+    go back to the JVM and out to a Python worker again."""
     if shape["kind"] == "triples":
         from pyspark.sql import functions as F
 
@@ -199,6 +205,9 @@ def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=
         columns = [shape["column"]] + ([shape["path_column"]] if shape["path_column"] else [])
     use_worker_python(df.sparkSession.sparkContext)  # (the workers must import rtf: checked once)
     run = _partition_matcher(plan, shape, lines, metrics, _worker_log_level())
+    if then is not None:
+        follow, schema = then
+        return df.select(*columns).mapInArrow(lambda batches: follow(run(batches)), schema)
     return df.select(*columns).mapInArrow(run, LINES_SCHEMA if lines else MATCH_SCHEMA)
 
 
@@ -339,11 +348,21 @@ def _fault_point() -> None:
     path = os.environ.get(FAULT_FILE_ENV)
     if path:
         try:
+            with open(path, encoding="utf-8") as f:
+                what = f.read().strip()
             os.unlink(path)  # one worker wins
         except OSError:
             return
         import signal
 
+        if what == "worker":
+            from rtf.spark.cluster import kill_tree, spark_worker_ancestor
+
+            worker = spark_worker_ancestor()
+            if worker is not None:
+                log.warning("%s: killing the Spark worker (pid %d), its executor and Python workers",
+                            FAULT_FILE_ENV, worker)
+                kill_tree(worker)
         log.warning("%s: killing this Python worker (pid %d) with SIGKILL", FAULT_FILE_ENV, os.getpid())
         os.kill(os.getpid(), signal.SIGKILL)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -20,10 +21,15 @@ class ReplayError(RtfError):
 
 
 
+#: A URI's scheme (RFC 3986, 3.1): a letter, then letters, digits, "+", "-", "." -- ``s3``, ``s3a``
+#: have a digit (taken for local paths before, their data written into a folder ``./s3a:``).
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+")
+
+
 def has_scheme(path: str) -> bool:
-    """True for ``hdfs://...``, ``s3a://...``; False for local paths and ``file:``."""
+    """True for ``hdfs://...``, ``s3://...``, ``s3a://...``; False for local paths and ``file:``."""
     head, sep, _ = path.partition("://")
-    return bool(sep) and head.isalpha() and len(head) > 1 and head != "file"
+    return bool(sep) and _SCHEME.fullmatch(head) is not None and head.lower() != "file"
 
 
 def local_path(path: str) -> str:

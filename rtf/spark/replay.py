@@ -55,7 +55,7 @@ from rtf.spark.session import use_worker_python
 from rtf.spark.workers import BATCH_CHARS, MAX_EXAMPLES, build_group_engines, max_rss
 
 #: The output formats: Parquet rows, or the JSON Lines of ``rtf match``.
-OUTPUT_FORMATS = ("parquet", "jsonl")
+OUTPUT_FORMATS = ("parquet", "jsonl", "delta")
 #: The figures of a run, beside the matches (a name every Parquet reader skips).
 METRICS = "_metrics.json"
 
@@ -94,7 +94,20 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
     if config.output_format not in OUTPUT_FORMATS:
         raise ReplayError(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}")
     files = dump_files(config.dumps, list_dir=fs.list_dir, warn=log)
-    prepare_output(fs, config.output, config.overwrite)
+    table = None
+    if config.output_format == "delta":  # one transaction, idempotent by the job's inputs
+        from rtf.spark.delta_output import JobTable, job_id
+
+        table = JobTable(config.output, job_id(files, config.index or config.queries or "", [
+            config.taxonomy or "", str(config.algorithm), str(config.query_partitions),
+            config.query_partitioning]), config.overwrite)
+        done = table.committed()
+        if done is not None:
+            log(f"{config.output}: this job ({table.app_id}) is already committed; nothing to do")
+            return {**done, "already_committed": True}
+        table.prepare()
+    else:
+        prepare_output(fs, config.output, config.overwrite)
     if config.partitions is not None and config.partitions < 1:
         raise ReplayError("--partitions must be at least 1")
     partitions = config.partitions or 2 * sc.defaultParallelism
@@ -206,8 +219,14 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
 
         # 3. write the matches.
         t = time.perf_counter()
-        writer = matches.write
-        (writer.text if config.output_format == "jsonl" else writer.parquet)(config.output)
+        if table is not None:
+            from rtf.spark.stream import crash_point
+
+            written = table.write(matches)
+            crash_point("written", "job")  # (the crash tests: files written, not committed)
+        else:
+            writer = matches.write
+            (writer.text if config.output_format == "jsonl" else writer.parquet)(config.output)
         stages["write_s" if config.timed else "pipeline_s"] = time.perf_counter() - t
         if config.timed:
             matches.unpersist()
@@ -240,7 +259,10 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
                        publications=query_groups["publications"] if query_groups else None)
     if query_groups is not None:
         metrics["query_partitions"] = query_groups
-    fs.write_text(config.output.rstrip("/") + "/" + METRICS, json.dumps(metrics, indent=2) + "\n")
+    if table is not None:
+        table.commit(written, metrics)  # the commit: the matches and their metrics, at once
+    else:
+        fs.write_text(config.output.rstrip("/") + "/" + METRICS, json.dumps(metrics, indent=2) + "\n")
     return metrics
 
 
@@ -354,7 +376,10 @@ def package_zip(directory: str | os.PathLike) -> str:
 
     On a cluster the executors must import the same ``rtf`` as the driver; its
     compiled dependencies (pyoxigraph, marisa-trie) must be installed on the
-    workers (see docs/spark.md).
+    workers (see docs/spark.md). A folder of modules without ``__init__.py``
+    (a namespace package, as ``rtf/algebra`` is) gets an empty one: Python's
+    zip importer finds no namespace package, and every task failed with
+    "No module named 'rtf.algebra'".
     """
     import importlib.resources
 
@@ -367,6 +392,9 @@ def package_zip(directory: str | os.PathLike) -> str:
             rel = path.relative_to(root)
             if path.is_file() and "__pycache__" not in rel.parts and rel.parts[0] != "grammar":
                 z.write(path, f"rtf/{rel.as_posix()}")
+            elif (path.is_dir() and "__pycache__" not in rel.parts and any(path.glob("*.py"))
+                  and not (path / "__init__.py").exists()):
+                z.writestr(f"rtf/{rel.as_posix()}/__init__.py", "")
         grammar = importlib.resources.files("rtf.grammar")
         for item in grammar.iterdir():
             if item.is_file() and item.name.endswith((".py", ".lark")):

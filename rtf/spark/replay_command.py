@@ -32,6 +32,11 @@ output (--output DIR, which must not exist unless --overwrite):
                       array<map<string,string>>; read with Spark, pandas, pyarrow, DuckDB
   DIR/part-*.txt      (--output-format jsonl) the lines of `rtf match`, byte for byte:
                       compare with `sort` (the order differs)
+  DIR                 (--output-format delta) a Delta Lake table, local or s3://bucket/path
+                      (S3 set by the AWS_* variables): the Parquet rows plus batch_id, added in
+                      one transaction that records the job's id (a hash of its inputs and
+                      queries: a rerun after a crash commits once, a rerun after success does
+                      nothing) and holds the metrics (DeltaTable.history()[0]["rtf"])
   DIR/_metrics.json   publications, matches, bad lines, seconds per stage (read+parse,
                       match, write), index bytes and broadcast cost, throughput in total
                       and per partition
@@ -105,9 +110,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="with --query-partitions: unpickle each group's engine on the driver under "
                         "tracemalloc and report its size (_metrics.json: index_memory_bytes)")
     p.add_argument("--output", required=True, metavar="DIR", help="folder for the part files and _metrics.json")
-    p.add_argument("--output-format", choices=("parquet", "jsonl"), default="parquet",
+    p.add_argument("--output-format", choices=("parquet", "jsonl", "delta"), default="parquet",
                    help="parquet (default): publication, query, subscriber, bindings "
-                        "(array<map<string,string>>); jsonl: the lines of `rtf match`, byte for byte")
+                        "(array<map<string,string>>); jsonl: the lines of `rtf match`, byte for byte; "
+                        "delta: the Parquet rows as one Delta Lake table (also s3://bucket/path), "
+                        "committed once per job (pip install 'rtf[delta]')")
     p.add_argument("--overwrite", action="store_true",
                    help="replace DIR if it holds the output of an earlier run")
     p.add_argument("--pipelined", action="store_true",
@@ -182,5 +189,8 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
         summary["query_partitions"] = {key: qp[key] for key in (
             "k", "strategy", "contained_queries", "index_bytes_max", "pairs_routed", "pairs_skipped")}
     log(json.dumps(summary))
-    log(f"wrote {metrics['matches']} matches ({args.output_format}) and _metrics.json to {args.output}")
+    if metrics.get("already_committed"):
+        return 0  # (said by the job: nothing written)
+    log(f"wrote {metrics['matches']} matches ({args.output_format}) "
+        + ("in one commit" if args.output_format == "delta" else "and _metrics.json") + f" to {args.output}")
     return 0

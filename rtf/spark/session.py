@@ -22,6 +22,9 @@ from rtf.spark.dumps import ReplayError
 #: The default master: every core, and two attempts per task.
 DEFAULT_MASTER = "local[*,2]"
 
+#: Standalone masters on this machine's loopback, as `rtf spark cluster` starts them.
+LOOPBACK_MASTERS = ("spark://127.0.0.1:", "spark://localhost:")
+
 #: What Spark says when a Python worker process dies under a task.
 _WORKER_DEATH = ("Python worker exited unexpectedly", "Connection reset",
                  "EOFException", "Broken pipe", "crashed")
@@ -38,6 +41,11 @@ def make_session(app: str, master: str | None, conf: list[str] = (), prog: str =
     builder = SparkSession.builder.appName(app).config("spark.ui.showConsoleProgress", "false")
     if master:
         builder = builder.master(master)
+        if master.startswith(LOOPBACK_MASTERS):
+            # A cluster on the loopback (`rtf spark cluster`) reaches the driver there, not at
+            # the address of the machine's network interface that Spark would pick.
+            builder = builder.config("spark.driver.host", "127.0.0.1").config(
+                "spark.driver.bindAddress", "127.0.0.1")
     for item in conf:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -96,7 +104,8 @@ def use_worker_python(sc) -> str:
       documents it);
     - else ``PYSPARK_PYTHON`` as it was when the context started;
     - else, with a local master (``local``, ``local[...]``,
-      ``local-cluster[...]``: workers on this machine), this driver's own
+      ``local-cluster[...]``, a standalone master on the loopback as
+      ``rtf spark cluster`` starts: workers on this machine), this driver's own
       Python (`sys.executable`); on a cluster, Spark's default.
 
     The Python so chosen is checked once per context: run here for a local
@@ -121,7 +130,9 @@ def use_worker_python(sc) -> str:
 
 
 def _is_local(master: str) -> bool:
-    return master == "local" or master.startswith(("local[", "local-cluster["))
+    """Whether the workers run on this machine: local modes, and a standalone master on the
+    loopback (`rtf spark cluster`'s)."""
+    return master == "local" or master.startswith(("local[", "local-cluster[", *LOOPBACK_MASTERS))
 
 
 def _check_worker_python(sc, chosen_by: str | None) -> None:

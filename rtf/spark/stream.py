@@ -17,7 +17,9 @@ which
    (`rtf.spark.engines`), and writes the matches as Parquet into a
    temporary folder;
 4. publishes that folder as ``batch_id=N`` by one rename, with a manifest
-   of the batch's pin, files, counts, times and latencies;
+   of the batch's pin, files, counts, times and latencies -- or, with
+   ``output_format="delta"``, adds the tasks' files to a Delta table in one
+   transaction idempotent by (stream id, batch id) (`rtf.spark.delta_output`);
 5. now and then, compacts: a worker saves its engine at the pin as a new
    base index, so that a worker starting later (or a restart) applies few
    operations.
@@ -49,7 +51,7 @@ from pathlib import Path
 from rtf.errors import RtfError
 from rtf.spark.batch_output import BatchOutput
 from rtf.spark.dataframe import IndexBytes, collected, index_bytes, map_matches, task_metrics
-from rtf.spark.dumps import ReplayError, local_path
+from rtf.spark.dumps import ReplayError, has_scheme, local_path
 from rtf.spark.durable import RecordError
 from rtf.spark.engines import EnginePlan, engine_at
 from rtf.spark.oplog import QueriesLog
@@ -93,6 +95,7 @@ class StreamConfig:
     warm_up: bool = True
     keep_warm: bool = True
     metrics: str | None = None  # a JSON Lines file, one line per committed batch
+    output_format: str = "parquet"  # OUTPUT_FORMATS
 
 
 class StreamJob:
@@ -128,7 +131,7 @@ class StreamJob:
         identity = self.state.identity({
             "index_sha256": start.sha256,
             "queries_log": self.log_ops.id if self.log_ops else None,
-            "output": str(self.output.folder.resolve()),
+            "output": self.output.location,
         })
         self.stream = identity["stream"]
         if not self.state.base_path(0).exists():
@@ -181,6 +184,7 @@ class StreamJob:
         t0 = time.time()
         files = [(r.path, r.mtime, r.length) for r in batch_df.select(
             "path", F.col("modificationTime").cast("double").alias("mtime"), "length").collect()]
+        timing: dict = {"list_s": time.time() - t0}
         checkpoint = str(self.state.checkpoint)
         if self.output.replayed(batch_id, self.stream, files, checkpoint):
             log.info("batch %d: already committed by an earlier run of this stream; nothing to do", batch_id)
@@ -188,25 +192,29 @@ class StreamJob:
         if self._warm is not None and self._warm.is_alive():
             self._warm.join()  # its tasks are building the engines this batch needs: no third build
         pin = self.state.pin(batch_id, self._log_size)
-        _crash_point("pinned", batch_id)
+        crash_point("pinned", batch_id)
         plan = self.plan(pin)
         acc = task_metrics(self.sc)
-        matches = map_matches(batch_df, plan, self.shape, metrics=acc)
-        timing: dict = {}
 
-        def write(folder: str) -> None:
+        def matches(then=None):  # the matches, written where they are made (`then`: Delta's writer)
+            return map_matches(batch_df, plan, self.shape, metrics=acc, then=then)
+
+        def write(target):  # a folder (Parquet), or the batch id (Delta: the table's own folder)
             t = time.time()
-            matches.write.parquet(folder)
+            written = self.output.write(matches, target)
             timing["match_write_s"] = time.time() - t
-            _crash_point("written", batch_id)
+            crash_point("written", batch_id)
+            return written
 
         def manifest() -> dict:
+            timing["committing_at"] = time.time()
             return batch_manifest(batch_id, self.stream, pin, plan, files, collected(acc), t0, timing)
 
         committed = self.output.commit(batch_id, write, manifest)
+        commit_s = time.time() - timing.get("committing_at", time.time())
         if not committed:  # another run of this batch came first: it must be this stream's
             self.output.replayed(batch_id, self.stream, files, checkpoint)
-        _crash_point("committed", batch_id)
+        crash_point("committed", batch_id)
         record = self.output.manifest(batch_id) or {}
         if committed:
             self.batches += 1
@@ -225,12 +233,12 @@ class StreamJob:
             if record.get("ops_failed"):
                 log.warning("batch %d: %d operation(s) of the queries log could not be applied "
                             "(see the workers' log)", batch_id, record["ops_failed"])
-            if self.config.metrics:
+            if self.config.metrics:  # (with the commit's own seconds, known once it is made)
                 with open(self.config.metrics, "a", encoding="utf-8") as f:
-                    f.write(json.dumps(record) + "\n")
+                    f.write(json.dumps({**record, "commit_s": round(commit_s, 3)}) + "\n")
         self.state.prune_pins(batch_id - 100)
         self._maybe_compact(pin)
-        _crash_point("returned", batch_id)
+        crash_point("returned", batch_id)
 
     # ------------------------------------------------------------- compaction
 
@@ -326,12 +334,34 @@ class StreamJob:
                 self.warm_workers()
 
 
+#: The stream's outputs: a folder of Parquet batches, or a Delta table.
+OUTPUT_FORMATS = ("parquet", "delta")
+
+
+def stream_output(location: str, output_format: str):
+    """The stream's output: `BatchOutput` (a folder per batch) or `DeltaOutput` (one table)."""
+    if output_format == "delta":
+        from rtf.spark.delta_output import DeltaOutput, missing_deltalake
+
+        missing = missing_deltalake()
+        if missing:
+            raise ReplayError(missing)
+        return DeltaOutput(location)
+    if output_format != "parquet":
+        raise ReplayError(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}")
+    if has_scheme(location):
+        raise ReplayError(f"--output {location}: a folder of Parquet batches must be local (or a mounted "
+                          "shared folder), where a folder rename is atomic; on an object store use "
+                          "--output-format delta")
+    return BatchOutput(location)
+
+
 def check_config(config: StreamConfig) -> tuple[BatchOutput, StreamState, QueriesLog | None]:
     """The stream's output, state and queries log, after the checks that need no Spark
     (`ReplayError` or `rtf.errors.RtfError` in one line, before a JVM starts)."""
     if not Path(local_path(config.input)).is_dir():
         raise ReplayError(f"--input {config.input}: no such folder")
-    output, state = BatchOutput(config.output), StreamState(config.checkpoint)
+    output, state = stream_output(config.output, config.output_format), StreamState(config.checkpoint)
     if config.index is not None and not Path(local_path(config.index)).is_file():
         raise ReplayError(f"--index {config.index}: no such file")
     if config.index is None and config.queries_log is None and not state.identity_path.exists():
@@ -347,7 +377,7 @@ def check_checkpoint(config: StreamConfig, output: BatchOutput, state: StreamSta
     back, `starting_index`), and that the output is this stream's (`BatchOutput.check_writer`)
     and goes with Spark's part of the checkpoint. The recorded identity, or None for a new
     stream; `ReplayError` (one line, saying what to do) otherwise."""
-    current = {"queries_log": log_ops.id if log_ops else None, "output": str(output.folder.resolve())}
+    current = {"queries_log": log_ops.id if log_ops else None, "output": output.location}
     recorded = state.check(current, log_ops.size() if log_ops else 0)
     if recorded is not None and not state.base_path(0).exists():
         starting_index(config, state, log_ops, recorded)
@@ -360,10 +390,10 @@ def check_checkpoint(config: StreamConfig, output: BatchOutput, state: StreamSta
                           f"{state.checkpoint / 'offsets'}), but --output {output.folder} holds "
                           f"{len(batches)} batch(es) of its stream: restore the whole checkpoint "
                           f"from a backup, or {NEW_STREAM}")
-    lost = sorted(set(state.spark_batches("commits")) - set(batches))
+    lost = output.missing(state.spark_batches("commits"), recorded["stream"])
     if lost:
         raise ReplayError(f"--output {output.folder} has lost {len(lost)} batch(es) that the checkpoint "
-                          f"{state.checkpoint} records as committed ({output.path(lost[0]).name} first): "
+                          f"{state.checkpoint} records as committed ({output.describe(lost[0])} first): "
                           f"restore the output from a backup, or {NEW_STREAM}")
     return recorded
 
@@ -429,6 +459,8 @@ def batch_manifest(batch_id: int, stream: str, pin: int, plan: EnginePlan, files
         "engine_loads": len(loads),
         "engine_load_s_max": round(max(loads, default=0.0), 3),
         "match_s": round(sum(t["match_s"] for t in tasks), 3),
+        "worker_s": round(sum(t.get("task_s", 0.0) for t in tasks), 3),
+        "list_s": round(timing.get("list_s", 0.0), 3),
         "match_write_s": round(timing.get("match_write_s", 0.0), 3),
         "batch_s": round(now - t0, 3),
         "latency_s": _quantiles(latencies),
@@ -490,9 +522,10 @@ def _compactor(plan: EnginePlan):
     return run
 
 
-def _crash_point(point: str, batch_id: int) -> None:
-    """Kill this driver and its JVM (SIGKILL to the process group) at `point` of a batch,
-    when `CRASH_ENV` asks for it: the crash tests' way to stop at an exact moment."""
+def crash_point(point: str, batch_id: int | str) -> None:
+    """Kill this driver and its JVM (SIGKILL to the process group) at `point` of a batch (the
+    batch job's: ``written:job``), when `CRASH_ENV` asks for it: the crash tests' way to stop at
+    an exact moment."""
     want = os.environ.get(CRASH_ENV)
     if want and want == f"{point}:{batch_id}":
         import signal

@@ -1,9 +1,9 @@
 """``rtf spark stream``: continuous queries on Spark Structured Streaming.
 
 Watches a folder for RDF files, matches every publication in them against
-the registered queries, and writes the matches as Parquet, exactly once for
-every reader, even across a crash of the driver and a restart from the
-checkpoint. The queries can change while the stream runs, through a queries
+the registered queries, and writes the matches as Parquet (or a Delta
+table), exactly once for every reader, even across a crash of the driver
+and a restart from the checkpoint. The queries can change while the stream runs, through a queries
 log. See docs/spark.md.
 
 Also ``python -m rtf.spark stream`` and, in a checkout, ``spark/stream.py``
@@ -44,6 +44,10 @@ output (--output DIR), exactly once for every reader:
   Read it with any Parquet reader that skips '_' and '.' names, e.g.
     python -c "import pyarrow.dataset as ds; print(ds.dataset('DIR', format='parquet',
                partitioning='hive').to_table().num_rows)"
+  --output-format delta: one Delta Lake table (local or s3://bucket/path, S3 set by
+  the AWS_* variables), each batch one transaction recording (stream id, batch id);
+  the same columns and batch_id; the manifest in the commit's metadata:
+    python -c "import deltalake; print(len(deltalake.DeltaTable('DIR').to_pandas()))"
 
 example (a local run that retries a task whose Python worker dies, and stops
 when no file came for 30 s; the index holds the ontology that answers the
@@ -77,7 +81,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     p.add_argument("--input", required=True, metavar="DIR", help="folder watched for new RDF files")
-    p.add_argument("--output", required=True, metavar="DIR", help="folder of the matches (Parquet)")
+    p.add_argument("--output", required=True, metavar="DIR",
+                   help="the matches: a folder of Parquet batches, or a Delta table (also s3://bucket/path)")
+    p.add_argument("--output-format", choices=("parquet", "delta"), default="parquet",
+                   help="parquet (default): a folder per committed batch; delta: one Delta Lake table, "
+                        "each batch one transaction (pip install 'rtf[delta]')")
     p.add_argument("--checkpoint", required=True, metavar="DIR",
                    help="Spark's checkpoint and the stream's own state; restart with the same one")
     p.add_argument("--index", metavar="IDX", help="a saved index (rtf index build): the starting queries")
@@ -152,7 +160,7 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
         trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger,
         stop_when_idle=args.stop_when_idle, glob=args.glob, group_by=args.group_by,
         compact_every=args.compact_every, warm_up=args.warm_up, keep_warm=args.keep_warm,
-        metrics=args.metrics)
+        metrics=args.metrics, output_format=args.output_format)
     try:
         output, state, log_ops = check_config(config)
         check_checkpoint(config, output, state, log_ops)  # all told before a JVM starts
