@@ -73,7 +73,7 @@ def match_table_schema():
     """The table's columns: the matches of `match_publications`, and the batch that committed them."""
     import pyarrow as pa
 
-    from rtf.spark.arrow_matches import arrow_match_schema
+    from rtf.io.arrow_matches import arrow_match_schema
 
     return arrow_match_schema().append(pa.field("batch_id", pa.int64()))
 
