@@ -30,6 +30,7 @@ from rtf.query.model import Query
 from rtf.matching.confirm import Confirmation
 from rtf.matching.hits import Hits
 from rtf.matching.join_groups import JoinGroups
+from rtf.matching.projected_answers import answer_projected, answer_projected_parts, answered_by_code
 from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape
 from rtf.matching.shared_predicates import EvaluationMemo
 from rtf.matching.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
@@ -208,29 +209,6 @@ def only_subject(triples: list[Triple]) -> str | None:
     return s
 
 
-def _answered_by_code(slots: np.ndarray, codes: np.ndarray, answer, parts: list) -> np.ndarray:
-    """Slots answered once per code (-1: none): `answer(code)` gives (solutions, usable) once
-    for each distinct code; the slots of a usable non-empty answer go into `parts` with it,
-    those of an unusable one are returned, to be answered one by one (with the slots of no
-    code); the others did not match."""
-    grouped = codes >= 0
-    if not grouped.any():
-        return slots
-    present = np.unique(codes[grouped])
-    given = [answer(code) for code in present.tolist()]  # (no numpy item access per code)
-    answers = np.empty(len(present), dtype=object)
-    answers[:] = [a for a, _ in given]
-    usable = np.fromiter((u for _, u in given), bool, len(given))
-    found = np.fromiter((u and bool(a) for a, u in given), bool, len(given))
-    where = np.searchsorted(present, codes[grouped])
-    take = found[where]
-    if take.any():
-        parts.append((slots[grouped][take], answers[where[take]]))
-    left = ~grouped
-    left[np.flatnonzero(grouped)[~usable[where]]] = True
-    return slots[left]
-
-
 class IndexedQueries(QueryIndex):
     """A `QueryIndex` made of a query table and a shape index."""
 
@@ -365,9 +343,9 @@ class IndexedQueries(QueryIndex):
         out: Solutions = {}
         truncated: set[str] = set()
         if subject is not None and len(slots) and table.projected.by_code:
-            slots = self._projected(slots, solver, hits, limit, parts)
+            slots = answer_projected(self.table, slots, solver, hits, limit, parts, self.join_groups)
             if len(slots):
-                slots = self._projected_parts(slots, solver, hits, limit, out, truncated)
+                slots = answer_projected_parts(self.table, slots, solver, hits, limit, out, truncated)
         if always or (len(slots) and table.slot_confirm[slots].any()):
             # Version-3 candidates: each query's algebra, evaluated once (rtf.matching.confirm).
             confirm = table.slot_confirm[slots]
@@ -401,98 +379,6 @@ class IndexedQueries(QueryIndex):
         self.filter_evaluations_shared += solver.memo.shared
         return groups, out, truncated
 
-    def _projected(self, slots, solver: PublicationSolver, hits: Hits, limit: int, parts: list) -> np.ndarray:
-        """The branches of projected stars (`rtf.matching.star.ProjectedStar`) answered a star
-        at a time, into `parts`; the slots left to answer one by one (a star with a tested
-        variable of several values, or past the cap: `projected_solutions` gives None)."""
-        codes = self.table.slot_projected[slots]
-        if not (codes >= 0).any():
-            return slots
-        hits.settle()  # (the stars read their shapes' triples)
-        stars = self.table.projected.by_code
-
-        answers = solver.star_answers
-
-        def answer(code: int):
-            found = answers[(code,)] = solver.projected_solutions(stars[code], limit)
-            return found, found is not None
-
-        slots = _answered_by_code(slots, codes, answer, parts)
-        codes = self.table.slot_projected[slots]
-        several = codes >= 0
-        if several.any() and solver.memo.term_masks:
-            left = self._projected_by_values(slots[several], codes[several], solver, limit, parts)
-            slots = np.concatenate([slots[~several], left])
-        return slots
-
-    def _projected_by_values(self, slots, codes, solver: PublicationSolver, limit: int,
-                             parts: list) -> np.ndarray:
-        """Projected stars with a tested variable of several values, into `parts`
-        (`_projected_answers`); the slots left are returned."""
-        taken, found, left = [], [], []
-        for slot, answer in self._projected_answers(slots, codes, solver, limit):
-            if answer is None:
-                left.append(slot)
-            elif answer:
-                taken.append(slot)
-                found.append(answer)
-        if taken:
-            column = np.empty(len(found), dtype=object)
-            column[:] = found
-            parts.append((np.array(taken, dtype=slots.dtype), column))
-        return np.array(left, dtype=slots.dtype)
-
-    def _projected_answers(self, slots, codes, solver: PublicationSolver, limit: int):
-        """(slot, its solutions or None) for branches of projected stars: the values each
-        branch's conjunctions hold for, when a tested variable has several, are read off the
-        value index's marks (`EvaluationMemo.term_masks`), and the branches of one star keeping
-        the same values share one answer. None: answer it by its join (a value group past 63
-        values, an answer past `limit`)."""
-        stars, masks = self.table.projected.by_code, solver.memo.term_masks
-        held_by = self.table.values.branch_conj
-        answers = solver.star_answers  # (shared with `_projected`'s, by key)
-        for slot, code in zip(slots.tolist(), codes.tolist()):
-            key = [code]
-            for group, conj, _, var in held_by.get(slot, ()):
-                where = (id(group.shape), group.position)
-                if where in masks:
-                    of = masks[where]
-                    if of is None:
-                        key = None
-                        break
-                    key.append((var, where, of[1].get(conj, 0)))
-            if key is None:
-                yield slot, None
-                continue
-            key = tuple(key)
-            answer = answers.get(key, answers)
-            if answer is answers:
-                kept = {var: frozenset([masks[where][0][i] for i in range(mask.bit_length()) if mask >> i & 1])
-                        for var, where, mask in key[1:]}
-                answer = answers[key] = solver.projected_solutions(stars[code], limit, kept)
-            yield slot, answer
-
-    def _projected_parts(self, slots, solver: PublicationSolver, hits: Hits, limit: int,
-                         out: Solutions, truncated: set[str]) -> np.ndarray:
-        """The branches of projected stars whose queries have several branches, answered into
-        `out` (a query's answer: the union of its branches'); the slots left are returned."""
-        codes = self.table.slot_projected_part[slots]
-        mine = codes >= 0
-        if not mine.any():
-            return slots
-        hits.settle()
-        left, branches = [], self.table.branches
-        for slot, found in self._projected_answers(slots[mine], codes[mine], solver, limit):
-            if found is None:
-                left.append(slot)
-            elif found:
-                qid = branches[slot].query_id
-                before = out.get(qid)
-                out[qid] = found if before is None else before | found
-                if len(out[qid]) > limit:
-                    truncated.add(qid)
-        return np.concatenate([slots[~mine], np.array(left, dtype=slots.dtype)])
-
     def _joined(self, slots, solver: PublicationSolver, limit: int, parts: list) -> np.ndarray:
         """The joined branches of one answer key (`rtf.matching.join_groups`) answered once
         per key, into `parts`; the slots left to answer one by one (those of queries of
@@ -504,7 +390,7 @@ class IndexedQueries(QueryIndex):
             found, cut = answer(spec[code], limit)
             return found, not cut
 
-        return _answered_by_code(slots, codes, whole, parts)
+        return answered_by_code(slots, codes, whole, parts)
 
     def _group(self, parts: list) -> Group:
         """One `Group` of every answered slot, in query-id order: its solutions one set for

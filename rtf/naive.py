@@ -21,7 +21,8 @@ changing any answer:
 
 Work is bounded: a query's join keeps at most `limit * JOIN_ROWS_PER_SOLUTION`
 rows, and at most `limit` distinct projected solutions are reported; either
-cut flags the query as truncated.
+cut flags the query as truncated. A cut never hides a match: when all the
+rows a cut join kept fail the filters, it is joined again with 16 times the rows.
 """
 
 from __future__ import annotations
@@ -160,6 +161,15 @@ def query_solutions(query: Query, triples: list[Triple], virtual: list[Triple],
     if grouped is None:
         grouped = by_predicate(triples)
     max_rows = None if limit is None else limit * JOIN_ROWS_PER_SOLUTION
+    while True:
+        found, truncated = _bounded_solutions(plan, triples, virtual, grouped, limit, max_rows)
+        if found or not truncated:
+            return found, truncated
+        max_rows *= 16  # a cut join whose rows all failed: it may match past the cut
+
+
+def _bounded_solutions(plan: QueryPlan, triples, virtual, grouped, limit, max_rows) -> tuple[set[tuple], bool]:
+    """`query_solutions` with its join cut at `max_rows` rows a step (None: no cut)."""
     # Filters on no pattern variable read only constants and unbound variables.
     pending = list(plan.filters)
     if any(not names and not passes(f, {}) for f, names in pending):
@@ -252,14 +262,17 @@ def group_query_solutions(query: Query, triples, virtual, grouped=None,
     """Distinct projected solutions of a query whose WHERE has UNION or OPTIONAL: SPARQL's
     algebra straight from the query as written (`rtf.matching.optional.group_solutions`)."""
     max_rows = None if limit is None else limit * JOIN_ROWS_PER_SOLUTION
-    rows, cut = group_solutions(query.where, PublicationTriples(triples, virtual), max_rows)
-    found: set[tuple] = set()
-    for m in rows:
-        found.add(tuple((v, m[v]) for v in query.projection if v in m))
-        if limit is not None and len(found) > limit:
-            found.pop()
-            return found, True
-    return found, cut
+    while True:
+        rows, cut = group_solutions(query.where, PublicationTriples(triples, virtual), max_rows)
+        found: set[tuple] = set()
+        for m in rows:
+            found.add(tuple((v, m[v]) for v in query.projection if v in m))
+            if limit is not None and len(found) > limit:
+                found.pop()
+                return found, True
+        if found or not cut:
+            return found, cut
+        max_rows *= 16  # (as `query_solutions`)
 
 
 class NaiveQueries(QueryIndex):

@@ -133,7 +133,7 @@ def test_groups_follow_queries_removed_and_added(qs, later, removed, pubs):
         assert_reference(engines, pub)
 
 
-@pytest.mark.parametrize("algorithm", INDEXED)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_a_join_cut_by_the_solution_cap_is_joined_further_when_its_rows_fail_the_filters(algorithm):
     # max_solutions=1 caps the join at a few rows; of 61 x 61 (?a, ?b) rows one passes
     # FILTER(?a = ?b): the query matches, whichever rows the cut kept (it used to be

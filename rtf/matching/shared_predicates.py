@@ -130,9 +130,9 @@ class EvaluationMemo:
 
     def __init__(self):
         self.answers: dict = {}
-        #: (id(shape), position) of a value group with several distinct terms -> (the terms,
-        #: {conjunction: bit mask of the terms that satisfy it whole}), or None past 63
-        #: terms (`rtf.matching.value_tests.ValueTests.satisfied_slots`).
+        #: (id(shape), position) of a value group with several distinct terms -> what gives
+        #: each conjunction's bit mask of the terms that satisfy it whole, or None past 52
+        #: terms (`rtf.matching.value_tests.ValueTests.satisfied_slots`, `masks_of`).
         self.term_masks: dict = {}
         self.evaluations = 0  # predicate evaluations made
         self.shared = 0       # evaluations saved: an answer another solution or query already had

@@ -226,6 +226,8 @@ class ValueTests:
         self.branch_conj: dict[int, tuple[tuple[ValueGroup, int, tuple[int, ...], str], ...]] = {}
         self._free_atoms, self._free_conj = array("l"), array("l")
         self._next_atom = self._next_conj = 0
+        #: slot -> its conjunction when it has exactly one, else -1 (read by numpy per publication)
+        self.slot_conj = np.full(64, -1, dtype=np.int32)
         #: scratch: a position in one publication's marks per conjunction (never cleared:
         #: only the positions written for a publication are read back)
         self._seen = np.zeros(0, dtype=np.int32)
@@ -306,9 +308,14 @@ class ValueTests:
             held.append((group, conj, tuple(ids), var))
         if held:
             self.branch_conj[slot] = tuple(held)
+        if slot >= len(self.slot_conj):
+            self.slot_conj = grown(self.slot_conj, slot + 1, -1)
+        self.slot_conj[slot] = held[0][1] if len(held) == 1 else -1
 
     def remove(self, slot: int) -> None:
         """Forget the conjunctions of the branch at `slot`."""
+        if slot < len(self.slot_conj):
+            self.slot_conj[slot] = -1
         for group, conj, ids, _ in self.branch_conj.pop(slot, ()):
             for atom in ids:
                 group.discard(atom)
@@ -399,23 +406,24 @@ class ValueTests:
                 conjs = atom_conj[atoms_]
                 single = conj_size[conjs] == 1
                 several = len(terms) > 1
-                if single.all() and not several:
+                if single.all():
                     found.append(conjs)  # one test each: any term that passes it
+                    if several:  # (the masks are made when a branch asks for them: `masks_of`)
+                        memo.term_masks[(id(shape), position)] = (terms, conjs, owners, None) \
+                            if len(terms) <= 52 else None
                     continue
                 owner = np.concatenate(owners) if len(owners) > 1 else owners[0]
-                held, by = conjs[single], owner[single]
-                if not single.all():
-                    # Several tests: one term must pass them all ((conjunction, term) counted
-                    # once: a ValueIndex reports each test once per value).
-                    n_terms = len(terms)
-                    keys, counts = np.unique(conjs[~single].astype(np.int64) * n_terms + owner[~single],
-                                             return_counts=True)
-                    whole = counts == conj_size[keys // n_terms]
-                    held = np.concatenate([held, keys[whole] // n_terms])
-                    by = np.concatenate([by, keys[whole] % n_terms])
+                # Several tests: one term must pass them all ((conjunction, term) counted once:
+                # a ValueIndex reports each test once per value).
+                n_terms = len(terms)
+                keys, counts = np.unique(conjs[~single].astype(np.int64) * n_terms + owner[~single],
+                                         return_counts=True)
+                whole = counts == conj_size[keys // n_terms]
+                held = np.concatenate([conjs[single], keys[whole] // n_terms])
+                by = np.concatenate([owner[single], keys[whole] % n_terms])
                 found.append(held)
                 if several:
-                    memo.term_masks[(id(shape), position)] = _term_masks(terms, held, by)
+                    memo.term_masks[(id(shape), position)] = (terms, held, [by], None) if len(terms) <= 52 else None
         if not found:
             return []
         # Each conjunction once (a conjunction may hold for several terms or groups), in time
@@ -434,14 +442,37 @@ class ValueTests:
 
 
 def _term_masks(terms: list, conjs: np.ndarray, owners: np.ndarray) -> tuple | None:
-    """(terms, {conjunction: bit mask of the terms that satisfy it whole}) of one value group
-    of a publication, from its held (conjunction, term number) pairs; None past 63 terms."""
-    if len(terms) > 63:
-        return None
+    """(terms, conjunctions ascending, the bit mask of the terms that satisfy each whole) of
+    one value group of a publication, from its held (conjunction, term number) pairs, each
+    pair once (so a sum of bits is their union: exact in float64 up to 52 terms); None past."""
+    if len(terms) > 52 or not len(conjs):
+        return None if len(terms) > 52 else (terms, conjs[:0], np.zeros(0, dtype=np.int64))
+    bits = np.ldexp(1.0, owners.astype(np.int32))
+    top = int(conjs.max()) + 1
+    if top <= 8 * len(conjs):  # (dense: no sort)
+        sums = np.bincount(conjs, weights=bits, minlength=top)
+        held = np.flatnonzero(sums)
+        return terms, held, sums[held].astype(np.int64)
     held, at = np.unique(conjs, return_inverse=True)
-    masks = np.zeros(len(held), dtype=np.int64)
-    np.bitwise_or.at(masks, at, np.left_shift(np.int64(1), owners.astype(np.int64)))
-    return terms, dict(zip(held.tolist(), masks.tolist()))
+    return terms, held, np.bincount(at, weights=bits).astype(np.int64)
+
+
+def masks_of(memo: EvaluationMemo, where: tuple) -> tuple | None:
+    """The `_term_masks` of the value group at `where` ((id(shape), position)) on the
+    publication of `memo`, made on first use; None past 52 terms or when it has one term."""
+    found = memo.term_masks.get(where)
+    if found is None or len(found) == 3:
+        return found
+    terms, conjs, owners, _ = found
+    found = memo.term_masks[where] = _term_masks(terms, conjs, np.concatenate(owners) if len(owners) > 1 else owners[0])
+    return found
+
+
+def term_mask(masks: tuple, conj: int) -> int:
+    """The bit mask of the terms that satisfy conjunction `conj` in a group's `_term_masks`."""
+    _, held, values = masks
+    at = int(np.searchsorted(held, conj))
+    return int(values[at]) if at < len(held) and held[at] == conj else 0
 
 
 def exact_star(plan: Plan, branch: Branch, projection) -> bool:

@@ -1,0 +1,207 @@
+"""Projected stars answered a star at a time, not a join per query (issue 43).
+
+A branch that is a star about one subject and projects its objects
+(`rtf.matching.star.ProjectedStar`) has, on a publication of one subject, the
+product of its tuples' values for solutions: made once per distinct star and
+publication (`PublicationSolver.projected_solutions`) and handed to all its
+branches at once (`answer_projected`).
+
+A variable its FILTERs test that has several values on the publication keeps
+the values its branch's conjunction holds for, which the value index already
+knows: `ValueTests.satisfied_slots` records, per value group of several terms,
+each conjunction's bit mask of the terms that satisfy it whole
+(`EvaluationMemo.term_masks`, made when asked). A branch of one conjunction is keyed by
+(star, mask) with numpy, and the branches of one key share one answer; the
+rare others (several conjunctions, a group past 52 terms) are keyed one by one,
+and an answer past the solution cap is left to the join. The branches of
+queries with several branches (``FILTER(?v < 3 || ?v > 9)`` makes two) are
+answered the same way, one by one, into the query's union (`answer_projected_parts`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rtf.matching.star import SUBJECT
+from rtf.matching.value_tests import masks_of, term_mask
+
+if TYPE_CHECKING:
+    from rtf.matching.hits import Hits
+    from rtf.matching.join_groups import JoinGroups
+    from rtf.matching.query_table import QueryTable
+    from rtf.matching.solutions import PublicationSolver
+
+#: The bits of a mask (`rtf.matching.value_tests._term_masks`: at most 52 terms).
+_MASK_BITS = 52
+#: Branches per distinct join answer past which their shared joins answer them
+_SHARED_JOINS = 8
+
+
+def answered_by_code(slots: np.ndarray, codes: np.ndarray, answer, parts: list) -> np.ndarray:
+    """Slots answered once per code (-1: none): `answer(code)` gives (solutions, usable) once
+    for each distinct code; the slots of a usable non-empty answer go into `parts` with it,
+    those of an unusable one are returned, to be answered one by one (with the slots of no
+    code); the others did not match."""
+    grouped = codes >= 0
+    if not grouped.any():
+        return slots
+    present = np.unique(codes[grouped])
+    given = [answer(code) for code in present.tolist()]  # (no numpy item access per code)
+    answers = np.empty(len(present), dtype=object)
+    answers[:] = [a for a, _ in given]
+    usable = np.fromiter((u for _, u in given), bool, len(given))
+    found = np.fromiter((u and bool(a) for a, u in given), bool, len(given))
+    where = np.searchsorted(present, codes[grouped])
+    take = found[where]
+    if take.any():
+        parts.append((slots[grouped][take], answers[where[take]]))
+    left = ~grouped
+    left[np.flatnonzero(grouped)[~usable[where]]] = True
+    return slots[left]
+
+
+def answer_projected(table: QueryTable, slots: np.ndarray, solver: PublicationSolver, hits: Hits,
+                     limit: int, parts: list, join_groups: JoinGroups) -> np.ndarray:
+    """The branches of projected stars answered a star at a time, into `parts`; the slots
+    left to answer by their joins are returned (those of a tested variable of several values
+    too, when their joins are shared enough: `join_groups` answers a join once for all the
+    branches of one (join, FILTERs, projection), and for queries that differ only in their
+    projection (``?t != dbo:Agent`` on ``?x a ?t``, say) that is cheaper than the masks)."""
+    codes = table.slot_projected[slots]
+    if not (codes >= 0).any():
+        return slots
+    hits.settle()  # (the stars read their shapes' triples)
+    stars, answers = table.projected.by_code, solver.star_answers
+
+    def answer(code: int):
+        found = answers[(code,)] = solver.projected_solutions(stars[code], limit)
+        return found, found is not None
+
+    slots = answered_by_code(slots, codes, answer, parts)
+    codes = table.slot_projected[slots]
+    several = codes >= 0
+    if not several.any() or not solver.memo.term_masks:
+        return slots
+    tested = slots[several]
+    if len(tested) >= _SHARED_JOINS * len(np.unique(join_groups.codes(tested, table))):
+        return slots
+    left = _by_masks(table, tested, codes[several], solver, limit, parts)
+    return np.concatenate([slots[~several], left])
+
+
+def _by_masks(table: QueryTable, slots, codes, solver: PublicationSolver, limit: int, parts: list) -> np.ndarray:
+    """Branches of one conjunction keyed by (star, the mask of the values it keeps) in numpy,
+    each key answered once; the others one by one (`_one_by_one`)."""
+    memo = solver.memo
+    conj = table.values.slot_conj[slots]
+    keys = np.full(len(slots), -1, dtype=np.int64)
+    masks = {w: masks_of(memo, w) for w in memo.term_masks}
+    wheres = [w for w, of in masks.items() if of is not None and len(of[1])]
+    one = np.flatnonzero(conj >= 0)
+    if wheres and len(one):
+        held = np.concatenate([masks[w][1] for w in wheres])
+        values = np.concatenate([masks[w][2] for w in wheres])
+        group = np.repeat(np.arange(len(wheres), dtype=np.int64), [len(masks[w][1]) for w in wheres])
+        order = np.argsort(held, kind="stable")  # (a conjunction is in one group only)
+        held, values, group = held[order], values[order], group[order]
+        at = np.minimum(np.searchsorted(held, conj[one]), len(held) - 1)
+        ok = held[at] == conj[one]
+        one, at = one[ok], at[ok]
+        # (group, mask) in one int64, then ranked: a key is star code * ranks + rank
+        pairs, rank = np.unique((group[at] << _MASK_BITS) | values[at], return_inverse=True)
+        keys[one] = codes[one].astype(np.int64) * len(pairs) + rank.reshape(-1)
+        stars, answers, n = table.projected.by_code, solver.star_answers, len(pairs)
+        top = (1 << _MASK_BITS) - 1
+
+        def answer(key: int):
+            code, pair = divmod(key, n)
+            pair = int(pairs[pair])
+            where, mask = wheres[pair >> _MASK_BITS], pair & top
+            star = stars[code]
+            names = [name for name, c in zip(star.names, star.columns)
+                     if c is not SUBJECT and c[2] and (id(c[0]), c[1]) == where]
+            name = names[0] if len(names) == 1 else None
+            cache = (code, (name, where, mask))
+            found = answers.get(cache, answers)
+            if found is answers:
+                kept = {name: _kept(masks[where], mask)} if name is not None else None
+                found = answers[cache] = solver.projected_solutions(star, limit, kept)
+            return found, found is not None
+
+        slots_left = answered_by_code(slots, keys, answer, parts)
+    else:
+        slots_left = slots
+    if not len(slots_left):
+        return slots_left
+    codes_left = table.slot_projected[slots_left]
+    taken, found, left = [], [], []
+    for slot, answer in _one_by_one(table, slots_left, codes_left, solver, limit):
+        if answer is None:
+            left.append(slot)
+        elif answer:
+            taken.append(slot)
+            found.append(answer)
+    if taken:
+        column = np.empty(len(found), dtype=object)
+        column[:] = found
+        parts.append((np.array(taken, dtype=slots.dtype), column))
+    return np.array(left, dtype=slots.dtype)
+
+
+def _kept(masks: tuple, mask: int) -> frozenset:
+    """The terms of a group's `_term_masks` whose bits are set in `mask`."""
+    terms = masks[0]
+    return frozenset([terms[i] for i in range(mask.bit_length()) if mask >> i & 1])
+
+
+def _one_by_one(table: QueryTable, slots, codes, solver: PublicationSolver, limit: int):
+    """(slot, its solutions or None) for branches of projected stars, keyed by their
+    conjunctions' masks one slot at a time (branches of several conjunctions); None: answer
+    it by its join (a value group past 52 values, an answer past `limit`)."""
+    stars, memo = table.projected.by_code, solver.memo
+    masks = {w: masks_of(memo, w) for w in memo.term_masks}
+    held_by = table.values.branch_conj
+    answers = solver.star_answers  # (shared with the other paths, by key)
+    for slot, code in zip(slots.tolist(), codes.tolist()):
+        key = [code]
+        for group, conj, _, var in held_by.get(slot, ()):
+            where = (id(group.shape), group.position)
+            if where in masks:
+                of = masks[where]
+                if of is None:
+                    key = None
+                    break
+                key.append((var, where, term_mask(of, conj)))
+        if key is None:
+            yield slot, None
+            continue
+        key = tuple(key)
+        answer = answers.get(key, answers)
+        if answer is answers:
+            kept = {var: _kept(masks[where], mask) for var, where, mask in key[1:]}
+            answer = answers[key] = solver.projected_solutions(stars[code], limit, kept)
+        yield slot, answer
+
+
+def answer_projected_parts(table: QueryTable, slots, solver: PublicationSolver, hits: Hits, limit: int,
+                           out: dict, truncated: set[str]) -> np.ndarray:
+    """The branches of projected stars whose queries have several branches, answered into
+    `out` (a query's answer: the union of its branches'); the slots left are returned."""
+    codes = table.slot_projected_part[slots]
+    mine = codes >= 0
+    if not mine.any():
+        return slots
+    hits.settle()
+    left, branches = [], table.branches
+    for slot, found in _one_by_one(table, slots[mine], codes[mine], solver, limit):
+        if found is None:
+            left.append(slot)
+        elif found:
+            qid = branches[slot].query_id
+            before = out.get(qid)
+            out[qid] = found if before is None else before | found
+            if len(out[qid]) > limit:
+                truncated.add(qid)
+    return np.concatenate([slots[~mine], np.array(left, dtype=slots.dtype)])
