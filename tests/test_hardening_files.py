@@ -109,14 +109,16 @@ def test_a_waiting_update_says_so(base_index, tmp_path):
     held = lock_folder(tmp_path)
     try:
         p = rtf("index", "add", idx, "--queries", write_queries(tmp_path / "a.jsonl", "a", 3))
-        time.sleep(2)
+        # Its first line says it waits (read as it comes: a busy machine may take seconds to
+        # start it, and the lock must still be held when it gets there).
+        first = p.stderr.readline()
         assert p.poll() is None  # waiting
     finally:
         import os
         os.close(held)
     code, err = finish([p])[0]
     assert code == 0
-    assert err.startswith(f"rtf index: another rtf index is changing a file beside {idx}: waiting"), err
+    assert first.startswith(f"rtf index: another rtf index is changing a file beside {idx}: waiting"), first + err
     assert len(Engine.load(idx)) == 3003
 
 

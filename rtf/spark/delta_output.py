@@ -81,10 +81,16 @@ def match_table_schema():
 def _file_writer(uri: str, batch_id: int):
     """mapInArrow: write a task's matches as one Parquet file of the table's folder (no log entry);
     yield its name, size and row count (nothing for a task without matches)."""
+    # The driver's object-store settings go with the task: an executor (another host, or a
+    # JVM started before they were set) need not have them in its environment.
+    settings = {k: v for k, v in os.environ.items() if k.startswith("AWS_")} if "://" in uri else {}
+
     def run(batches):
         import pyarrow as pa
         import pyarrow.fs as pafs
         import pyarrow.parquet as pq
+
+        os.environ.update(settings)
 
         schema = match_table_schema()
         fs, root = pafs.FileSystem.from_uri(uri)
