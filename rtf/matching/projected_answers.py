@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rtf.matching.star import SUBJECT
-from rtf.matching.value_tests import masks_of, term_mask
+from rtf.matching.value_tests import MASK_TERMS, TermMasks, masks_of, term_mask
 
 if TYPE_CHECKING:
     from rtf.matching.hits import Hits
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from rtf.matching.query_table import QueryTable
     from rtf.matching.solutions import PublicationSolver
 
-#: The bits of a mask (`rtf.matching.value_tests._term_masks`: at most 52 terms).
-_MASK_BITS = 52
+#: The bits of a mask (`rtf.matching.value_tests.TermMasks`).
+_MASK_BITS = MASK_TERMS
 #: Branches per distinct join answer past which their shared joins answer them
 _SHARED_JOINS = 8
 
@@ -150,8 +150,8 @@ def _by_masks(table: QueryTable, slots, codes, solver: PublicationSolver, limit:
     return np.array(left, dtype=slots.dtype)
 
 
-def _kept(masks: tuple, mask: int) -> frozenset:
-    """The terms of a group's `_term_masks` whose bits are set in `mask`."""
+def _kept(masks: TermMasks, mask: int) -> frozenset:
+    """The terms of a group's `TermMasks` whose bits are set in `mask`."""
     terms = masks[0]
     return frozenset([terms[i] for i in range(mask.bit_length()) if mask >> i & 1])
 
@@ -159,17 +159,16 @@ def _kept(masks: tuple, mask: int) -> frozenset:
 def _one_by_one(table: QueryTable, slots, codes, solver: PublicationSolver, limit: int):
     """(slot, its solutions or None) for branches of projected stars, keyed by their
     conjunctions' masks one slot at a time (branches of several conjunctions); None: answer
-    it by its join (a value group past 52 values, an answer past `limit`)."""
+    it by its join (a value group past `MASK_TERMS` values, an answer past `limit`)."""
     stars, memo = table.projected.by_code, solver.memo
-    masks = {w: masks_of(memo, w) for w in memo.term_masks}
     held_by = table.values.branch_conj
     answers = solver.star_answers  # (shared with the other paths, by key)
     for slot, code in zip(slots.tolist(), codes.tolist()):
         key = [code]
         for group, conj, _, var in held_by.get(slot, ()):
             where = (id(group.shape), group.position)
-            if where in masks:
-                of = masks[where]
+            if where in memo.term_masks:  # (a group of several terms: its masks, made once)
+                of = masks_of(memo, where)
                 if of is None:
                     key = None
                     break
@@ -180,7 +179,7 @@ def _one_by_one(table: QueryTable, slots, codes, solver: PublicationSolver, limi
         key = tuple(key)
         answer = answers.get(key, answers)
         if answer is answers:
-            kept = {var: _kept(masks[where], mask) for var, where, mask in key[1:]}
+            kept = {var: _kept(masks_of(memo, where), mask) for var, where, mask in key[1:]}
             answer = answers[key] = solver.projected_solutions(stars[code], limit, kept)
         yield slot, answer
 

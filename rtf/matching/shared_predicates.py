@@ -174,8 +174,9 @@ class ResidualPlan:
             self._epoch = _EPOCH[1]
 
     def kept(self, cols: list[str], rows: list, memo: EvaluationMemo) -> list:
-        """The `rows` (tuples of terms for the variables `cols`) for which every conjunct is
-        true: `passes` on each, read off the rows by column (no dict per row)."""
+        """The `rows` (tuples of terms for the variables `cols`; a variable not among them is
+        unbound) for which every conjunct is true, in rank order, each answer shared through
+        `memo`: read off the rows by column, no dict per row."""
         self._ranked()
         at = {n: i for i, n in enumerate(cols)}
         specs = [(c.predicate, tuple(at.get(n, -1) for n in c.names)) for c in self.conjuncts]
@@ -201,22 +202,7 @@ class ResidualPlan:
 
     def passes(self, solution: dict, memo: EvaluationMemo) -> bool:
         """Whether every conjunct is true for `solution` (a dict variable -> term)."""
-        self._ranked()
-        answers = memo.answers
-        for c in self.conjuncts:
-            key = (c.predicate, tuple([solution.get(n) for n in c.names]))  # (hashed by identity)
-            result = answers.get(key)
-            if result is not None:
-                memo.shared += 1
-                if result is not True:
-                    return False
-                continue
-            result = answers[key] = _evaluate(c.predicate, key[1])
-            memo.evaluations += 1
-            if result is not True:
-                return False
-        return True
-
+        return bool(self.kept(list(solution), [tuple(solution.values())], memo))
 
 def _evaluate(predicate: _Predicate, values: tuple) -> object:
     stats = predicate.stats

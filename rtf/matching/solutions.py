@@ -51,7 +51,8 @@ class PublicationSolver:
     """Answers complete branches for one publication, caching what branches share."""
 
     __slots__ = ("hits", "subject", "_values", "_tables", "_singletons", "triples", "virtual",
-                 "_publication", "memo", "_joins", "_answers", "star_answers", "_products")
+                 "_publication", "memo", "_joins", "_answers", "star_answers", "_products",
+                 "_subject_set")
 
     def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
                  triples: list[Triple] = (), virtual: list[Triple] = (),
@@ -75,6 +76,7 @@ class PublicationSolver:
         #: (names, their value sets) -> the product: stars that differ only in the tuples
         #: they do not project (``?s a dbo:Person`` or ``a dbo:Place``) have one answer
         self._products: dict[tuple, frozenset[Solution]] = {}
+        self._subject_set: frozenset[str] | None = None
         #: Expensive residual predicates answered once per distinct values (seed 002).
         self.memo = memo if memo is not None else EvaluationMemo()
 
@@ -121,15 +123,12 @@ class PublicationSolver:
         which (tested variable -> the values its conjunction holds for), or past `limit`."""
         columns = []
         size = 1
-        known = self._values
         for name, column in zip(star.names, star.columns):
             if column is SUBJECT:
                 columns.append(self.subject_set)
                 continue
             shape, position, tested = column
-            values = known.get((shape, position))
-            if values is None:
-                values = self.values(shape, position)
+            values = self.values(shape, position)
             if tested and len(values) != 1:
                 values = kept.get(name) if kept else None
                 if values is None:
@@ -148,11 +147,9 @@ class PublicationSolver:
     @property
     def subject_set(self) -> frozenset[str]:
         """The publication's one subject, as a column of values."""
-        key = (None, None)
-        found = self._values.get(key)
-        if found is None:
-            found = self._values[key] = frozenset((self.subject,))
-        return found
+        if self._subject_set is None:
+            self._subject_set = frozenset((self.subject,))
+        return self._subject_set
 
     def solve(self, rb: RegisteredBranch, limit: int) -> tuple[frozenset[Solution] | set, bool]:
         """The branch's distinct projected solutions, and whether `limit` cut them."""

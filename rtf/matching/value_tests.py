@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from sys import intern
 
 import numpy as np
@@ -221,8 +222,8 @@ class ValueTests:
         self.atom_conj = np.full(64, -1, dtype=np.int32)
         self.conj_size = np.zeros(64, dtype=np.int32)
         self.conj_slot = np.full(64, -1, dtype=np.int32)
-        #: slot -> ((group, conjunction, atoms), ...): tuples, the smallest Python containers
-        #: slot -> its conjunctions: (group, conjunction, atoms, the tested variable)
+        #: slot -> ((group, conjunction, atoms, the tested variable), ...): tuples, the
+        #: smallest Python containers
         self.branch_conj: dict[int, tuple[tuple[ValueGroup, int, tuple[int, ...], str], ...]] = {}
         self._free_atoms, self._free_conj = array("l"), array("l")
         self._next_atom = self._next_conj = 0
@@ -408,9 +409,8 @@ class ValueTests:
                 several = len(terms) > 1
                 if single.all():
                     found.append(conjs)  # one test each: any term that passes it
-                    if several:  # (the masks are made when a branch asks for them: `masks_of`)
-                        memo.term_masks[(id(shape), position)] = (terms, conjs, owners, None) \
-                            if len(terms) <= 52 else None
+                    if several:
+                        _keep_pairs(memo, shape, position, terms, conjs, owners)
                     continue
                 owner = np.concatenate(owners) if len(owners) > 1 else owners[0]
                 # Several tests: one term must pass them all ((conjunction, term) counted once:
@@ -423,7 +423,7 @@ class ValueTests:
                 by = np.concatenate([owner[single], keys[whole] % n_terms])
                 found.append(held)
                 if several:
-                    memo.term_masks[(id(shape), position)] = (terms, held, [by], None) if len(terms) <= 52 else None
+                    _keep_pairs(memo, shape, position, terms, held, [by])
         if not found:
             return []
         # Each conjunction once (a conjunction may hold for several terms or groups), in time
@@ -441,35 +441,53 @@ class ValueTests:
         return [self.conj_slot[conjs[seen[conjs] == at]]]
 
 
-def _term_masks(terms: list, conjs: np.ndarray, owners: np.ndarray) -> tuple | None:
-    """(terms, conjunctions ascending, the bit mask of the terms that satisfy each whole) of
-    one value group of a publication, from its held (conjunction, term number) pairs, each
-    pair once (so a sum of bits is their union: exact in float64 up to 52 terms); None past."""
-    if len(terms) > 52 or not len(conjs):
-        return None if len(terms) > 52 else (terms, conjs[:0], np.zeros(0, dtype=np.int64))
-    bits = np.ldexp(1.0, owners.astype(np.int32))
-    top = int(conjs.max()) + 1
-    if top <= 8 * len(conjs):  # (dense: no sort)
-        sums = np.bincount(conjs, weights=bits, minlength=top)
-        held = np.flatnonzero(sums)
-        return terms, held, sums[held].astype(np.int64)
-    held, at = np.unique(conjs, return_inverse=True)
-    return terms, held, np.bincount(at, weights=bits).astype(np.int64)
+#: The most terms of a value group whose masks are kept (a sum of bits in float64 is exact).
+MASK_TERMS = 52
 
 
-def masks_of(memo: EvaluationMemo, where: tuple) -> tuple | None:
-    """The `_term_masks` of the value group at `where` ((id(shape), position)) on the
-    publication of `memo`, made on first use; None past 52 terms or when it has one term."""
+class TermMasks(NamedTuple):
+    """One value group's terms on a publication, the conjunctions some term satisfies whole
+    (ascending), and for each the bit mask of those terms."""
+
+    terms: list
+    conjs: np.ndarray
+    masks: np.ndarray
+
+
+def _keep_pairs(memo: EvaluationMemo, shape, position: int, terms: list, conjs: np.ndarray,
+                owners: list[np.ndarray]) -> None:
+    """Keep a value group's held (conjunction, term number) pairs in `memo` (None past
+    `MASK_TERMS` terms): the masks are made only when a branch asks for them (`masks_of`)."""
+    memo.term_masks[(id(shape), position)] = (terms, conjs, owners) if len(terms) <= MASK_TERMS else None
+
+
+def masks_of(memo: EvaluationMemo, where: tuple) -> TermMasks | None:
+    """The `TermMasks` of the value group at `where` ((id(shape), position)) on the
+    publication of `memo`, made on first use from its pairs (each pair once, so a sum of
+    bits is their union); None past `MASK_TERMS` terms or when the group has one term."""
     found = memo.term_masks.get(where)
-    if found is None or len(found) == 3:
+    if found is None or isinstance(found, TermMasks):
         return found
-    terms, conjs, owners, _ = found
-    found = memo.term_masks[where] = _term_masks(terms, conjs, np.concatenate(owners) if len(owners) > 1 else owners[0])
-    return found
+    terms, conjs, owners = found
+    owners = np.concatenate(owners) if len(owners) > 1 else owners[0]
+    if not len(conjs):
+        made = TermMasks(terms, conjs, np.zeros(0, dtype=np.int64))
+    else:
+        bits = np.ldexp(1.0, owners.astype(np.int32))
+        top = int(conjs.max()) + 1
+        if top <= 8 * len(conjs):  # (dense: no sort)
+            sums = np.bincount(conjs, weights=bits, minlength=top)
+            held = np.flatnonzero(sums)
+            made = TermMasks(terms, held, sums[held].astype(np.int64))
+        else:
+            held, at = np.unique(conjs, return_inverse=True)
+            made = TermMasks(terms, held, np.bincount(at, weights=bits).astype(np.int64))
+    memo.term_masks[where] = made
+    return made
 
 
-def term_mask(masks: tuple, conj: int) -> int:
-    """The bit mask of the terms that satisfy conjunction `conj` in a group's `_term_masks`."""
+def term_mask(masks: TermMasks, conj: int) -> int:
+    """The bit mask of the terms that satisfy conjunction `conj` in a group's `TermMasks`."""
     _, held, values = masks
     at = int(np.searchsorted(held, conj))
     return int(values[at]) if at < len(held) and held[at] == conj else 0
