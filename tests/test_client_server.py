@@ -29,6 +29,9 @@ from rtf.io.reader import publications_from_bytes  # noqa: E402
 
 from rtf.server.process import ServerProcess  # noqa: E402
 
+#: seconds without an event before a test's match iterator gives up: a bound on a hang only
+IDLE_BOUND = 120
+
 P = "<http://ex.org/c/p>"
 
 
@@ -85,7 +88,9 @@ def test_matches_survive_a_killed_and_restarted_server_exactly_once(tmp_path):
     received: list[MatchEvent] = []
     with Client(server.url) as broker:
         broker.register(q("rio"), "rio", "alice")
-        events = broker.matches("alice", timeout=20)
+        # The idle bound and the join are bounds on a hang, not speeds: a loaded 2-core machine
+        # took over 20 s to restart the server and publish (the iterator then ended early).
+        events = broker.matches("alice", timeout=IDLE_BOUND)
         first = broker.publish(body(0, "rio"))  # before the iterator connects: not for it
         reader_ready = threading.Event()
 
@@ -106,7 +111,7 @@ def test_matches_survive_a_killed_and_restarted_server_exactly_once(tmp_path):
             server.kill()  # SIGKILL: the stream drops
             server = ServerProcess(data, "--port", port).start()
             sent += broker.publish(body(3, "rio again"))
-            t.join(30)
+            t.join(IDLE_BOUND + 30)
         finally:
             server.stop()
     assert not t.is_alive()
@@ -136,13 +141,13 @@ def test_a_last_event_id_beyond_the_outbox_skips_nothing_new(tmp_path):
     with ServerProcess(tmp_path / "d") as server, Client(server.url) as broker:
         broker.register(q("rio"), "rio", "alice")
         got: list = []
-        events = broker.matches("alice", last_event_id=10**9, timeout=20)
+        events = broker.matches("alice", last_event_id=10**9, timeout=IDLE_BOUND)
         t = threading.Thread(target=lambda: got.extend(itertools.islice(events, 1)))
         t.start()
         while 'rtf_streams 1.0' not in broker.metrics():
             time.sleep(0.02)
         sent = broker.publish(body(1, "rio"))
-        t.join(30)
+        t.join(IDLE_BOUND + 30)
     assert [e.match for e in got] == sent
 
 
