@@ -22,7 +22,7 @@ as matching (docs/spark.md).
 from __future__ import annotations
 
 import json
-from itertools import chain, repeat
+from itertools import repeat
 from operator import attrgetter, itemgetter
 
 from rtf.algebra.results import OrderedRows, Triples
@@ -111,7 +111,13 @@ class MatchRows:
         self.rows += n
         self.publications.append(pub_id)
         self.counts.append(n)
-        if hasattr(found, "query_ids"):  # the engine's parallel lists, read as they are
+        columns = found.id_columns() if hasattr(found, "id_columns") else None
+        arrays = columns.arrow() if columns is not None else None
+        if arrays is not None:  # the ids and subscribers taken by slot when flushed
+            queries = subscribers = (arrays, found.slots)
+            keys = found.solutions
+            asks = list(map(_IS_ASK, found.registered)) if found.has_ask() else None
+        elif hasattr(found, "query_ids"):  # the engine's parallel lists, read as they are
             queries, subscribers, keys = found.query_ids, found.subscribers, found.solutions
             asks = list(map(_IS_ASK, found.registered)) if found.has_ask() else None
         else:
@@ -120,8 +126,8 @@ class MatchRows:
             asks = list(map(_IS_ASK, found))
             if not any(asks):
                 asks = None
-        self.queries.append(_joined(queries))
-        self.subscribers.append(_joined(subscribers))
+        self.queries.append(queries if type(queries) is tuple else _joined(queries))
+        self.subscribers.append(subscribers if type(subscribers) is tuple else _joined(subscribers))
         if asks is not None:
             keys = [_ASK if ask else key for key, ask in zip(keys, asks)]
         slots = self.slots
@@ -161,8 +167,8 @@ class MatchRows:
             batch = pa.RecordBatch.from_arrays([
                 pa.array(self.publications, pa.string()).take(_expanded(range(len(self.counts)),
                                                                         self.counts)),
-                _strings(self.queries, self.rows),
-                _strings(self.subscribers, self.rows),
+                _strings(self.queries, self.rows, _IDS),
+                _strings(self.subscribers, self.rows, _SUBSCRIBERS),
                 _bindings(self.values, of_value, schema.field("bindings").type),
                 (pa.nulls(self.rows, schema.field("triples").type) if not any(self.triples) else
                  pa.array(self.triples, schema.field("triples").type).take(of_value)),
@@ -181,22 +187,38 @@ def _joined(values: list) -> str | list:
     return text if text.count("\n") == len(values) - 1 else values
 
 
-def _strings(parts: list, rows: int):
-    """A string column of `rows` values, from each publication's part (`_joined`): in one
-    piece from the texts when every part is one, else by ``pa.array`` of the values."""
+def _strings(parts: list, rows: int, column):
+    """A string column of `rows` values, from each publication's part: its values joined
+    (`_joined`), their list, or ``(arrays, slots)``, to take from ``column(arrays)``
+    (`rtf.matching.id_column.IdColumns.arrow`). Made in one piece from the texts when
+    every part is a text, by one ``take`` when every part is of the same columns."""
     import numpy as np
     import pyarrow as pa
 
-    if not all(type(part) is str for part in parts):
-        return pa.array(list(chain.from_iterable(part.split("\n") if type(part) is str else part
-                                                 for part in parts)), pa.string())
-    data = np.frombuffer("\n".join(parts).encode(), np.uint8)
-    newlines = np.flatnonzero(data == 10)  # rows - 1 of them: one between each two values
-    offsets = np.empty(rows + 1, np.int32)
-    offsets[0] = 0
-    offsets[1:rows] = newlines - np.arange(rows - 1)
-    offsets[rows] = len(data) - (rows - 1)
-    return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data[data != 10]))
+    if all(type(part) is str for part in parts):
+        data = np.frombuffer("\n".join(parts).encode(), np.uint8)
+        newlines = np.flatnonzero(data == 10)  # rows - 1 of them: one between each two values
+        offsets = np.empty(rows + 1, np.int32)
+        offsets[0] = 0
+        offsets[1:rows] = newlines - np.arange(rows - 1)
+        offsets[rows] = len(data) - (rows - 1)
+        return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data[data != 10]))
+    if all(type(part) is tuple and part[0] is parts[0][0] for part in parts):
+        return _taken(column(parts[0][0]), np.concatenate([part[1] for part in parts]))
+    return pa.concat_arrays([
+        _taken(column(part[0]), part[1]) if type(part) is tuple else
+        pa.array(part.split("\n") if type(part) is str else part, pa.string()) for part in parts])
+
+
+def _taken(values, slots):
+    """``values.take(slots)``; None `values` (no query has a subscriber): nulls."""
+    import pyarrow as pa
+
+    return pa.nulls(len(slots), pa.string()) if values is None else values.take(slots)
+
+
+_IDS = itemgetter(0)
+_SUBSCRIBERS = itemgetter(1)
 
 
 def _expanded(values, lengths):

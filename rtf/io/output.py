@@ -15,6 +15,9 @@ import json
 
 from rtf.algebra.results import OrderedRows, Triples
 
+#: What separates two ids in the JSON array of ``--output-format ids``.
+IDS_SEPARATOR = '", "'
+
 
 def match_line(pub_id: str, m) -> str:
     """One output line: exactly ``json.dumps({"publication", "query", "subscriber",
@@ -137,6 +140,11 @@ def match_bytes(pub_id: str, matches) -> bytes:
     """
     solutions = matches.solutions
     if solutions and solutions.count(solutions[0]) == len(solutions):  # one answer for all
+        columns = matches.id_columns() if hasattr(matches, "id_columns") else None
+        if columns is not None and not matches.has_ask():
+            text = columns.lines_text(matches.slots)
+            if text is not None:  # the engine's slots: no id or subscriber read one by one
+                return _one_answer_lines(pub_id, solutions[0], text)
         if pub_id.isascii() and _answer_text(solutions[0]).isascii():
             return _lines(_TEXT, pub_id, matches).encode()
         if not matches.has_ask():
@@ -168,9 +176,15 @@ def _one_answer_bytes(pub_id: str, matches) -> bytes:
         parts[0::2] = ids
         parts[1::2] = map(middles.__getitem__, subscribers)
         text = "".join(parts)
+    return _one_answer_lines(pub_id, matches.solutions[0], text.encode())
+
+
+def _one_answer_lines(pub_id: str, solutions, text: bytes) -> bytes:
+    """The lines of matches that share `solutions`, from `text`: each line's part from its
+    query id on to its bindings, followed by a newline (`_one_answer_bytes`)."""
     head = f'{{"publication": {_json_string(pub_id)}, "query": "'.encode()
-    end = _texts(_BYTES.ends, matches.solutions[:1], _BYTES.end)[0]  # the answer, "}\n"
-    return head + text.encode()[:-1].replace(b"\n", end + head) + end
+    end = _texts(_BYTES.ends, [solutions], _BYTES.end)[0]  # the answer, "}\n"
+    return head + text[:-1].replace(b"\n", end + head) + end
 
 
 def _lines(kind: _Kind, pub_id: str, matches):
@@ -232,14 +246,21 @@ def match_ids_bytes(pub_id: str, matches) -> bytes:
     >>> match_ids_bytes("http://ex/a", found)
     b'{"publication": "http://ex/a", "queries": ["q1", "say \\\\"hi\\\\""]}\\n'
     """
+    columns = matches.id_columns() if hasattr(matches, "id_columns") else None
+    text = columns.ids_text(matches.slots) if columns is not None else None
+    if text is not None:  # the engine's slots: the ids gathered from the table's column, in C
+        if not text:
+            return b""
+        return b"".join((b'{"publication": ', _json_string(pub_id).encode(), b', "queries": ["',
+                         memoryview(text)[:-len(IDS_SEPARATOR)], b'"]}\n'))
     ids = matches.query_ids if hasattr(matches, "query_ids") else [m.query_id for m in matches]
     if not ids:
         return b""
     # Joined by their separator at once; the bytes to escape are counted as `_escaped_ids`
     # counts them: the separators' quotes alone, or every id is escaped.
-    text = '", "'.join(ids).encode()
+    text = IDS_SEPARATOR.join(ids).encode()
     if len(text) - len(text.translate(None, _ESCAPED_BYTES)) != 2 * (len(ids) - 1):
-        text = '", "'.join([escaped[1:-1] for escaped in map(_json_string, ids)]).encode()
+        text = IDS_SEPARATOR.join([escaped[1:-1] for escaped in map(_json_string, ids)]).encode()
     return b"".join((b'{"publication": ', _json_string(pub_id).encode(), b', "queries": ["',
                      text, b'"]}\n'))
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rtf.matching.hits import Hits
+from rtf.matching.id_column import IdColumn
 from rtf.matching.id_order import IdOrder
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
 from rtf.matching.pivots import Pivots
@@ -373,6 +374,8 @@ class QueryTable:
     _next_private: int = 0
     #: the slots' query-id ranks, for listing matches by id (`rtf.matching.id_order`)
     id_order: IdOrder = field(default_factory=IdOrder)
+    #: every slot's id and subscriber as Arrow columns, for the writers (`rtf.matching.id_column`)
+    id_column: IdColumn = field(default_factory=IdColumn)
     #: slot -> code of its `ProjectedStar` in `projected` (-1: none)
     slot_projected: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
     #: slot -> the same for a branch of a query of several branches (answered per slot)
@@ -398,6 +401,7 @@ class QueryTable:
         algebra = query.algebra
         optional = optional_part(query) if algebra is None else None
         self.id_order.changed()
+        self.id_column.changed()  # (before and after: see `IdColumn.columns`)
         if algebra is not None and not query.branches:
             # Nothing required: a candidate on every publication (no slot, no shape).
             self.queries[query_id] = ()
@@ -475,6 +479,7 @@ class QueryTable:
                     if found is not None:
                         codes[rb.slot] = self.projected.code(found)
         self.queries[query_id] = tuple(branches)
+        self.id_column.changed()
         return new_shapes, branches
 
     def _place(self, shape: TupleShape) -> None:
@@ -492,16 +497,17 @@ class QueryTable:
             self.answer_vars.append(var)
         return self.answer_vars.index(var)
 
-    def by_id(self, slots: np.ndarray, answers: np.ndarray | None = None) -> tuple[list[str], list, list]:
-        """(ids, subscribers, `answers` in the same order) of `slots` (one slot per query), in
-        query-id order (`answers`: an object array beside `slots`; None: no third list)."""
+    def by_id(self, slots: np.ndarray, answers: np.ndarray | None = None) -> tuple[np.ndarray, list | None]:
+        """(`slots`, `answers` beside them or None) in query-id order, one slot per query; their
+        ids and subscribers are read when asked for (`ids_of`, `subscribers_of`, `id_column`)."""
         order = self.id_order.order(self.slot_id, slots, len(self.queries))
-        ordered = slots[order]
-        ids = self.slot_id[ordered].tolist()
-        taken = answers[order].tolist() if answers is not None else None
-        if not self.subscribed:
-            return ids, [None] * len(ids), taken
-        return ids, self.slot_subscriber[ordered].tolist(), taken
+        return slots[order], (answers[order].tolist() if answers is not None else None)
+
+    def ids_of(self, slots: np.ndarray) -> list[str]:
+        return self.slot_id[slots].tolist()
+
+    def subscribers_of(self, slots: np.ndarray) -> list:
+        return self.slot_subscriber[slots].tolist() if self.subscribed else [None] * len(slots)
 
     def _take_slot(self) -> int:
         if self._free:
@@ -517,6 +523,7 @@ class QueryTable:
 
     def remove(self, query_id: str) -> list[TupleShape]:
         """Unregister a query; return the shapes no branch uses any more (to prune)."""
+        self.id_column.changed()  # (before and after: see `IdColumn.columns`)
         emptied = []
         self.always.pop(query_id, None)
         for rb in self.queries.pop(query_id):
@@ -546,6 +553,7 @@ class QueryTable:
             self._free.append(rb.slot)
         self.shapes = shrunk(self.shapes)
         self.queries = shrunk(self.queries)
+        self.id_column.changed()
         return emptied
 
     def complete_slots(self, satisfied: Hits, memo=None) -> np.ndarray:
