@@ -6,8 +6,9 @@ them share their publication and their bindings (a star query answers
 ``{?s: subject}`` for every query that matched). So the columns are built
 by index: the distinct publications and the distinct bindings of a batch
 are converted to Arrow once each and spread to the rows with ``take``;
-query ids and subscribers go to Arrow as lists, read from the engine's
-`rtf.matching.results.Matches` as they are (no `Match` made, no Python call
+query ids and subscribers are taken by slot from the query table's columns
+of them (`rtf.matching.id_column`), or go to Arrow as the lists of the
+engine's `rtf.matching.results.Matches` (no `Match` made, no Python call
 per match). Building the rows one Python object at a time had cost as much
 as matching (docs/spark.md).
 
@@ -65,14 +66,17 @@ class MatchRows:
 
     ``lines=True`` gathers the lines of ``rtf match`` instead (one ``value`` column).
 
-    Per publication, `add` joins its query ids (and subscribers) into one string
-    while the filter has just read them, and keeps that string alone: a Python
-    string read again later, or let go later, was a cache miss each (25-80 ns
-    a match, at 100,000 queries). `flush` makes each string column from the
-    batch's joined text in one piece, the offsets found at the newlines by
-    numpy (`_strings`). A publication whose ids or subscribers cannot be
-    joined so (a newline in one, a query without a subscriber) keeps its list,
-    and that column of the batch is made by ``pa.array``.
+    Per publication, `add` keeps the engine's slots of its matches with the query
+    table's Arrow columns of every slot's id and subscriber
+    (`rtf.matching.results.Matches.id_columns`), and `flush` (in the writer's
+    thread) takes the batch's ids and subscribers from them at once: no query-id
+    string is read (a Python string read after matching was a cache miss each,
+    25-80 ns a match at 100,000 queries). Matches given as lists (a list of
+    `Match`, or the engine's while its columns are made again) have their ids
+    and subscribers joined into one string each, cut again at the newlines by
+    numpy; a list that cannot be joined so (a newline in an id, a query
+    without a subscriber) is kept as it is, and that column of the batch is
+    made by ``pa.array`` (`_strings`).
     """
 
     def __init__(self, lines: bool = False):

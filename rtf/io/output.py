@@ -136,7 +136,11 @@ def match_bytes(pub_id: str, matches) -> bytes:
     encoded parts (the ids encoded at once, then split). ASCII text encodes
     by one copy, cheaper than that split: lines whose publication id and
     answer (one for all) are ASCII are made as text and encoded, and other
-    lines that share one answer by `_one_answer_bytes` (no split).
+    lines that share one answer by `_one_answer_bytes` (no split). The engine's
+    matches that share one answer take each line's id and subscriber text, made
+    once per query, from the query table's column of them
+    (`rtf.matching.id_column.IdColumns.lines_text`): no id or subscriber string
+    is read, which was a cache miss each.
     """
     solutions = matches.solutions
     if solutions and solutions.count(solutions[0]) == len(solutions):  # one answer for all
@@ -239,7 +243,9 @@ def match_ids_bytes(pub_id: str, matches) -> bytes:
     """The line of ``--output-format ids`` for one publication's matches, in UTF-8: its id
     and the ids of the queries it matched, in order, as Lucene Monitor answers; exactly
     ``json.dumps({"publication": pub_id, "queries": [...]}, ensure_ascii=False)`` and a
-    newline. Made as `match_bytes` makes the ids: joined in C, escaped only if one needs it.
+    newline. The engine's matches take their ids, escaped, from the query table's column
+    of them (`rtf.matching.id_column.IdColumns.ids_text`: no id string read); others are
+    joined in C as `match_bytes` joins them, escaped only if one needs it.
 
     >>> from rtf.engine import Match
     >>> found = [Match("q1", None, frozenset({()})), Match('say "hi"', None, frozenset({()}))]
