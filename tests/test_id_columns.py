@@ -176,3 +176,27 @@ def test_a_pickled_engine_makes_its_own_columns():
     out = io.BytesIO()
     with pa.ipc.new_stream(out, pa.schema([("x", pa.int8())])):
         pass  # (pyarrow is there: the Arrow rows above were made from the columns)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_an_ask_query_is_told_by_slot(algorithm):
+    """With ASK queries registered, a publication that matches none is written without its
+    records or lists; one that matches one is written as its lists say."""
+    engine = Engine(algorithm)
+    for n in range(20):
+        engine.register(STAR.format("a"), f"q{n:02}", subscriber="s")
+    engine.register('ASK { ?s <http://ex/p> "b" }', "ask")
+    for _ in range(3):  # (the columns made by the second)
+        found = engine.match(PUB)
+        ids, lines, rows = match_ids_bytes(PUB.id, found), match_bytes(PUB.id, found), _rows(PUB.id, found)
+    assert not found.has_ask()
+    assert found._registered is None and found._query_ids is None
+    assert lines == _expected_lines(PUB.id, found)
+    engine.register(STAR.format("b"), "q99")
+    for _ in range(3):
+        both = engine.match(OTHER)
+        assert both.has_ask()
+        assert both._registered is None  # (told by slot)
+        lines = match_bytes(OTHER.id, both)
+        assert lines == _expected_lines(OTHER.id, list(both))
+        assert "".join(row_line(r) + "\n" for r in _rows(OTHER.id, both)).encode() == lines

@@ -383,6 +383,7 @@ class QueryTable:
     projected: ProjectedStars = field(default_factory=ProjectedStars)
     #: slot -> True for a branch of a version-3 query (its algebra answers it)
     slot_confirm: np.ndarray = field(default_factory=lambda: np.zeros(64, dtype=bool))
+    slot_ask: np.ndarray = field(default_factory=lambda: np.zeros(64, dtype=bool))  # an ASK query's
     #: version-3 queries that require no triple, evaluated on every publication: id -> algebra
     always: dict = field(default_factory=dict)
 
@@ -420,6 +421,7 @@ class QueryTable:
                                   projection=query.projection, optional=optional, algebra=algebra)
             if algebra is not None:
                 self.slot_confirm[rb.slot] = True
+            self.slot_ask[rb.slot] = query.is_ask
             shapes = []
             for key in keys:
                 if self.share_shapes:
@@ -498,8 +500,7 @@ class QueryTable:
         return self.answer_vars.index(var)
 
     def by_id(self, slots: np.ndarray, answers: np.ndarray | None = None) -> tuple[np.ndarray, list | None]:
-        """(`slots`, `answers` beside them or None) in query-id order, one slot per query; their
-        ids and subscribers are read when asked for (`ids_of`, `subscribers_of`, `id_column`)."""
+        """(`slots`, `answers` beside them or None) in query-id order, one slot per query."""
         order = self.id_order.order(self.slot_id, slots, len(self.queries))
         return slots[order], (answers[order].tolist() if answers is not None else None)
 
@@ -517,7 +518,7 @@ class QueryTable:
         if slot >= len(self.need):
             for name, empty in (("need", -1), ("slot_id", None), ("slot_subscriber", None),
                                ("slot_answer", -1), ("slot_confirm", False), ("slot_projected", -1),
-                               ("slot_projected_part", -1)):
+                               ("slot_projected_part", -1), ("slot_ask", False)):
                 setattr(self, name, grown(getattr(self, name), slot + 1, empty))
         return slot
 
@@ -549,7 +550,7 @@ class QueryTable:
                 if codes[rb.slot] >= 0:
                     self.projected.release(int(codes[rb.slot]))
                     codes[rb.slot] = -1
-            self.slot_confirm[rb.slot] = False
+            self.slot_confirm[rb.slot] = self.slot_ask[rb.slot] = False
             self._free.append(rb.slot)
         self.shapes = shrunk(self.shapes)
         self.queries = shrunk(self.queries)

@@ -219,7 +219,14 @@ class Matches(Sequence[Match]):
 
     def has_ask(self) -> bool:
         """Whether an ASK query is among the matches."""
-        return self._maybe_ask and any(map(_is_ask, self.registered))
+        if not self._maybe_ask:
+            return False
+        table = self._table
+        if table is not None and self._registered is None:  # (by slot: no record read)
+            asks = bool(table.slot_ask[self.slots].any())
+            if self._table is not None:  # (else settled meanwhile: its records say)
+                return asks
+        return any(map(_is_ask, self.registered))
 
     def _list(self) -> list[Match]:
         items = self._items
