@@ -343,8 +343,9 @@ class Engine:
             self._truncated += len(truncated)
         # Parallel lists, built in C: no Python object per match until one is read. The
         # groups hold the queries' slots (the index keeps their ids and subscribers by slot,
-        # read when asked for: `Matches.slots`); the registration records are read from `_queries` only if asked for (`_records_of`):
-        # at a million queries, gathering them was a fifth of a publication's time.
+        # read when asked for: `Matches.slots`); the registration records are read from
+        # `_queries` only if asked for (`_records_of`): at a million queries, gathering them
+        # was a fifth of a publication's time.
         if len(groups) == 1 and not found:  # the common case: one answer shared by all
             group = groups[0]  # in id order, as slots: their ids are read when asked for
             matches = Matches(None, group.per_id(), None, truncated, self._asks > 0, None,

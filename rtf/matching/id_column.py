@@ -1,25 +1,28 @@
-"""Every slot's query id and subscriber as one Arrow column each, for writers that take by slot.
+"""Every slot's query id and subscriber as columns, for writers that take them by slot.
 
 `Engine.match` lists a publication's matches as the query table's slots in
 query-id order (`rtf.matching.results.Matches`); a match list makes its ids
 and subscribers as Python lists only when something reads them. Reading a
 query-id string for the first time after matching is a cache miss (25-80 ns
 an id at 100,000 queries: each string lives apart), paid once to list the
-ids and again by every writer that joins them. So a writer of many matches
-(``rtf match --output-format ids|arrow|parquet``) does not read them: it
-takes its ids and subscribers from `IdColumns`, one Arrow string array of
-every slot's id, and of its subscriber, with ``take(slots)``, which copies
-bytes that lie side by side.
+ids and again by every writer that joins them. So the writers of many
+matches (``rtf match --output-format ids|jsonl|arrow|parquet``) do not read
+them: they take them by slot from `IdColumns`, columns of every slot's id
+(and subscriber) that copy bytes lying side by side. For ``ids`` and
+``jsonl``, fixed-width numpy rows of each id as JSON writes it (with what
+follows it on the line): one gather, one cache miss an id, no pyarrow; for
+``arrow`` and ``parquet``, Arrow string arrays and ``take``.
 
 The columns describe the table at one moment: a registration or removal
-makes them stale (`IdColumn.changed`). They are made again lazily, like the
-id ranks (`rtf.matching.id_order`, ski rental): while stale, the writers
-read the lists, and once they have read about as many ids as are
+makes them stale (`IdColumn.changed`, called before and after the change, so
+that columns copied during one are not kept). They are made again lazily,
+like the id ranks (`rtf.matching.id_order`, ski rental): while stale, the
+writers read the lists, and once they have read about as many ids as are
 registered, the columns are made again (one pass over the table's ids). A
 bulk registration followed by a stream of publications makes them once; a
 registration before every publication never costs more than twice the
-lists. The ``ids`` output's column is numpy's; the Arrow ones are made for
-the Arrow outputs, which need pyarrow.
+lists. A match list whose query set changed since (`Matches.settle`) reads
+its own lists.
 """
 
 from __future__ import annotations

@@ -374,7 +374,7 @@ class QueryTable:
     _next_private: int = 0
     #: the slots' query-id ranks, for listing matches by id (`rtf.matching.id_order`)
     id_order: IdOrder = field(default_factory=IdOrder)
-    #: every slot's id and subscriber as Arrow columns, for the writers (`rtf.matching.id_column`)
+    #: every slot's id and subscriber as columns, for the writers (`rtf.matching.id_column`)
     id_column: IdColumn = field(default_factory=IdColumn)
     #: slot -> code of its `ProjectedStar` in `projected` (-1: none)
     slot_projected: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
