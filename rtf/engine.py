@@ -298,8 +298,8 @@ class Engine:
         _check_id(query_id)
         if query_id not in self._queries:
             raise KeyError(f"no registered query with id {query_id!r}")
+        self._settle()  # (before its slots are freed: the match lists made before read them)
         self._index.remove(query_id)
-        self._settle()
         self._asks -= self._queries.pop(query_id).is_ask
         self._queries = shrunk(self._queries)
 
@@ -342,13 +342,14 @@ class Engine:
         if truncated:
             self._truncated += len(truncated)
         # Parallel lists, built in C: no Python object per match until one is read. The
-        # groups hold the queries' ids and subscribers (the index keeps them by slot); the
-        # registration records are read from `_queries` only if asked for (`_records_of`):
-        # at a million queries, gathering them was a fifth of a publication's time.
+        # groups hold the queries' slots (the index keeps their ids and subscribers by slot,
+        # read when asked for: `Matches.slots`); the registration records are read from
+        # `_queries` only if asked for (`_records_of`): at a million queries, gathering them
+        # was a fifth of a publication's time.
         if len(groups) == 1 and not found:  # the common case: one answer shared by all
-            group = groups[0]  # in id order
-            matches = Matches(group.ids, group.per_id(), None, truncated,
-                              self._asks > 0, group.subscribers, self._records_of)
+            group = groups[0]  # in id order, as slots: their ids are read when asked for
+            matches = Matches(None, group.per_id(), None, truncated, self._asks > 0, None,
+                              self._records_of, group.slots, group.table)
         elif len(groups) == 1 and len(found) * 8 < len(groups[0].ids):
             # One large group and a few other answers (version-3 queries confirmed, say):
             # those put in their places in the group's id order, not everything sorted again.

@@ -66,18 +66,26 @@ class EngineStats(TypedDict, total=False):
 
 class Group(NamedTuple):
     """Queries that share one set of solutions (`QueryIndex.solution_groups`), in query-id
-    order: their ids and subscribers (the records' ``subscriber``), gathered by slot
-    without reading the records."""
+    order: their slots in the query table (`table`), whose ids and subscribers (the
+    records' ``subscriber``) the table gives by slot, without reading the records."""
 
-    ids: list[str]
-    subscribers: list
-    #: one set of solutions for all, or a list of them beside `ids`
+    slots: np.ndarray
+    table: QueryTable
+    #: one set of solutions for all, or a list of them beside `slots`
     solutions: frozenset | list
 
+    @property
+    def ids(self) -> list[str]:
+        return self.table.ids_of(self.slots)
+
+    @property
+    def subscribers(self) -> list:
+        return self.table.subscribers_of(self.slots)
+
     def per_id(self) -> list:
-        """The solutions beside `ids`, one per query."""
+        """The solutions beside `slots`, one per query."""
         found = self.solutions
-        return found if type(found) is list else [found] * len(self.ids)
+        return found if type(found) is list else [found] * len(self.slots)
 
     def pairs(self):
         """(id, solutions) pairs."""
@@ -397,8 +405,7 @@ class IndexedQueries(QueryIndex):
         all when the parts share one, else a list beside the ids."""
         if len(parts) == 1 and not isinstance(parts[0][1], np.ndarray):
             slots, found = parts[0]
-            ids, subscribers, _ = self.table.by_id(slots)
-            return Group(ids, subscribers, found)
+            return Group(self.table.by_id(slots)[0], self.table, found)
         slots = np.concatenate([p[0] for p in parts])
         answers = np.empty(len(slots), dtype=object)
         at = 0
@@ -408,8 +415,8 @@ class IndexedQueries(QueryIndex):
             else:
                 answers[at:at + len(part_slots)] = [found] * len(part_slots)
             at += len(part_slots)
-        ids, subscribers, solutions = self.table.by_id(slots, answers)
-        return Group(ids, subscribers, solutions)
+        ordered, solutions = self.table.by_id(slots, answers)
+        return Group(ordered, self.table, solutions)
 
     def _confirm(self, candidates, triples, virtual, now, limit, out, truncated) -> None:
         confirmation = Confirmation(triples, virtual, now)

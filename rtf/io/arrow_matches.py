@@ -6,8 +6,9 @@ them share their publication and their bindings (a star query answers
 ``{?s: subject}`` for every query that matched). So the columns are built
 by index: the distinct publications and the distinct bindings of a batch
 are converted to Arrow once each and spread to the rows with ``take``;
-query ids and subscribers go to Arrow as lists, read from the engine's
-`rtf.matching.results.Matches` as they are (no `Match` made, no Python call
+query ids and subscribers are taken by slot from the query table's columns
+of them (`rtf.matching.id_column`), or go to Arrow as the lists of the
+engine's `rtf.matching.results.Matches` (no `Match` made, no Python call
 per match). Building the rows one Python object at a time had cost as much
 as matching (docs/spark.md).
 
@@ -22,7 +23,7 @@ as matching (docs/spark.md).
 from __future__ import annotations
 
 import json
-from itertools import chain, repeat
+from itertools import repeat
 from operator import attrgetter, itemgetter
 
 from rtf.algebra.results import OrderedRows, Triples
@@ -65,14 +66,17 @@ class MatchRows:
 
     ``lines=True`` gathers the lines of ``rtf match`` instead (one ``value`` column).
 
-    Per publication, `add` joins its query ids (and subscribers) into one string
-    while the filter has just read them, and keeps that string alone: a Python
-    string read again later, or let go later, was a cache miss each (25-80 ns
-    a match, at 100,000 queries). `flush` makes each string column from the
-    batch's joined text in one piece, the offsets found at the newlines by
-    numpy (`_strings`). A publication whose ids or subscribers cannot be
-    joined so (a newline in one, a query without a subscriber) keeps its list,
-    and that column of the batch is made by ``pa.array``.
+    Per publication, `add` keeps the engine's slots of its matches with the query
+    table's Arrow columns of every slot's id and subscriber
+    (`rtf.matching.results.Matches.id_columns`), and `flush` (in the writer's
+    thread) takes the batch's ids and subscribers from them at once: no query-id
+    string is read (a Python string read after matching was a cache miss each,
+    25-80 ns a match at 100,000 queries). Matches given as lists (a list of
+    `Match`, or the engine's while its columns are made again) have their ids
+    and subscribers joined into one string each, cut again at the newlines by
+    numpy; a list that cannot be joined so (a newline in an id, a query
+    without a subscriber) is kept as it is, and that column of the batch is
+    made by ``pa.array`` (`_strings`).
     """
 
     def __init__(self, lines: bool = False):
@@ -111,7 +115,13 @@ class MatchRows:
         self.rows += n
         self.publications.append(pub_id)
         self.counts.append(n)
-        if hasattr(found, "query_ids"):  # the engine's parallel lists, read as they are
+        columns = found.id_columns() if hasattr(found, "id_columns") else None
+        arrays = columns.arrow() if columns is not None else None
+        if arrays is not None:  # the ids and subscribers taken by slot when flushed
+            queries = subscribers = (arrays, found.slots)
+            keys = found.solutions
+            asks = list(map(_IS_ASK, found.registered)) if found.has_ask() else None
+        elif hasattr(found, "query_ids"):  # the engine's parallel lists, read as they are
             queries, subscribers, keys = found.query_ids, found.subscribers, found.solutions
             asks = list(map(_IS_ASK, found.registered)) if found.has_ask() else None
         else:
@@ -120,8 +130,8 @@ class MatchRows:
             asks = list(map(_IS_ASK, found))
             if not any(asks):
                 asks = None
-        self.queries.append(_joined(queries))
-        self.subscribers.append(_joined(subscribers))
+        self.queries.append(queries if type(queries) is tuple else _joined(queries))
+        self.subscribers.append(subscribers if type(subscribers) is tuple else _joined(subscribers))
         if asks is not None:
             keys = [_ASK if ask else key for key, ask in zip(keys, asks)]
         slots = self.slots
@@ -161,8 +171,8 @@ class MatchRows:
             batch = pa.RecordBatch.from_arrays([
                 pa.array(self.publications, pa.string()).take(_expanded(range(len(self.counts)),
                                                                         self.counts)),
-                _strings(self.queries, self.rows),
-                _strings(self.subscribers, self.rows),
+                _strings(self.queries, self.rows, _IDS),
+                _strings(self.subscribers, self.rows, _SUBSCRIBERS),
                 _bindings(self.values, of_value, schema.field("bindings").type),
                 (pa.nulls(self.rows, schema.field("triples").type) if not any(self.triples) else
                  pa.array(self.triples, schema.field("triples").type).take(of_value)),
@@ -181,22 +191,38 @@ def _joined(values: list) -> str | list:
     return text if text.count("\n") == len(values) - 1 else values
 
 
-def _strings(parts: list, rows: int):
-    """A string column of `rows` values, from each publication's part (`_joined`): in one
-    piece from the texts when every part is one, else by ``pa.array`` of the values."""
+def _strings(parts: list, rows: int, column):
+    """A string column of `rows` values, from each publication's part: its values joined
+    (`_joined`), their list, or ``(arrays, slots)``, to take from ``column(arrays)``
+    (`rtf.matching.id_column.IdColumns.arrow`). Made in one piece from the texts when
+    every part is a text, by one ``take`` when every part is of the same columns."""
     import numpy as np
     import pyarrow as pa
 
-    if not all(type(part) is str for part in parts):
-        return pa.array(list(chain.from_iterable(part.split("\n") if type(part) is str else part
-                                                 for part in parts)), pa.string())
-    data = np.frombuffer("\n".join(parts).encode(), np.uint8)
-    newlines = np.flatnonzero(data == 10)  # rows - 1 of them: one between each two values
-    offsets = np.empty(rows + 1, np.int32)
-    offsets[0] = 0
-    offsets[1:rows] = newlines - np.arange(rows - 1)
-    offsets[rows] = len(data) - (rows - 1)
-    return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data[data != 10]))
+    if all(type(part) is str for part in parts):
+        data = np.frombuffer("\n".join(parts).encode(), np.uint8)
+        newlines = np.flatnonzero(data == 10)  # rows - 1 of them: one between each two values
+        offsets = np.empty(rows + 1, np.int32)
+        offsets[0] = 0
+        offsets[1:rows] = newlines - np.arange(rows - 1)
+        offsets[rows] = len(data) - (rows - 1)
+        return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data[data != 10]))
+    if all(type(part) is tuple and part[0] is parts[0][0] for part in parts):
+        return _taken(column(parts[0][0]), np.concatenate([part[1] for part in parts]))
+    return pa.concat_arrays([
+        _taken(column(part[0]), part[1]) if type(part) is tuple else
+        pa.array(part.split("\n") if type(part) is str else part, pa.string()) for part in parts])
+
+
+def _taken(values, slots):
+    """``values.take(slots)``; None `values` (no query has a subscriber): nulls."""
+    import pyarrow as pa
+
+    return pa.nulls(len(slots), pa.string()) if values is None else values.take(slots)
+
+
+_IDS = itemgetter(0)
+_SUBSCRIBERS = itemgetter(1)
 
 
 def _expanded(values, lengths):

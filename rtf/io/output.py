@@ -15,6 +15,9 @@ import json
 
 from rtf.algebra.results import OrderedRows, Triples
 
+#: What separates two ids in the JSON array of ``--output-format ids``.
+IDS_SEPARATOR = '", "'
+
 
 def match_line(pub_id: str, m) -> str:
     """One output line: exactly ``json.dumps({"publication", "query", "subscriber",
@@ -133,10 +136,19 @@ def match_bytes(pub_id: str, matches) -> bytes:
     encoded parts (the ids encoded at once, then split). ASCII text encodes
     by one copy, cheaper than that split: lines whose publication id and
     answer (one for all) are ASCII are made as text and encoded, and other
-    lines that share one answer by `_one_answer_bytes` (no split).
+    lines that share one answer by `_one_answer_bytes` (no split). The engine's
+    matches that share one answer take each line's id and subscriber text, made
+    once per query, from the query table's column of them
+    (`rtf.matching.id_column.IdColumns.lines_text`): no id or subscriber string
+    is read, which was a cache miss each.
     """
     solutions = matches.solutions
     if solutions and solutions.count(solutions[0]) == len(solutions):  # one answer for all
+        columns = matches.id_columns() if hasattr(matches, "id_columns") else None
+        if columns is not None and not matches.has_ask():
+            text = columns.lines_text(matches.slots)
+            if text is not None:  # the engine's slots: no id or subscriber read one by one
+                return _one_answer_lines(pub_id, solutions[0], text)
         if pub_id.isascii() and _answer_text(solutions[0]).isascii():
             return _lines(_TEXT, pub_id, matches).encode()
         if not matches.has_ask():
@@ -168,9 +180,15 @@ def _one_answer_bytes(pub_id: str, matches) -> bytes:
         parts[0::2] = ids
         parts[1::2] = map(middles.__getitem__, subscribers)
         text = "".join(parts)
+    return _one_answer_lines(pub_id, matches.solutions[0], text.encode())
+
+
+def _one_answer_lines(pub_id: str, solutions, text: bytes) -> bytes:
+    """The lines of matches that share `solutions`, from `text`: each line's part from its
+    query id on to its bindings, followed by a newline (`_one_answer_bytes`)."""
     head = f'{{"publication": {_json_string(pub_id)}, "query": "'.encode()
-    end = _texts(_BYTES.ends, matches.solutions[:1], _BYTES.end)[0]  # the answer, "}\n"
-    return head + text.encode()[:-1].replace(b"\n", end + head) + end
+    end = _texts(_BYTES.ends, [solutions], _BYTES.end)[0]  # the answer, "}\n"
+    return head + text[:-1].replace(b"\n", end + head) + end
 
 
 def _lines(kind: _Kind, pub_id: str, matches):
@@ -225,21 +243,30 @@ def match_ids_bytes(pub_id: str, matches) -> bytes:
     """The line of ``--output-format ids`` for one publication's matches, in UTF-8: its id
     and the ids of the queries it matched, in order, as Lucene Monitor answers; exactly
     ``json.dumps({"publication": pub_id, "queries": [...]}, ensure_ascii=False)`` and a
-    newline. Made as `match_bytes` makes the ids: joined in C, escaped only if one needs it.
+    newline. The engine's matches take their ids, escaped, from the query table's column
+    of them (`rtf.matching.id_column.IdColumns.ids_text`: no id string read); others are
+    joined in C as `match_bytes` joins them, escaped only if one needs it.
 
     >>> from rtf.engine import Match
     >>> found = [Match("q1", None, frozenset({()})), Match('say "hi"', None, frozenset({()}))]
     >>> match_ids_bytes("http://ex/a", found)
     b'{"publication": "http://ex/a", "queries": ["q1", "say \\\\"hi\\\\""]}\\n'
     """
+    columns = matches.id_columns() if hasattr(matches, "id_columns") else None
+    text = columns.ids_text(matches.slots) if columns is not None else None
+    if text is not None:  # the engine's slots: the ids gathered from the table's column, in C
+        if not text:
+            return b""
+        return b"".join((b'{"publication": ', _json_string(pub_id).encode(), b', "queries": ["',
+                         memoryview(text)[:-len(IDS_SEPARATOR)], b'"]}\n'))
     ids = matches.query_ids if hasattr(matches, "query_ids") else [m.query_id for m in matches]
     if not ids:
         return b""
     # Joined by their separator at once; the bytes to escape are counted as `_escaped_ids`
     # counts them: the separators' quotes alone, or every id is escaped.
-    text = '", "'.join(ids).encode()
+    text = IDS_SEPARATOR.join(ids).encode()
     if len(text) - len(text.translate(None, _ESCAPED_BYTES)) != 2 * (len(ids) - 1):
-        text = '", "'.join([escaped[1:-1] for escaped in map(_json_string, ids)]).encode()
+        text = IDS_SEPARATOR.join([escaped[1:-1] for escaped in map(_json_string, ids)]).encode()
     return b"".join((b'{"publication": ', _json_string(pub_id).encode(), b', "queries": ["',
                      text, b'"]}\n'))
 

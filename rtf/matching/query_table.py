@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rtf.matching.hits import Hits
+from rtf.matching.id_column import IdColumn
 from rtf.matching.id_order import IdOrder
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
 from rtf.matching.pivots import Pivots
@@ -373,6 +374,8 @@ class QueryTable:
     _next_private: int = 0
     #: the slots' query-id ranks, for listing matches by id (`rtf.matching.id_order`)
     id_order: IdOrder = field(default_factory=IdOrder)
+    #: every slot's id and subscriber as columns, for the writers (`rtf.matching.id_column`)
+    id_column: IdColumn = field(default_factory=IdColumn)
     #: slot -> code of its `ProjectedStar` in `projected` (-1: none)
     slot_projected: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
     #: slot -> the same for a branch of a query of several branches (answered per slot)
@@ -380,6 +383,7 @@ class QueryTable:
     projected: ProjectedStars = field(default_factory=ProjectedStars)
     #: slot -> True for a branch of a version-3 query (its algebra answers it)
     slot_confirm: np.ndarray = field(default_factory=lambda: np.zeros(64, dtype=bool))
+    slot_ask: np.ndarray = field(default_factory=lambda: np.zeros(64, dtype=bool))  # an ASK query's
     #: version-3 queries that require no triple, evaluated on every publication: id -> algebra
     always: dict = field(default_factory=dict)
 
@@ -398,6 +402,7 @@ class QueryTable:
         algebra = query.algebra
         optional = optional_part(query) if algebra is None else None
         self.id_order.changed()
+        self.id_column.changed()  # (before and after: see `IdColumn.columns`)
         if algebra is not None and not query.branches:
             # Nothing required: a candidate on every publication (no slot, no shape).
             self.queries[query_id] = ()
@@ -416,6 +421,7 @@ class QueryTable:
                                   projection=query.projection, optional=optional, algebra=algebra)
             if algebra is not None:
                 self.slot_confirm[rb.slot] = True
+            self.slot_ask[rb.slot] = query.is_ask
             shapes = []
             for key in keys:
                 if self.share_shapes:
@@ -475,6 +481,7 @@ class QueryTable:
                     if found is not None:
                         codes[rb.slot] = self.projected.code(found)
         self.queries[query_id] = tuple(branches)
+        self.id_column.changed()
         return new_shapes, branches
 
     def _place(self, shape: TupleShape) -> None:
@@ -492,16 +499,16 @@ class QueryTable:
             self.answer_vars.append(var)
         return self.answer_vars.index(var)
 
-    def by_id(self, slots: np.ndarray, answers: np.ndarray | None = None) -> tuple[list[str], list, list]:
-        """(ids, subscribers, `answers` in the same order) of `slots` (one slot per query), in
-        query-id order (`answers`: an object array beside `slots`; None: no third list)."""
+    def by_id(self, slots: np.ndarray, answers: np.ndarray | None = None) -> tuple[np.ndarray, list | None]:
+        """(`slots`, `answers` beside them or None) in query-id order, one slot per query."""
         order = self.id_order.order(self.slot_id, slots, len(self.queries))
-        ordered = slots[order]
-        ids = self.slot_id[ordered].tolist()
-        taken = answers[order].tolist() if answers is not None else None
-        if not self.subscribed:
-            return ids, [None] * len(ids), taken
-        return ids, self.slot_subscriber[ordered].tolist(), taken
+        return slots[order], (answers[order].tolist() if answers is not None else None)
+
+    def ids_of(self, slots: np.ndarray) -> list[str]:
+        return self.slot_id[slots].tolist()
+
+    def subscribers_of(self, slots: np.ndarray) -> list:
+        return self.slot_subscriber[slots].tolist() if self.subscribed else [None] * len(slots)
 
     def _take_slot(self) -> int:
         if self._free:
@@ -511,12 +518,13 @@ class QueryTable:
         if slot >= len(self.need):
             for name, empty in (("need", -1), ("slot_id", None), ("slot_subscriber", None),
                                ("slot_answer", -1), ("slot_confirm", False), ("slot_projected", -1),
-                               ("slot_projected_part", -1)):
+                               ("slot_projected_part", -1), ("slot_ask", False)):
                 setattr(self, name, grown(getattr(self, name), slot + 1, empty))
         return slot
 
     def remove(self, query_id: str) -> list[TupleShape]:
         """Unregister a query; return the shapes no branch uses any more (to prune)."""
+        self.id_column.changed()  # (before and after: see `IdColumn.columns`)
         emptied = []
         self.always.pop(query_id, None)
         for rb in self.queries.pop(query_id):
@@ -542,10 +550,11 @@ class QueryTable:
                 if codes[rb.slot] >= 0:
                     self.projected.release(int(codes[rb.slot]))
                     codes[rb.slot] = -1
-            self.slot_confirm[rb.slot] = False
+            self.slot_confirm[rb.slot] = self.slot_ask[rb.slot] = False
             self._free.append(rb.slot)
         self.shapes = shrunk(self.shapes)
         self.queries = shrunk(self.queries)
+        self.id_column.changed()
         return emptied
 
     def complete_slots(self, satisfied: Hits, memo=None) -> np.ndarray:

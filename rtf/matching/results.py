@@ -16,12 +16,16 @@ from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from rtf.algebra.results import OrderedRows, Triples
 
 if TYPE_CHECKING:  # (for the type checker only: the engine is a later stage)
     from rtf.engine import Engine, RegisteredQuery
     from rtf.io.publication import Publication
     from rtf.matching.explain import Explanation
+    from rtf.matching.id_column import IdColumns
+    from rtf.matching.query_table import QueryTable
     from rtf.query.model import Query
 
 
@@ -118,24 +122,33 @@ class Matches(Sequence[Match]):
     A `Match` is made only when one is read; equal to a list of the same
     matches.
 
-    The records may be left to `records_of` (a function of the ids), called
-    the first time `registered` is read: a writer that reads only the ids,
-    subscribers and solutions never touches them (at a million queries,
-    gathering them was a fifth of a publication's time). The engine makes
-    every such list take its records before its query set changes
-    (`settle`), so the matches stay what they were if a query is
-    unregistered afterwards.
+    The engine's lists are made when first read. A list may be given as the
+    query table's `slots` of the matches, in query-id order, with the `table`
+    (`rtf.matching.query_table.QueryTable`): `query_ids` and `subscribers` are
+    then read from the table by slot the first time they are read, and a
+    writer that has no use for Python strings takes them from the table's
+    Arrow columns instead (`id_columns`: reading each id string after
+    matching was a cache miss per match, the first cost of the output at
+    100,000 queries). The records may be left to `records_of` (a function of
+    the ids), called the first time `registered` is read: at a million
+    queries, gathering them was a fifth of a publication's time. The engine
+    makes every such list take its ids, subscribers and records before its
+    query set changes (`settle`), so the matches stay what they were if a
+    query is unregistered afterwards, and its slot given to another.
     """
 
-    __slots__ = ("query_ids", "solutions", "_registered", "truncated", "_maybe_ask", "_items",
-                 "_subscribers", "_records_of", "__weakref__")
+    __slots__ = ("_query_ids", "solutions", "_registered", "truncated", "_maybe_ask", "_items",
+                 "_subscribers", "_records_of", "slots", "_table", "__weakref__")
 
-    def __init__(self, query_ids: list[str], solutions: list, registered: list | None,
+    def __init__(self, query_ids: list[str] | None, solutions: list, registered: list | None,
                  truncated: frozenset[str] | set[str] = frozenset(), maybe_ask: bool = True,
-                 subscribers: list | None = None, records_of: Callable[[list[str]], list] | None = None):
+                 subscribers: list | None = None, records_of: Callable[[list[str]], list] | None = None,
+                 slots: np.ndarray | None = None, table: QueryTable | None = None):
         if registered is None and records_of is None:
             raise TypeError("Matches needs its records or a records_of function")
-        self.query_ids = query_ids
+        if query_ids is None and (slots is None or table is None):
+            raise TypeError("Matches needs its query ids or their slots and table")
+        self._query_ids = query_ids
         self.solutions = solutions
         self._registered = registered
         self._records_of = records_of
@@ -145,6 +158,28 @@ class Matches(Sequence[Match]):
         self._items: list[Match] | None = None
         #: the records' subscribers when the caller has them already (else read when asked)
         self._subscribers = subscribers
+        #: the matches' slots in `table`, in query-id order (None: made of lists)
+        self.slots = slots
+        self._table = table if query_ids is None else None  # (None once settled)
+
+    @property
+    def query_ids(self) -> list[str]:
+        """The matching queries' ids, increasing."""
+        ids = self._query_ids
+        if ids is None:
+            table = self._table
+            ids = self._query_ids = table.ids_of(self.slots) if table is not None else self._query_ids
+        return ids
+
+    def id_columns(self) -> IdColumns | None:
+        """The table's columns of every slot's id and subscriber (`rtf.matching.id_column`),
+        of which `slots` are these matches', or None: read `query_ids` and `subscribers`."""
+        table = self._table
+        if table is None:
+            return None
+        columns = table.id_column.columns(table, len(self.slots))
+        # (settled meanwhile: its slots may no longer be its queries' in those columns)
+        return columns if self._table is not None else None
 
     @property
     def registered(self) -> list:
@@ -154,7 +189,15 @@ class Matches(Sequence[Match]):
         return self._registered
 
     def settle(self) -> None:
-        """Take the records now (the engine calls it before its query set changes)."""
+        """Take the ids, subscribers and records now (the engine calls it before its query
+        set changes)."""
+        table = self._table
+        if table is not None:
+            if self._query_ids is None:
+                self._query_ids = table.ids_of(self.slots)
+            if self._subscribers is None:
+                self._subscribers = table.subscribers_of(self.slots)
+            self._table = None
         if self._registered is None:
             self._registered = self._records_of(self.query_ids)
             self._records_of = None
@@ -162,13 +205,28 @@ class Matches(Sequence[Match]):
     @property
     def subscribers(self) -> list[str | None]:
         """Each match's subscriber, in order."""
-        if self._subscribers is None:
-            self._subscribers = list(map(_subscriber, self.registered))
-        return self._subscribers
+        subscribers = self._subscribers
+        if subscribers is None:
+            table = self._table
+            if table is not None:
+                subscribers = table.subscribers_of(self.slots)
+            else:  # (settled meanwhile, or made of lists)
+                subscribers = self._subscribers
+                if subscribers is None:
+                    subscribers = list(map(_subscriber, self.registered))
+            self._subscribers = subscribers
+        return subscribers
 
     def has_ask(self) -> bool:
         """Whether an ASK query is among the matches."""
-        return self._maybe_ask and any(map(_is_ask, self.registered))
+        if not self._maybe_ask:
+            return False
+        table = self._table
+        if table is not None and self._registered is None:  # (by slot: no record read)
+            asks = bool(table.slot_ask[self.slots].any())
+            if self._table is not None:  # (else settled meanwhile: its records say)
+                return asks
+        return any(map(_is_ask, self.registered))
 
     def _list(self) -> list[Match]:
         items = self._items
@@ -182,10 +240,11 @@ class Matches(Sequence[Match]):
         return items
 
     def __len__(self) -> int:
-        return len(self.query_ids)
+        ids = self._query_ids
+        return len(ids if ids is not None else self.slots)
 
     def __bool__(self) -> bool:
-        return bool(self.query_ids)
+        return len(self) > 0
 
     def __getitem__(self, i):
         return self._list()[i]
