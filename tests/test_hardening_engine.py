@@ -127,10 +127,10 @@ def test_register_rejects_what_is_not_a_query(algorithm, query):
 def test_nested_quantifiers_run_in_linear_time(algorithm):
     engine = Engine(algorithm)
     engine.register(f'SELECT ?s {{ ?s {P} ?t FILTER regex(?t, "^(a+)+$") }}', "q")
-    start = time.perf_counter()
+    start = time.thread_time()  # CPU: a bound on a blow-up, not a speed; load does not stretch it
     assert engine.match(pub('"' + "a" * 28 + '!"')) == []
     assert [m.query_id for m in engine.match(pub('"' + "a" * 5000 + '"'))] == ["q"]
-    assert time.perf_counter() - start < 2  # Python's re: 7 s for the first alone
+    assert time.thread_time() - start < 2  # Python's re: 7 s for the first alone
 
 
 @pytest.mark.parametrize("pattern, flags", [
@@ -170,9 +170,9 @@ def test_a_cross_product_is_capped_and_flagged(algorithm):
     engine = Engine(algorithm, max_solutions=500)
     engine.register("SELECT * { ?a ?b ?c . ?d ?e ?f }", "cross")
     publication = wide(1000)
-    start = time.perf_counter()
+    start = time.thread_time()  # CPU: a bound on a blow-up, not a speed
     [match] = engine.match(publication)
-    assert time.perf_counter() - start < 10
+    assert time.thread_time() - start < 10
     assert match.truncated
     assert 0 < len(match.solutions) <= 500
     triples = set(publication.triples)
@@ -214,13 +214,13 @@ def test_naive_joins_a_star_without_backtracking_blowup():
     # One subject, 1000 predicates: backtracking tried 1000^5 combinations.
     triples = [(S, f"<{EX}p{i}>", f'"{i}"') for i in range(1000)]
     query = "SELECT ?s { " + " . ".join(f"?s ?p{i} ?o{i}" for i in range(5)) + " }"
-    start = time.perf_counter()
+    start = time.thread_time()  # CPU: a bound on a blow-up, not a speed
     for algorithm in ALGORITHMS:
         engine = Engine(algorithm)
         engine.register(query, "star")
         [match] = engine.match(Publication("a", triples))
         assert match.bindings == [{"s": S}] and not match.truncated, algorithm
-    assert time.perf_counter() - start < 10
+    assert time.thread_time() - start < 10
 
 
 # ------------------------------------------------------------------- 5. API edges
@@ -365,9 +365,9 @@ def test_hostile_queries_and_publications_never_break_match(filters, publication
                 continue
             fuzzed.append(f"f{i}")
         for p in publications:
-            start = time.perf_counter()
+            start = time.thread_time()  # CPU: a bound on a blow-up, not a speed
             matches = engine.match(p)  # never raises
-            assert time.perf_counter() - start < 10, (algorithm, filters)
+            assert time.thread_time() - start < 10, (algorithm, filters)
             assert all(len(m.solutions) <= 200 for m in matches)
         assert [probe_answer(engine, p) for p in publications] == before, algorithm
         for qid in fuzzed:

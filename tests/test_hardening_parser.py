@@ -535,7 +535,7 @@ def assert_all_engines_handle(parsed: Query) -> None:
 @given(FUZZED)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_fuzz_parse_returns_a_query_or_raises_a_query_error(query):
-    start = time.perf_counter()
+    start = time.thread_time()  # CPU: a bound on a blow-up, not a speed (a loaded machine took 7.7 s wall)
     try:
         parsed = parse_query(query)
     except QueryError as e:
@@ -543,7 +543,7 @@ def test_fuzz_parse_returns_a_query_or_raises_a_query_error(query):
     else:
         assert isinstance(parsed, Query)
         parsed.describe()
-    assert time.perf_counter() - start < 5
+    assert time.thread_time() - start < 5
 
 
 @pytest.mark.slow

@@ -101,9 +101,9 @@ def test_a_thousand_ftor_alternatives_register_fast_and_match_in_every_engine():
     miss = Publication("miss", [("<http://s>", "<http://p>", '"text with w1000 in it"')])
     for algorithm in ALGORITHMS:
         engine = Engine(algorithm)
-        start = time.perf_counter()
+        start = time.thread_time()  # CPU: a bound on a blow-up, not a speed
         engine.register(query, "q")
-        assert time.perf_counter() - start < 5, algorithm
+        assert time.thread_time() - start < 5, algorithm
         assert [m.query_id for m in engine.match(hit)] == ["q"], algorithm
         assert engine.match(miss) == [], algorithm
 
