@@ -3,17 +3,57 @@
 from __future__ import annotations
 
 import collections
+import compileall
 import itertools
 import os
+from pathlib import Path
 
 import pytest
 
+import rtf
 from rtf.io import datasets
 from tests.heartbeat import Heartbeat, period_from_environment
 
 
+#: The options of every Spark JVM the tests start (`spark_jvm_environment`).
+SPARK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+#: The variables Spark's launcher reads them from: the drivers (a session of the test's own
+#: process, or a job's ``spark-submit``) and the standalone cluster's master and workers.
+#: (A cluster's executors take ``spark.executor.extraJavaOptions``: tests/test_spark_cluster.py.)
+SPARK_JVM_VARIABLES = ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS")
+
+
+def spark_jvm_environment() -> None:
+    """Quick-starting JVMs for Spark: every test starts its JVMs afresh and runs them for
+    seconds on a few hundred rows, where the JIT compilers' work (C2, on other threads) and
+    a parallel collector's threads never pay back: with C1 only and the serial collector a
+    local session started and used for two small jobs took 10.5 s of CPU instead of 20,
+    tests/test_spark_stream.py 99 s instead of 155. Spark runs the same code either way.
+    A variable already set (even to nothing) is kept."""
+    for name in SPARK_JVM_VARIABLES:
+        os.environ.setdefault(name, SPARK_JVM_OPTIONS)
+
+
+def compile_the_package(config) -> None:
+    """Write rtf's bytecode once, before the workers start, even where Python is told not to
+    (``PYTHONDONTWRITEBYTECODE``, ``-B``, as on this project's machines): the suite starts
+    hundreds of Python processes -- ``rtf serve``, the CLI, Spark's Python workers -- and
+    each one would otherwise compile every module it imports (0.15 s of CPU for the
+    server's; tests/test_server_damaged_files.py took 47 s of CPU instead of 37). The files
+    are Python's own (``rtf/**/__pycache__``, ignored by git), checked against their source
+    by every import; up-to-date ones are left as they are. An xdist worker leaves it to the
+    controller."""
+    if not hasattr(config, "workerinput"):
+        compileall.compile_dir(Path(rtf.__file__).parent, quiet=2)  # a read-only tree: no harm, no noise
+
+
 def pytest_configure(config):
-    """Start the heartbeat (tests/heartbeat.py): a line on the terminal every 30 s while a test runs."""
+    """Start the heartbeat (tests/heartbeat.py): a line on the terminal every 30 s while a test
+    runs; quick-starting Spark JVMs (`spark_jvm_environment`); rtf's bytecode written once
+    (`compile_the_package`)."""
+    spark_jvm_environment()
+    compile_the_package(config)
     every = period_from_environment()
     if every > 0:
         config.stash[HEARTBEAT] = beat = Heartbeat.on_stderr(every)

@@ -153,13 +153,13 @@ def _user_environment(tmp_path: Path, path_first: Path | None = None) -> dict[st
     return env
 
 
-@pytest.fixture
-def checkout(tmp_path):
-    """The bundled example and the index of the doc's first block, as in a checkout."""
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory):
+    """The bundled example and the index of the doc's first block, as in a checkout (built
+    once: the tests only run the doc's script in it)."""
     if NO_SPARK:
         pytest.skip(NO_SPARK)
-    folder = tmp_path / "checkout"
-    folder.mkdir()
+    folder = tmp_path_factory.mktemp("checkout")
     (folder / "examples").symlink_to(ROOT / "examples")
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     [build] = _blocks("sh")

@@ -1,0 +1,33 @@
+"""What tests/conftest.py sets up for the whole run, checked from inside a test.
+
+The suite's CPU goes mostly to starting things (Spark's JVMs, Python processes), and
+conftest makes both cheaper: these tests fail if that setup stops reaching what it is
+for (docs/architecture.md, "Running the tests"); the Spark JVMs' options are checked in
+the JVM of a session, in tests/test_spark_stream.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import rtf
+
+PACKAGE = Path(rtf.__file__).parent
+
+
+def test_every_module_of_rtf_has_its_bytecode_before_a_test_runs():
+    """Under ``PYTHONDONTWRITEBYTECODE`` too: a process the tests start (``rtf serve``, the
+    CLI, a Spark Python worker) reads rtf's modules compiled, not their source."""
+    stale = []
+    for source in sorted(PACKAGE.rglob("*.py")):
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        header = cached.read_bytes()[:16] if cached.exists() else b""
+        stat = source.stat()
+        # a timestamp pyc: magic, flags 0, the source's mtime and size (PEP 552)
+        expected = (importlib.util.MAGIC_NUMBER + bytes(4) + int(stat.st_mtime).to_bytes(4, "little")
+                    + (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
+        if header != expected:
+            stale.append(str(source.relative_to(PACKAGE)))
+    assert not stale, stale
+
