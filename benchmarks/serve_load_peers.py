@@ -45,7 +45,7 @@ def load_workload(args) -> tuple[list[dict], list]:
         raise SystemExit(f"serve_load: {datasets.missing_message()} (or pass --publications)")
     pubs = load_publications(paths)
     records = generate_queries(pubs, args.queries, seed=args.seed,
-                               mix=bench_mix(args.ft_pr, "selective"), prefix="q")
+                               mix=bench_mix(args.ft_pr, args.mix), prefix="q")
     for i, rec in enumerate(records):
         rec["subscriber"] = f"sub{i % args.subscribers}"
     return records, sample_publications(pubs, len(pubs), args.seed)

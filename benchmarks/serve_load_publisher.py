@@ -101,6 +101,8 @@ def parse_args(argv=None):
     p.add_argument("--jobs", type=int, default=2, help="bodies per group (default 2)")
     p.add_argument("--groups", type=int, default=600, help="groups measured (default 600)")
     p.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
+    p.add_argument("--mix", default="selective", choices=("selective", "paper"),
+                   help="the queries, as serve_load.py's --mix (default selective)")
     p.add_argument("--ft-pr", type=int, default=50, metavar="PCT", help="FT_pr (default 50)")
     p.add_argument("--publications", nargs="+", metavar="FILE",
                    help="RDF files (default: the DBpedia sample)")

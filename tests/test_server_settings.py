@@ -75,11 +75,15 @@ def test_command_line_wins_over_environment_over_file_over_defaults(tmp_path):
         assert body_limit(server) is None  # 16 MiB
         with server.client() as http:
             assert http.put("/queries/q", json={"query": "ASK { ?s ?p ?o }"}).status_code == 201
-        deadline = time.monotonic() + 20  # --snapshot-every 1: a snapshot after one registration
-        while not (tmp_path / "env" / "snapshot.idx").exists() and time.monotonic() < deadline:
+        # --snapshot-every 1: a snapshot after one registration, logged once it is in place
+        # (the file can be there a moment before its line: wait for both, a bound on a hang)
+        logged = "rtf serve: INFO: snapshot: 1 queries"  # info, not warning
+        deadline = time.monotonic() + 60
+        while not ((tmp_path / "env" / "snapshot.idx").exists() and logged in server.stderr) \
+                and time.monotonic() < deadline:
             time.sleep(0.05)
         assert (tmp_path / "env" / "snapshot.idx").exists()
-        assert "rtf serve: INFO: snapshot: 1 queries" in server.stderr  # info, not warning
+        assert logged in server.stderr
     assert not (tmp_path / "unused").exists()
 
 
