@@ -350,7 +350,7 @@ class Engine:
             group = groups[0]  # in id order, as slots: their ids are read when asked for
             matches = Matches(None, group.per_id(), None, truncated, self._asks > 0, None,
                               self._records_of, group.slots, group.table)
-        elif len(groups) == 1 and len(found) * 8 < len(groups[0].ids):
+        elif len(groups) == 1 and len(found) * 8 < len(groups[0].slots):
             # One large group and a few other answers (version-3 queries confirmed, say):
             # those put in their places in the group's id order, not everything sorted again.
             ids, solutions, subscribers = merged(groups[0], found, self._queries)
@@ -359,8 +359,9 @@ class Engine:
         else:
             subscribers = {}
             for group in groups:
-                found.update(group.pairs())
-                subscribers.update(zip(group.ids, group.subscribers))
+                ids = group.ids  # (read from the table once: pairs() would read them again)
+                found.update(zip(ids, group.per_id()))
+                subscribers.update(zip(ids, group.subscribers))
             qids = sorted(found)
             queries = self._queries
             subscribers.update((q, queries[q].subscriber) for q in found.keys() - subscribers.keys())

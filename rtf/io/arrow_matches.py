@@ -115,14 +115,14 @@ class MatchRows:
         self.rows += n
         self.publications.append(pub_id)
         self.counts.append(n)
-        columns = found.id_columns() if hasattr(found, "id_columns") else None
-        arrays = columns.arrow() if columns is not None else None
-        if arrays is not None:  # the ids and subscribers taken by slot when flushed
-            queries = subscribers = (arrays, found.slots)
+        if hasattr(found, "id_columns"):  # the engine's parallel lists
+            columns = found.id_columns()
+            arrays = columns.arrow() if columns is not None else None
+            if arrays is not None:  # the ids and subscribers taken by slot when flushed
+                queries = subscribers = (arrays, found.slots)
+            else:  # read as they are
+                queries, subscribers = found.query_ids, found.subscribers
             keys = found.solutions
-            asks = list(map(_IS_ASK, found.registered)) if found.has_ask() else None
-        elif hasattr(found, "query_ids"):  # the engine's parallel lists, read as they are
-            queries, subscribers, keys = found.query_ids, found.subscribers, found.solutions
             asks = list(map(_IS_ASK, found.registered)) if found.has_ask() else None
         else:
             queries, subscribers = list(map(_QUERY, found)), list(map(_SUBSCRIBER, found))

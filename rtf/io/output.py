@@ -257,16 +257,16 @@ def match_ids_bytes(pub_id: str, matches) -> bytes:
     if text is not None:  # the engine's slots: the ids gathered from the table's column, in C
         if not text:
             return b""
-        return b"".join((b'{"publication": ', _json_string(pub_id).encode(), b', "queries": ["',
-                         memoryview(text)[:-len(IDS_SEPARATOR)], b'"]}\n'))
-    ids = matches.query_ids if hasattr(matches, "query_ids") else [m.query_id for m in matches]
-    if not ids:
-        return b""
-    # Joined by their separator at once; the bytes to escape are counted as `_escaped_ids`
-    # counts them: the separators' quotes alone, or every id is escaped.
-    text = IDS_SEPARATOR.join(ids).encode()
-    if len(text) - len(text.translate(None, _ESCAPED_BYTES)) != 2 * (len(ids) - 1):
-        text = IDS_SEPARATOR.join([escaped[1:-1] for escaped in map(_json_string, ids)]).encode()
+        text = memoryview(text)[:-len(IDS_SEPARATOR)]  # (each id is followed by the separator)
+    else:
+        ids = matches.query_ids if hasattr(matches, "query_ids") else [m.query_id for m in matches]
+        if not ids:
+            return b""
+        # Joined by their separator at once; the bytes to escape are counted as `_escaped_ids`
+        # counts them: the separators' quotes alone, or every id is escaped.
+        text = IDS_SEPARATOR.join(ids).encode()
+        if len(text) - len(text.translate(None, _ESCAPED_BYTES)) != 2 * (len(ids) - 1):
+            text = IDS_SEPARATOR.join([escaped[1:-1] for escaped in map(_json_string, ids)]).encode()
     return b"".join((b'{"publication": ', _json_string(pub_id).encode(), b', "queries": ["',
                      text, b'"]}\n'))
 

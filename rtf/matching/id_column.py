@@ -27,13 +27,11 @@ its own lists.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
-from rtf.io.output import IDS_SEPARATOR
-
-_json_string = json.encoder.encode_basestring  # (as rtf.io.output writes ids)
+# (the text of ids and lines is rtf.io.output's: its id separator, its JSON strings and the
+# part of a line between a query id and its bindings)
+from rtf.io.output import IDS_SEPARATOR, _json_string, _middle_text
 
 
 #: The longest id (JSON-escaped, with its separator) kept in the fixed-width column of the
@@ -44,8 +42,9 @@ MAX_FIXED_WIDTH = 96
 
 class IdColumns:
     """One state of the table's slots, never changed once made: `generation`, the state it
-    is of, and each slot's id and subscriber as Arrow columns (`arrow`) and as `ids_text`
-    writes them, each made when first asked for."""
+    is of, and each slot's id and subscriber as Arrow columns (`arrow`) and as the ``ids``
+    and ``jsonl`` outputs write them (`ids_text`, `lines_text`), each made when first asked
+    for."""
 
     __slots__ = ("generation", "_slot_id", "_slot_subscriber", "_ids", "_quoted", "_lines")
 
@@ -88,9 +87,8 @@ class IdColumns:
         if self._lines is None:
             ids = self._slot_id.tolist()
             subscribers = [None] * len(ids) if self._slot_subscriber is None else self._slot_subscriber.tolist()
-            self._lines = _fixed([_json_string(q)[1:-1] + '", "subscriber": ' + (
-                "null" if s is None else _json_string(s)) + ", \n" if q is not None else ""
-                for q, s in zip(ids, subscribers)])
+            self._lines = _fixed([_json_string(q)[1:-1] + _middle_text(s) + "\n" if q is not None else ""
+                                  for q, s in zip(ids, subscribers)])
         return _taken(self._lines, slots)
 
 
@@ -135,7 +133,8 @@ class IdColumn:
         self.debt = 0  # ids read as lists since the columns went stale
 
     def changed(self) -> None:
-        """A query was registered or removed (called once the table is changed)."""
+        """A query is being registered or removed (called before the table changes and
+        again once it has: columns copied in between are not kept, see `columns`)."""
         self.generation += 1
         self.debt = 0
 

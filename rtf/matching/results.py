@@ -127,7 +127,7 @@ class Matches(Sequence[Match]):
     (`rtf.matching.query_table.QueryTable`): `query_ids` and `subscribers` are
     then read from the table by slot the first time they are read, and a
     writer that has no use for Python strings takes them from the table's
-    Arrow columns instead (`id_columns`: reading each id string after
+    columns of them instead (`id_columns`: reading each id string after
     matching was a cache miss per match, the first cost of the output at
     100,000 queries). The records may be left to `records_of` (a function of
     the ids), called the first time `registered` is read: at a million
