@@ -8,13 +8,14 @@ import re
 
 import pyoxigraph as ox
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rtf import ALGORITHMS, Engine
 from rtf.algebra.graph import Dataset
 from rtf.algebra.results import OrderedRows, Triples, run
 from rtf.errors import QueryError
+from rtf.io.publication import Publication
 from rtf.parser import parse_as_algebra, parse_query
 from tests.worlds import publications, queries, structured_queries, taxonomy
 from tests.worlds_v3 import v3_queries
@@ -84,6 +85,15 @@ def _stored_forms(store_terms: set[str]) -> dict[str, str]:
     return {literals[int(q.subject.value[6:])]: str(q.object) for q in store}
 
 
+def _as_stored(pub) -> Publication:
+    """The publication with each literal in the form pyoxigraph's store gives back: the store
+    keeps a literal's value, not its lexical form (``"2.0"^^xsd:decimal`` comes back as
+    ``"2"^^xsd:decimal``), so a function of the lexical form (STR, STRLEN...) would otherwise
+    see two different publications."""
+    forms = _stored_forms({o for _, _, o in pub.triples})
+    return Publication(pub.id, [(s, p, forms.get(o, o)) for s, p, o in pub.triples])
+
+
 def _oxigraph(text: str, pub):
     result = _store(pub).query(text)
     if isinstance(result, ox.QueryBoolean):
@@ -107,12 +117,16 @@ def _ours(text: str, pub):
 
 @settings(max_examples=250, **SETTINGS)
 @given(text=v3_queries(sparql_only=True), pub=publications())
+@example(text="SELECT DISTINCT ?x (STR(?x) AS ?e) WHERE { [] <http://ex.org/p> ?x . }",
+         pub=Publication("http://ex.org/a", [("<http://ex.org/a>", "<http://ex.org/p>",
+                                              '"2.0"^^<http://www.w3.org/2001/XMLSchema#decimal>')]))
 def test_the_algebra_answers_as_pyoxigraph(text, pub):
     if any(word in text for word in _UNORDERED):
         return  # what SPARQL lets engines choose (a sample, an order, which rows a slice keeps)
     if _ZERO_LENGTH.search(text):
         return  # pyoxigraph 0.5 misses zero-length paths from a constant not in the graph
                 # (W3C property-path tests; tests/test_w3c.py holds rtf to them)
+    pub = _as_stored(pub)
     ours = _ours(text, pub)
     theirs = _oxigraph(text, pub)
     if isinstance(ours, bool):
