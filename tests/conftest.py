@@ -12,27 +12,8 @@ import pytest
 
 import rtf
 from rtf.io import datasets
+from tests import spark_jvm
 from tests.heartbeat import Heartbeat, period_from_environment
-
-
-#: The options of every Spark JVM the tests start (`spark_jvm_environment`).
-SPARK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-#: The variables Spark's launcher reads them from: the drivers (a session of the test's own
-#: process, or a job's ``spark-submit``) and the standalone cluster's master and workers.
-#: (A cluster's executors take ``spark.executor.extraJavaOptions``: tests/test_spark_cluster.py.)
-SPARK_JVM_VARIABLES = ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS")
-
-
-def spark_jvm_environment() -> None:
-    """Quick-starting JVMs for Spark: every test starts its JVMs afresh and runs them for
-    seconds on a few hundred rows, where the JIT compilers' work (C2, on other threads) and
-    a parallel collector's threads never pay back: with C1 only and the serial collector a
-    local session started and used for two small jobs took 10.5 s of CPU instead of 20,
-    tests/test_spark_stream.py 99 s instead of 155. Spark runs the same code either way.
-    A variable already set (even to nothing) is kept."""
-    for name in SPARK_JVM_VARIABLES:
-        os.environ.setdefault(name, SPARK_JVM_OPTIONS)
 
 
 def compile_the_package(config) -> None:
@@ -50,9 +31,13 @@ def compile_the_package(config) -> None:
 
 def pytest_configure(config):
     """Start the heartbeat (tests/heartbeat.py): a line on the terminal every 30 s while a test
-    runs; quick-starting Spark JVMs (`spark_jvm_environment`); rtf's bytecode written once
+    runs; quick-starting Spark JVMs (tests/spark_jvm.py); rtf's bytecode written once
     (`compile_the_package`)."""
-    spark_jvm_environment()
+    archive = None
+    if getattr(config, "cache", None) is not None:  # (none under -p no:cacheprovider)
+        archive = spark_jvm.archive_path(config.cache.mkdir("spark-class-archive"))
+    config.stash[SPARK_ARCHIVE] = archive
+    spark_jvm.set_options(archive)  # an xdist worker inherits the controller's, and keeps them
     compile_the_package(config)
     every = period_from_environment()
     if every > 0:
@@ -60,7 +45,28 @@ def pytest_configure(config):
         beat.start()
 
 
+def _start_the_spark_archive(config, node_ids) -> None:
+    """The controller (or a run without xdist) makes the Spark class archive in the background
+    once it knows the run has Spark tests (tests/spark_jvm.py)."""
+    if hasattr(config, "workerinput") or SPARK_ARCHIVING in config.stash:
+        return
+    if spark_jvm.has_spark_tests(node_ids):
+        config.stash[SPARK_ARCHIVING] = spark_jvm.start_archive(config.stash.get(SPARK_ARCHIVE, None))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    _start_the_spark_archive(node.config, ids)
+
+
+def pytest_collection_finish(session):
+    _start_the_spark_archive(session.config, [item.nodeid for item in session.items])
+
+
 def pytest_unconfigure(config):
+    making = config.stash.get(SPARK_ARCHIVING, None)
+    if making is not None:
+        making.join(timeout=300)  # a short run does not leave the archive's JVM behind
     beat = config.stash.get(HEARTBEAT, None)
     if beat is not None:
         beat.stop()
@@ -79,6 +85,8 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 HEARTBEAT = pytest.StashKey[Heartbeat]()
+SPARK_ARCHIVE = pytest.StashKey["Path | None"]()
+SPARK_ARCHIVING = pytest.StashKey["threading.Thread | None"]()
 
 
 @pytest.hookimpl(tryfirst=True)

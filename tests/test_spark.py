@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -498,3 +499,27 @@ def test_contained_query_is_reported_and_k_may_exceed_the_queries(spark, inputs,
     assert qp["contained_queries"] == 1 and len(qp["groups"]) == 5
     assert sum(1 for g in qp["groups"] if g["queries"]) == 2  # the tree and "nothing"
     assert qp["pairs_skipped"] > 0
+
+
+@spark_test
+def test_spark_jvms_map_the_class_archive_this_run_made():
+    """tests/spark_jvm.py: the archive the run makes in the background is one a Spark JVM maps
+    (``-Xshare:on`` makes a JVM that cannot use it exit with an error instead of starting
+    without it)."""
+    from tests import spark_jvm
+
+    options = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    archive = next((Path(o.split("=", 1)[1]) for o in options.split() if o.startswith("-XX:SharedArchiveFile=")), None)
+    if archive is None:
+        pytest.skip(f"no class archive in this run's SPARK_SUBMIT_OPTS ({options!r}): -p no:cacheprovider or set before")
+    deadline = time.monotonic() + 600
+    while not archive.exists() and time.monotonic() < deadline:
+        time.sleep(1)  # made in the background since the run collected this module
+    assert archive.exists(), archive
+    submit = Path(spark_jvm.pyspark_home()) / "bin" / "spark-submit"
+    environment = {**os.environ, "SPARK_SUBMIT_OPTS": f"{options} -Xshare:on"}
+    assert subprocess.run([str(submit), "--version"], env=environment, capture_output=True,
+                          timeout=120).returncode == 0
+    environment["SPARK_SUBMIT_OPTS"] = f"{options} -Xshare:on -XX:SharedArchiveFile={archive}.missing"
+    assert subprocess.run([str(submit), "--version"], env=environment, capture_output=True,
+                          timeout=120).returncode != 0  # (the check can fail)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SPARK_JVM_OPTIONS
+from tests import spark_jvm
 from tests.test_spark import NO_SPARK, spark_test
 from tests.test_spark_stream import _drop, _wait_for, drops, expected_lines  # noqa: F401 (drops: a fixture)
 
@@ -47,7 +47,7 @@ def run_job(cluster, fault: Path, *argv, timeout=600):
                "--conf", "spark.executor.memory=512m", "--conf", "spark.ui.enabled=false",
                "--conf", f"spark.executorEnv.RTF_SPARK_FAULT_FILE={fault}",
                # the executors' JVMs start as quickly as the driver's (tests/conftest.py)
-               "--conf", f"spark.executor.extraJavaOptions={SPARK_JVM_OPTIONS}"]
+               "--conf", f"spark.executor.extraJavaOptions={spark_jvm.jvm_options()}"]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, start_new_session=True)
 
 

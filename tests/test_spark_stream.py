@@ -138,14 +138,13 @@ def test_match_publications_gives_the_matches_of_rtf_match(spark, drops):
 
 @spark_test
 def test_the_sessions_jvm_runs_with_the_suites_options(spark):
-    """tests/conftest.py's quick-starting options reach the JVM of a session a test starts
-    (unless SPARK_SUBMIT_OPTS was set before the run: then that is kept)."""
-    from tests.conftest import SPARK_JVM_OPTIONS
+    """tests/spark_jvm.py's quick-starting options (the class archive's among them, once the
+    run has made it) reach the JVM of a session a test starts; a SPARK_SUBMIT_OPTS set before
+    the run is kept instead."""
+    from tests import spark_jvm
 
-    if os.environ.get("SPARK_SUBMIT_OPTS", SPARK_JVM_OPTIONS) != SPARK_JVM_OPTIONS:
-        pytest.skip(f"SPARK_SUBMIT_OPTS was set before the run: {os.environ.get('SPARK_SUBMIT_OPTS')!r}")
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
-    assert set(SPARK_JVM_OPTIONS.split()) <= set(runtime.getInputArguments())
+    assert set(spark_jvm.jvm_options().split()) <= set(runtime.getInputArguments())
 
 
 @spark_test

@@ -9,6 +9,7 @@ the JVM of a session, in tests/test_spark_stream.py.
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import rtf
@@ -31,3 +32,22 @@ def test_every_module_of_rtf_has_its_bytecode_before_a_test_runs():
             stale.append(str(source.relative_to(PACKAGE)))
     assert not stale, stale
 
+
+
+def test_only_a_run_with_spark_tests_makes_the_class_archive():
+    from tests import spark_jvm
+
+    assert spark_jvm.has_spark_tests(["tests/test_cli.py::test_x", "tests/test_spark_stream.py::test_y"])
+    assert spark_jvm.has_spark_tests(["tests/test_stream_checkpoint.py::test_z[1]"])
+    assert not spark_jvm.has_spark_tests(["tests/test_cli.py::test_x", "tests/test_server.py::test_spark_free"])
+
+
+def test_spark_options_set_before_the_run_are_kept(monkeypatch, tmp_path):
+    from tests import spark_jvm
+
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "")
+    monkeypatch.delenv("SPARK_DAEMON_JAVA_OPTS", raising=False)
+    spark_jvm.set_options(tmp_path / "a.jsa")
+    assert os.environ["SPARK_SUBMIT_OPTS"] == ""
+    assert os.environ["SPARK_DAEMON_JAVA_OPTS"] == (f"{spark_jvm.SPARK_JVM_OPTIONS} "
+                                                   f"-XX:SharedArchiveFile={tmp_path / 'a.jsa'} -Xlog:cds*=off")

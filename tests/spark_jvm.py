@@ -1,0 +1,135 @@
+"""Quick-starting JVMs for the Spark tests: the options every Spark JVM of a run gets, and a
+class-data archive of Spark's classes made once per checkout.
+
+The suite starts dozens of Spark JVMs (a session per module, every ``rtf spark`` driver a
+test kills and restarts, a standalone cluster's master, workers and executors), each for
+seconds of work on a few hundred rows, so their start-up is most of the Spark tests' CPU:
+
+- `SPARK_JVM_OPTIONS`: the C1 compiler only and the serial collector. The JIT's C2 work and
+  a parallel collector's threads never pay back in a run of seconds (a local session used
+  for two small jobs: 10.5 s of CPU instead of 20; tests/test_spark_stream.py 99 s instead of
+  155). Spark runs the same code either way.
+- **A dynamic class-data sharing archive** (JDK 13+, `-XX:ArchiveClassesAtExit` /
+  `-XX:SharedArchiveFile`): the classes a small Spark session loads (SQL, Parquet, Arrow to
+  Python, a streaming query), parsed and verified once and mapped by every later JVM. A
+  local session's JVM then starts on 4.5-4.9 s of CPU instead of 9.0-9.5 (7.4-7.8 s wall
+  instead of 10-12). The archive is made in the background by the first run that has Spark
+  tests (`start_archive`) and kept in pytest's cache folder (``.pytest_cache``, ignored by
+  git), ~160 MB; until it exists, JVMs start as before. The JVM checks the archive itself
+  (the same JVM, the same class path, jars of the same size and time) and ignores it silently
+  otherwise (``-Xlog:cds*=off``: the standalone cluster's executors, whose class path
+  differs, start without it and print nothing).
+
+A variable already set before the run (even to nothing) is kept: ``SPARK_SUBMIT_OPTS=``
+runs the Spark tests on the JVM's defaults.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+#: The options of every Spark JVM the tests start, the archive's aside.
+SPARK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+#: The variables Spark's launcher reads them from: the drivers (a session of the test's own
+#: process, or a job's ``spark-submit``) and the standalone cluster's master and workers.
+#: (A cluster's executors take ``spark.executor.extraJavaOptions``: tests/test_spark_cluster.py.)
+SPARK_JVM_VARIABLES = ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS")
+
+#: The test modules that start Spark JVMs: a run that collects none of them makes no archive.
+SPARK_MODULES = ("tests/test_spark", "tests/test_partition.py", "tests/test_stream_checkpoint.py")
+
+#: What the archive's JVM does: the kinds of work the tests give Spark, each once, small.
+_ARCHIVE_SESSION = r"""
+import sys, tempfile
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[2]").appName("rtf-tests-class-archive")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+with tempfile.TemporaryDirectory() as folder:
+    frame = spark.createDataFrame([(i, f"s{i % 3}") for i in range(100)], "n long, s string")
+    frame.groupBy("s").count().collect()
+    frame.write.parquet(f"{folder}/p")
+    spark.read.parquet(f"{folder}/p").mapInArrow(lambda batches: batches, frame.schema).collect()
+    frame.select("s").write.text(f"{folder}/in")
+    query = (spark.readStream.text(f"{folder}/in").writeStream.format("parquet")
+             .option("checkpointLocation", f"{folder}/c").option("path", f"{folder}/out")
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+spark.stop()
+"""
+
+
+def pyspark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def archive_path(cache_folder: Path) -> Path | None:
+    """The archive for this JVM and this pyspark (None without either): named after both, so
+    another JDK or another pyspark makes its own."""
+    try:
+        import pyspark
+    except ImportError:
+        return None
+    java = shutil.which("java")
+    if java is None:
+        return None
+    key = f"{os.path.realpath(java)}|{pyspark_home()}|{pyspark.__version__}"
+    return cache_folder / f"spark-{pyspark.__version__}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.jsa"
+
+
+def set_options(archive: Path | None) -> None:
+    """`SPARK_JVM_OPTIONS`, and the archive when given (whether it exists yet or not: a JVM
+    started before it does runs without it), into each of `SPARK_JVM_VARIABLES` not set yet."""
+    options = SPARK_JVM_OPTIONS
+    if archive is not None:
+        options += f" -XX:SharedArchiveFile={archive} -Xlog:cds*=off"
+    for name in SPARK_JVM_VARIABLES:
+        os.environ.setdefault(name, options)
+
+
+def jvm_options() -> str:
+    """The options this run's Spark JVMs get (for executors' ``extraJavaOptions``)."""
+    return os.environ.get(SPARK_JVM_VARIABLES[0], SPARK_JVM_OPTIONS)
+
+
+def has_spark_tests(node_ids) -> bool:
+    return any(node_id.startswith(SPARK_MODULES) for node_id in node_ids)
+
+
+def build_archive(archive: Path, timeout: float = 300) -> bool:
+    """Run `_ARCHIVE_SESSION` in a JVM that writes its loaded classes at exit, under a
+    temporary name renamed to `archive` once whole (a JVM never maps half an archive)."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_name(f"partial-{os.getpid()}-{archive.name}")
+    environment = {**os.environ, "PYSPARK_PYTHON": sys.executable,  # (Spark's workers: this Python)
+                   SPARK_JVM_VARIABLES[0]: f"{SPARK_JVM_OPTIONS} -XX:ArchiveClassesAtExit={partial}"}
+    try:
+        # (output to pipes, read to their end: the JVM writes the archive after the Python
+        # process that started it has exited, and holds the pipes until it has)
+        done = subprocess.run([sys.executable, "-c", _ARCHIVE_SESSION], env=environment, timeout=timeout,
+                              stdin=subprocess.DEVNULL, capture_output=True)
+        if done.returncode == 0 and partial.exists():
+            os.replace(partial, archive)
+            return True
+        return False
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def start_archive(archive: Path | None) -> threading.Thread | None:
+    """Make `archive` in a daemon thread, unless it exists (or there is none to make)."""
+    if archive is None or archive.exists():
+        return None
+    thread = threading.Thread(target=build_archive, args=(archive,), name="spark-class-archive", daemon=True)
+    thread.start()
+    return thread
