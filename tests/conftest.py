@@ -38,6 +38,8 @@ def pytest_configure(config):
         archive = spark_jvm.archive_path(config.cache.mkdir("spark-class-archive"))
     config.stash[SPARK_ARCHIVE] = archive
     spark_jvm.set_options(archive)  # an xdist worker inherits the controller's, and keeps them
+    if not config.args or any(_may_hold_spark_tests(arg) for arg in config.args):
+        _start_the_spark_archive(config, spark_jvm.SPARK_MODULES)  # at once: before collecting
     compile_the_package(config)
     every = period_from_environment()
     if every > 0:
@@ -52,6 +54,24 @@ def _start_the_spark_archive(config, node_ids) -> None:
         return
     if spark_jvm.has_spark_tests(node_ids):
         config.stash[SPARK_ARCHIVING] = spark_jvm.start_archive(config.stash.get(SPARK_ARCHIVE, None))
+
+
+def _may_hold_spark_tests(arg: str) -> bool:
+    path = arg.split("::", 1)[0].rstrip("/")
+    return Path(path).is_dir() or Path(path).name.startswith(
+        tuple(module.removeprefix("tests/") for module in spark_jvm.SPARK_MODULES))
+
+
+def pytest_runtest_setup(item):
+    """A Spark test waits for the class archive the run is making (tests/spark_jvm.py)."""
+    if spark_jvm.has_spark_tests([item.nodeid]):
+        spark_jvm.wait_for_archive(item.config.stash.get(SPARK_ARCHIVE, None))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """Tell each xdist worker whether the run is making its Spark class archive."""
+    node.workerinput[ARCHIVE_BEING_MADE] = node.config.stash.get(SPARK_ARCHIVING, None) is not None
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -87,6 +107,7 @@ def pytest_runtest_protocol(item, nextitem):
 HEARTBEAT = pytest.StashKey[Heartbeat]()
 SPARK_ARCHIVE = pytest.StashKey["Path | None"]()
 SPARK_ARCHIVING = pytest.StashKey["threading.Thread | None"]()
+ARCHIVE_BEING_MADE = "rtf_spark_archive_being_made"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -95,14 +116,23 @@ def pytest_collection_modifyitems(config, items):
     one worker, so that its module-scoped fixtures -- a Spark session, a server, a browser, a
     big workload -- are built once, as in a serial run), the modules with the most tests
     marked slow come first: the longest work starts at once and the quick modules fill the
-    workers at the end, instead of one Spark module running alone after everything else."""
+    workers at the end, instead of one Spark module running alone after everything else.
+    While the run makes its Spark class archive (tests/spark_jvm.py), the first module each
+    worker takes is the heaviest that starts no JVM, so that no worker waits for it idle."""
     for item in items:
         if item.get_closest_marker("soak") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return  # a serial run keeps the files' order
     slow = collections.Counter(item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow"))
-    items.sort(key=lambda item: -slow[item.nodeid.split("::", 1)[0]])  # stable: a module's order is kept
+    modules = sorted(dict.fromkeys(item.nodeid.split("::", 1)[0] for item in items), key=lambda m: -slow[m])
+    worker = getattr(config, "workerinput", {})
+    if worker.get(ARCHIVE_BEING_MADE):  # (the controller's word: every worker sorts alike)
+        workers = int(worker.get("workercount", 1))
+        first = [m for m in modules if not spark_jvm.has_spark_tests([m])][:workers]
+        modules = first + [m for m in modules if m not in first]
+    rank = {module: k for k, module in enumerate(modules)}
+    items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])  # stable: a module's order is kept
 
 
 def pytest_xdist_auto_num_workers(config):
