@@ -96,26 +96,39 @@ def quantile(values: list[float], q: float) -> float | None:
 
 def phases(metrics: Path) -> dict:
     """The mean seconds per micro-batch of each phase, from the stream's --metrics lines (the
-    first batch, which may build engines, left out): `cycle` from one commit to the next;
-    `spark_trigger` the part of it outside the batch's handler (Spark's offsets, write-ahead log,
-    planning, listing the folder); in the handler `list` (the batch's files, a Spark job),
-    `match_write` (the job that matches and writes: Python workers, Arrow transfer, writing),
-    of which `worker` is the time inside the Python workers' tasks (summed over tasks: reading
-    the files, matching, building Arrow batches) and `match` the time in engine.match;
-    `commit` (the rename, or the Delta log's transaction); `batch` the whole handler."""
+    first batch, which may build engines, left out), wall clock unless said:
+
+    - `cycle`: from one commit to the next; `spark_trigger`: the part of it outside the batch's
+      handler (Spark's offsets and commits logs, planning, listing the input folder);
+    - `batch`: the handler, of which `list` (a Spark job listing the batch's files: before the
+      tasks reported them), `match_write` (the Spark job that matches and writes) and `commit`
+      (the manifest and rename, or the Delta log's transaction);
+    - in `match_write`: `task_max` the longest task, and `scheduling` the rest of the job
+      (scheduling its tasks, starting them in the Python workers, collecting their results);
+      the tasks' seconds summed over tasks: `input` (Arrow batches of the files' bytes from the
+      JVM), `read` (parsing), `match` (Engine.match), `rows` (building the Arrow match rows),
+      `write` (Parquet in the worker), `worker` (whole tasks) and `worker_cpu` (their CPU
+      seconds). A figure missing from the manifests (older code) is left out."""
     lines = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
     lines = lines[1:] if len(lines) > 2 else lines
     if not lines:
         return {}
-    mean = lambda key: round(sum(m.get(key, 0.0) for m in lines) / len(lines), 3)  # noqa: E731
+
+    def mean(key):
+        values = [m[key] for m in lines if key in m]
+        return round(sum(values) / len(values), 3) if values else None
+
     commits = [m["committed_at"] for m in lines]
     cycle = round((commits[-1] - commits[0]) / (len(commits) - 1), 3) if len(commits) > 1 else None
     result = {"batches": len(lines), "publications": round(sum(m["publications"] for m in lines) / len(lines), 1),
-              "cycle": cycle, "batch": mean("batch_s"), "list": mean("list_s"),
-              "match_write": mean("match_write_s"), "worker": mean("worker_s"), "match": mean("match_s"),
-              "commit": mean("commit_s")}
+              "cycle": cycle, "batch": mean("batch_s"), "list": mean("list_s") or 0.0,
+              "match_write": mean("match_write_s"), "task_max": mean("task_s_max"), "input": mean("input_s"),
+              "read": mean("read_s"), "match": mean("match_s"), "rows": mean("rows_s"), "write": mean("write_s"),
+              "worker": mean("worker_s"), "worker_cpu": mean("worker_cpu_s"), "commit": mean("commit_s")}
+    if result["task_max"] is not None:
+        result["scheduling"] = round(result["match_write"] - result["task_max"], 3)
     result["spark_trigger"] = round(cycle - result["batch"], 3) if cycle is not None else None
-    return result
+    return {k: v for k, v in result.items() if v is not None or k == "cycle"}
 
 
 def check(output: Path, index: str, qlog, manifests: list[dict]) -> dict:
@@ -159,6 +172,7 @@ def main(argv=None) -> int:
     p.add_argument("--interval", type=float, default=1.0, help="seconds between drops (0: all at once)")
     p.add_argument("--trigger-seconds", type=float, default=0.5)
     p.add_argument("--max-files-per-trigger", type=int)
+    p.add_argument("--max-bytes-per-trigger", type=int)
     p.add_argument("--kill-after", type=float, metavar="S",
                    help="SIGKILL the driver (and its JVM) S seconds after the first drop, at the next "
                         "moment a batch is being written (a folder in _rtf_tmp), then restart it")
@@ -207,6 +221,8 @@ def main(argv=None) -> int:
             "--output-format", args.output_format, "--metrics", str(work / "metrics.jsonl")]
     if args.max_files_per_trigger:
         argv += ["--max-files-per-trigger", str(args.max_files_per_trigger)]
+    if args.max_bytes_per_trigger:
+        argv += ["--max-bytes-per-trigger", str(args.max_bytes_per_trigger)]
     argv += ["--no-warm-up"] if args.no_warm_up else []
     argv += ["--no-keep-warm"] if args.no_keep_warm else []
     for c in args.conf:
