@@ -88,6 +88,62 @@ class Stream:
             time.sleep(0.2)
 
 
+class CpuSampler:
+    """The CPU seconds (user + system) of every process of a session (the stream's driver, its JVM,
+    the Python workers), read from /proc every `every` seconds: `between(t0, t1)` is what they
+    used in that window -- a measure the machine's other load does not inflate."""
+
+    def __init__(self, session: int, every: float = 0.25):
+        self.session, self.every = session, every
+        self.samples: list[tuple[float, dict]] = []
+        self.running = True
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def _run(self) -> None:
+        while self.running:
+            cpu = {}
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/stat", "rb") as f:
+                        fields = f.read().rsplit(b")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[3]) == self.session:  # (the fields after the name: sid is the 4th)
+                    cpu[pid] = (int(fields[11]) + int(fields[12])) / self.tick
+            self.samples.append((time.time(), cpu))
+            time.sleep(self.every)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.running = False
+        self.thread.join()
+
+    def between(self, t0: float, t1: float) -> dict | None:
+        """CPU seconds in [t0, t1]: ``all``, and of the ``driver`` (Python), the ``jvm`` and the
+        Python ``workers`` (Spark's daemon and the processes it forks)."""
+        before = [cpu for t, cpu in self.samples if t <= t0]
+        after = [cpu for t, cpu in self.samples if t >= t1]
+        if not before or not after:
+            return None
+        start, end = before[-1], after[0]
+        parts = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+        for pid, v in end.items():
+            parts[self._kind(pid)] += v - start.get(pid, 0.0)
+        return {"all": round(sum(parts.values()), 2), **{k: round(v, 2) for k, v in parts.items()}}
+
+    def _kind(self, pid: str) -> str:
+        if int(pid) == self.session:
+            return "driver"
+        try:
+            with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
+                return "jvm" if f.read().strip() == "java" else "workers"
+        except OSError:
+            return "workers"
+
+
 def quantile(values: list[float], q: float) -> float | None:
     from rtf.spark.stream import quantile as nearest_rank
 
@@ -235,6 +291,8 @@ def main(argv=None) -> int:
     load = os.getloadavg()
     t_start = time.time()
     stream.start()
+    sampler = CpuSampler(stream.proc.pid)  # (its own session: start_new_session)
+    sampler.start()
     stream.wait_for("queries log at operation")  # the session is up, the checkpoint opened
     if not args.no_warm_up:
         stream.wait_for("warm-up")
@@ -271,6 +329,7 @@ def main(argv=None) -> int:
         stream.start()
     dropper.join()
     code = stream.proc.wait()
+    sampler.stop()
     if cluster is not None:
         cluster.stop()
     if code != 0:
@@ -292,6 +351,10 @@ def main(argv=None) -> int:
         "batches": len(manifests), "publications": pubs, "matches": sum(m["matches"] for m in manifests),
         "ready_s": round(ready_s, 2),
         "throughput_publications_per_s": round(pubs / (last_commit - first_drop), 1),
+        # CPU seconds of the stream's processes from the first drop to the last commit (not
+        # across a restart): publications per CPU second, whatever else the machine runs
+        "cpu_s": (cpu := sampler.between(first_drop, last_commit) if not restarts else None),
+        "publications_per_cpu_s": round(pubs / cpu["all"], 1) if cpu else None,
         "latency_s": {"p50": quantile(latencies, 0.5), "p99": quantile(latencies, 0.99),
                       "max": quantile(latencies, 1.0)},
         "first_batch_s": manifests[0]["batch_s"] if manifests else None,
