@@ -91,11 +91,13 @@ class Stream:
 class CpuSampler:
     """The CPU seconds (user + system) of every process of a session (the stream's driver, its JVM,
     the Python workers), read from /proc every `every` seconds: `between(t0, t1)` is what they
-    used in that window -- a measure the machine's other load does not inflate."""
+    used in that window -- a measure the machine's other load does not inflate. (With --cluster
+    the executors run under the cluster's workers, outside the session: not counted.)"""
 
     def __init__(self, session: int, every: float = 0.25):
         self.session, self.every = session, every
         self.samples: list[tuple[float, dict]] = []
+        self.kinds: dict[str, str] = {}  # pid -> driver, jvm or workers (read while it runs)
         self.running = True
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.tick = os.sysconf("SC_CLK_TCK")
@@ -111,6 +113,7 @@ class CpuSampler:
                     continue
                 if int(fields[3]) == self.session:  # (the fields after the name: sid is the 4th)
                     cpu[pid] = (int(fields[11]) + int(fields[12])) / self.tick
+                    self.kinds[pid] = self._kind(pid)  # (again: spark-submit's script execs java)
             self.samples.append((time.time(), cpu))
             time.sleep(self.every)
 
@@ -131,7 +134,7 @@ class CpuSampler:
         start, end = before[-1], after[0]
         parts = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
         for pid, v in end.items():
-            parts[self._kind(pid)] += v - start.get(pid, 0.0)
+            parts[self.kinds.get(pid, "workers")] += v - start.get(pid, 0.0)
         return {"all": round(sum(parts.values()), 2), **{k: round(v, 2) for k, v in parts.items()}}
 
     def _kind(self, pid: str) -> str:

@@ -297,7 +297,7 @@ class StreamJob:
         """Run once what a micro-batch runs -- a row of the file source's columns through the
         matching tasks (with the files' columns) and back -- on one small file made in memory:
         the JVM loads and compiles that path before the first batch rather than during it
-        (about 0.8 s of a first batch of 3,000 publications on a loaded machine, docs/spark.md)."""
+        (half a second of a first batch of 3,000 publications on a loaded machine, docs/spark.md)."""
         import datetime
 
         triple = b'<http://example.org/rtf/warm-up> <http://www.w3.org/2000/01/rdf-schema#label> "warm-up" .\n'
