@@ -94,3 +94,26 @@ def test_a_batch_is_one_spark_job_whose_tasks_write_parquet_and_list_the_files(s
     for key in ("input_s", "read_s", "match_s", "rows_s", "write_s", "worker_cpu_s"):
         assert manifest[key] >= 0, key
     assert manifest["list_s"] == 0  # no job listed the files
+
+
+@spark_test
+def test_the_warm_up_runs_a_batchs_path_but_not_the_fault_point_of_the_tests(spark, drops, fault_file, tmp_path):
+    """The warm-up matches a file made in memory, as a batch would; the tests' fault point (a worker
+    kills itself at its first publication) is for the batches, not for it."""
+    from rtf.spark.session import use_worker_python
+    from rtf.spark.stream import StreamConfig, StreamJob
+
+    files, index = drops
+    (tmp_path / "in").mkdir()
+    job = StreamJob(spark, StreamConfig(input=str(tmp_path / "in"), output=str(tmp_path / "out"),
+                                        checkpoint=str(tmp_path / "ckpt"), index=str(index)))
+    use_worker_python(spark.sparkContext)
+    job.prepare()
+    fault_file.write_text("")
+    try:
+        report = job.warm_workers()
+        assert fault_file.exists()
+    finally:
+        fault_file.unlink(missing_ok=True)
+        job.state.close()
+    assert job._batch_path_warm and report["tasks"] == spark.sparkContext.defaultParallelism
