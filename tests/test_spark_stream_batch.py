@@ -117,3 +117,33 @@ def test_the_warm_up_runs_a_batchs_path_but_not_the_fault_point_of_the_tests(spa
         fault_file.unlink(missing_ok=True)
         job.state.close()
     assert job._batch_path_warm and report["tasks"] == spark.sparkContext.defaultParallelism
+
+
+def test_files_and_bytes_per_trigger_are_refused_together_before_spark_starts(tmp_path, capsys):
+    from rtf.spark.stream_command import main
+
+    (tmp_path / "in").mkdir()
+    code = main(["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--checkpoint",
+                 str(tmp_path / "ck"), "--queries-log", str(tmp_path / "qlog"), "--max-files-per-trigger", "2",
+                 "--max-bytes-per-trigger", "1000000"], spark=object())
+    assert code == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "error: give --max-files-per-trigger or --max-bytes-per-trigger, not both")
+
+
+@spark_test
+def test_max_bytes_per_trigger_cuts_a_backlog_into_batches_of_about_that_size(spark, drops, tmp_path):
+    from rtf.spark.batch_output import BatchOutput
+    from rtf.spark.stream import StreamConfig, StreamJob
+
+    files, index = drops
+    inbox, output = tmp_path / "in", tmp_path / "out"
+    inbox.mkdir()
+    for path in files.values():
+        _drop(inbox, path)
+    config = StreamConfig(input=str(inbox), output=str(output), checkpoint=str(tmp_path / "ckpt"),
+                          index=str(index), trigger_seconds=0.5, stop_when_idle=3, warm_up=False,
+                          keep_warm=False, max_bytes_per_trigger=1)  # at least one file a batch
+    assert StreamJob(spark, config).run()["committed"] == [0, 1, 2, 3]
+    assert [len(m["files"]) for m in BatchOutput(output).manifests()] == [1, 1, 1, 1]
+    assert set(_check_batches(output, index, ()).values()) == {1}
