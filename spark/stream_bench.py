@@ -88,6 +88,65 @@ class Stream:
             time.sleep(0.2)
 
 
+class CpuSampler:
+    """The CPU seconds (user + system) of every process of a session (the stream's driver, its JVM,
+    the Python workers), read from /proc every `every` seconds: `between(t0, t1)` is what they
+    used in that window -- a measure the machine's other load does not inflate. (With --cluster
+    the executors run under the cluster's workers, outside the session: not counted.)"""
+
+    def __init__(self, session: int, every: float = 0.25):
+        self.session, self.every = session, every
+        self.samples: list[tuple[float, dict]] = []
+        self.kinds: dict[str, str] = {}  # pid -> driver, jvm or workers (read while it runs)
+        self.running = True
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def _run(self) -> None:
+        while self.running:
+            cpu = {}
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/stat", "rb") as f:
+                        fields = f.read().rsplit(b")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[3]) == self.session:  # (the fields after the name: sid is the 4th)
+                    cpu[pid] = (int(fields[11]) + int(fields[12])) / self.tick
+                    self.kinds[pid] = self._kind(pid)  # (again: spark-submit's script execs java)
+            self.samples.append((time.time(), cpu))
+            time.sleep(self.every)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.running = False
+        self.thread.join()
+
+    def between(self, t0: float, t1: float) -> dict | None:
+        """CPU seconds in [t0, t1]: ``all``, and of the ``driver`` (Python), the ``jvm`` and the
+        Python ``workers`` (Spark's daemon and the processes it forks)."""
+        before = [cpu for t, cpu in self.samples if t <= t0]
+        after = [cpu for t, cpu in self.samples if t >= t1]
+        if not before or not after:
+            return None
+        start, end = before[-1], after[0]
+        parts = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+        for pid, v in end.items():
+            parts[self.kinds.get(pid, "workers")] += v - start.get(pid, 0.0)
+        return {"all": round(sum(parts.values()), 2), **{k: round(v, 2) for k, v in parts.items()}}
+
+    def _kind(self, pid: str) -> str:
+        if int(pid) == self.session:
+            return "driver"
+        try:
+            with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
+                return "jvm" if f.read().strip() == "java" else "workers"
+        except OSError:
+            return "workers"
+
+
 def quantile(values: list[float], q: float) -> float | None:
     from rtf.spark.stream import quantile as nearest_rank
 
@@ -96,26 +155,39 @@ def quantile(values: list[float], q: float) -> float | None:
 
 def phases(metrics: Path) -> dict:
     """The mean seconds per micro-batch of each phase, from the stream's --metrics lines (the
-    first batch, which may build engines, left out): `cycle` from one commit to the next;
-    `spark_trigger` the part of it outside the batch's handler (Spark's offsets, write-ahead log,
-    planning, listing the folder); in the handler `list` (the batch's files, a Spark job),
-    `match_write` (the job that matches and writes: Python workers, Arrow transfer, writing),
-    of which `worker` is the time inside the Python workers' tasks (summed over tasks: reading
-    the files, matching, building Arrow batches) and `match` the time in engine.match;
-    `commit` (the rename, or the Delta log's transaction); `batch` the whole handler."""
+    first batch, which may build engines, left out), wall clock unless said:
+
+    - `cycle`: from one commit to the next; `spark_trigger`: the part of it outside the batch's
+      handler (Spark's offsets and commits logs, planning, listing the input folder);
+    - `batch`: the handler, of which `list` (a Spark job listing the batch's files: before the
+      tasks reported them), `match_write` (the Spark job that matches and writes) and `commit`
+      (the manifest and rename, or the Delta log's transaction);
+    - in `match_write`: `task_max` the longest task, and `scheduling` the rest of the job
+      (scheduling its tasks, starting them in the Python workers, collecting their results);
+      the tasks' seconds summed over tasks: `input` (Arrow batches of the files' bytes from the
+      JVM), `read` (parsing), `match` (Engine.match), `rows` (building the Arrow match rows),
+      `write` (Parquet in the worker), `worker` (whole tasks) and `worker_cpu` (their CPU
+      seconds). A figure missing from the manifests (older code) is left out."""
     lines = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
     lines = lines[1:] if len(lines) > 2 else lines
     if not lines:
         return {}
-    mean = lambda key: round(sum(m.get(key, 0.0) for m in lines) / len(lines), 3)  # noqa: E731
+
+    def mean(key):
+        values = [m[key] for m in lines if key in m]
+        return round(sum(values) / len(values), 3) if values else None
+
     commits = [m["committed_at"] for m in lines]
     cycle = round((commits[-1] - commits[0]) / (len(commits) - 1), 3) if len(commits) > 1 else None
     result = {"batches": len(lines), "publications": round(sum(m["publications"] for m in lines) / len(lines), 1),
-              "cycle": cycle, "batch": mean("batch_s"), "list": mean("list_s"),
-              "match_write": mean("match_write_s"), "worker": mean("worker_s"), "match": mean("match_s"),
-              "commit": mean("commit_s")}
+              "cycle": cycle, "batch": mean("batch_s"), "list": mean("list_s") or 0.0,
+              "match_write": mean("match_write_s"), "task_max": mean("task_s_max"), "input": mean("input_s"),
+              "read": mean("read_s"), "match": mean("match_s"), "rows": mean("rows_s"), "write": mean("write_s"),
+              "worker": mean("worker_s"), "worker_cpu": mean("worker_cpu_s"), "commit": mean("commit_s")}
+    if result["task_max"] is not None:
+        result["scheduling"] = round(result["match_write"] - result["task_max"], 3)
     result["spark_trigger"] = round(cycle - result["batch"], 3) if cycle is not None else None
-    return result
+    return {k: v for k, v in result.items() if v is not None or k == "cycle"}
 
 
 def check(output: Path, index: str, qlog, manifests: list[dict]) -> dict:
@@ -159,6 +231,7 @@ def main(argv=None) -> int:
     p.add_argument("--interval", type=float, default=1.0, help="seconds between drops (0: all at once)")
     p.add_argument("--trigger-seconds", type=float, default=0.5)
     p.add_argument("--max-files-per-trigger", type=int)
+    p.add_argument("--max-bytes-per-trigger", type=int)
     p.add_argument("--kill-after", type=float, metavar="S",
                    help="SIGKILL the driver (and its JVM) S seconds after the first drop, at the next "
                         "moment a batch is being written (a folder in _rtf_tmp), then restart it")
@@ -207,6 +280,8 @@ def main(argv=None) -> int:
             "--output-format", args.output_format, "--metrics", str(work / "metrics.jsonl")]
     if args.max_files_per_trigger:
         argv += ["--max-files-per-trigger", str(args.max_files_per_trigger)]
+    if args.max_bytes_per_trigger:
+        argv += ["--max-bytes-per-trigger", str(args.max_bytes_per_trigger)]
     argv += ["--no-warm-up"] if args.no_warm_up else []
     argv += ["--no-keep-warm"] if args.no_keep_warm else []
     for c in args.conf:
@@ -219,6 +294,8 @@ def main(argv=None) -> int:
     load = os.getloadavg()
     t_start = time.time()
     stream.start()
+    sampler = CpuSampler(stream.proc.pid)  # (its own session: start_new_session)
+    sampler.start()
     stream.wait_for("queries log at operation")  # the session is up, the checkpoint opened
     if not args.no_warm_up:
         stream.wait_for("warm-up")
@@ -255,6 +332,7 @@ def main(argv=None) -> int:
         stream.start()
     dropper.join()
     code = stream.proc.wait()
+    sampler.stop()
     if cluster is not None:
         cluster.stop()
     if code != 0:
@@ -276,6 +354,10 @@ def main(argv=None) -> int:
         "batches": len(manifests), "publications": pubs, "matches": sum(m["matches"] for m in manifests),
         "ready_s": round(ready_s, 2),
         "throughput_publications_per_s": round(pubs / (last_commit - first_drop), 1),
+        # CPU seconds of the stream's processes from the first drop to the last commit (not
+        # across a restart): publications per CPU second, whatever else the machine runs
+        "cpu_s": (cpu := sampler.between(first_drop, last_commit) if not restarts else None),
+        "publications_per_cpu_s": round(pubs / cpu["all"], 1) if cpu else None,
         "latency_s": {"p50": quantile(latencies, 0.5), "p99": quantile(latencies, 0.99),
                       "max": quantile(latencies, 1.0)},
         "first_batch_s": manifests[0]["batch_s"] if manifests else None,

@@ -8,10 +8,17 @@ folder is renamed to ``batch_id=N`` -- one atomic step on a local or
 POSIX-shared file system. So the output folder only ever holds complete
 batches, each once::
 
-    OUTPUT/batch_id=0/part-00000-....snappy.parquet   the matches of batch 0
+    OUTPUT/batch_id=0/part-00000.snappy.parquet       the matches of batch 0 (a file per task)
     OUTPUT/batch_id=0/_rtf_batch.json                 its manifest (stream, pin, files, counts, times)
     OUTPUT/batch_id=1/...
     OUTPUT/_rtf_tmp/                                  a batch being written (or left by a crash)
+
+The tasks write their Parquet files themselves, in the Python worker that
+made the matches (`part_writer`): the matches do not go back to the JVM to
+be encoded there, and the batch is one Spark job. A task's file is named by
+its partition and appears by a rename, so a task that Spark runs again
+replaces it whole and a killed attempt leaves at most a hidden ``.part-*``
+file, which `commit` deletes before the batch is published.
 
 Readers that skip names starting with ``_`` or ``.`` -- as pyarrow, Spark,
 pandas, Hive and Trino do -- read the folder as it is::
@@ -47,6 +54,9 @@ from pathlib import Path
 
 from rtf.spark.dumps import ReplayError, has_scheme, local_path
 from rtf.spark.durable import RecordError, fsync_folder, read_record, text, whole
+
+#: What the tasks that write a batch's files hand back to the driver (`part_writer`).
+FILES_SCHEMA = "path string, size long, rows long, write_s double"
 
 PREFIX = "batch_id="
 TEMPORARY = "_rtf_tmp"
@@ -129,6 +139,10 @@ class BatchOutput:
                                       "(docs/spark.md, Operations)")
         check_writer(stream, record["stream"], len(ids), str(self.folder), str(newest), newest.name, checkpoint)
 
+    def holds(self, batch_id: int, stream: str) -> bool:
+        """Whether batch `batch_id` has a folder (of any stream: `replayed` tells what it is)."""
+        return self.committed(batch_id)
+
     def replayed(self, batch_id: int, stream: str, files: list[tuple], checkpoint: str) -> bool:
         """Whether batch `batch_id` is already committed, by `stream`, from `files` ((path, mtime,
         bytes) as Spark lists them): a replay, with nothing to do. False if it is not committed;
@@ -150,10 +164,23 @@ class BatchOutput:
                 "with the output, or start a new stream: a new --checkpoint and a new --output")
         return True
 
-    def write(self, matches, folder: str) -> None:
-        """Write `matches` (a DataFrame, or a function ``matches()`` giving one) into `folder`
-        (Spark's committer: a retried task leaves nothing)."""
-        (matches() if callable(matches) else matches).write.parquet(folder)
+    def write(self, matches, folder: str) -> list[dict]:
+        """Write `matches` into `folder`, a Parquet file per task (`part_writer`), in one Spark job:
+        the files' ``path``, ``size``, ``rows``, ``write_s``. `matches` is a DataFrame, or a function
+        ``matches(then)`` that gives the matches followed by ``then`` in the same Python worker
+        (`rtf.spark.dataframe.map_matches`). A batch without matches gets one empty file, so that
+        every committed batch has the columns."""
+        from rtf.spark.arrow_matches import arrow_match_schema
+
+        os.makedirs(folder, exist_ok=True)
+        writer = (part_writer(folder, arrow_match_schema), FILES_SCHEMA)
+        frame = matches(then=writer) if callable(matches) else matches.mapInArrow(*writer)
+        files = [r.asDict() for r in frame.collect()]
+        if not files:
+            import pyarrow.parquet as pq
+
+            pq.write_table(arrow_match_schema().empty_table(), os.path.join(folder, part_name(0)))
+        return files
 
     def missing(self, batch_ids: list[int], stream: str) -> list[int]:
         """Those of `batch_ids` whose folder is not in the output."""
@@ -171,14 +198,17 @@ class BatchOutput:
         """Write batch `batch_id` with ``write(folder)`` and publish it; False if it was already there.
 
         `manifest` is called after the write and its dict is stored with the
-        matches (``committed_at`` is added). The rename is the commit: before
+        matches (``committed_at`` is added to it). The rename is the commit: before
         it, nothing of the batch is visible; after it, all of it is."""
         if self.committed(batch_id):
             return False
         tmp = self.temporary / f"{PREFIX}{batch_id}.{uuid.uuid4().hex[:12]}"
         try:
             write(str(tmp))
-            record = dict(manifest())
+            for name in os.listdir(tmp):  # a killed task attempt's unfinished file
+                if name.startswith("."):
+                    os.unlink(tmp / name)
+            record = manifest()
             record["committed_at"] = time.time()
             (tmp / MANIFEST).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
             _sync_tree(tmp)
@@ -205,6 +235,66 @@ def check_writer(stream: str | None, writer: str, batches: int, output: str, new
     if writer != stream:
         raise ReplayError(f"{newest} was committed by stream {writer}, not by the stream of the checkpoint "
                           f"{checkpoint} ({stream}): {_OTHER_OUTPUT}")
+
+
+def part_name(partition: int) -> str:
+    """The name of the file of a batch's task `partition` in a batch folder."""
+    return f"part-{partition:05d}.snappy.parquet"
+
+
+def part_writer(uri: str, schema, name=None, batch_id: int | None = None):
+    """mapInArrow: write a task's matches as one Parquet file in the folder or object-store
+    prefix `uri`; yield its name, size, row count and seconds spent writing (nothing for a task
+    without matches). `schema()` gives the file's columns; `batch_id`, if given, fills a
+    ``batch_id`` column (the Delta table's). The file is `name` (a function of the task's
+    partition; default `part_name`) -- on a local disk written under a hidden name and renamed,
+    so that a task run again replaces it whole; on an object store the upload is whole at close."""
+    # The driver's object-store settings go with the task: an executor (another host, or a
+    # JVM started before they were set) need not have them in its environment.
+    settings = {k: v for k, v in os.environ.items() if k.startswith("AWS_")} if "://" in uri else {}
+    name = name or part_name
+
+    def run(batches):
+        import pyarrow as pa
+        import pyarrow.fs as pafs
+        import pyarrow.parquet as pq
+        from pyspark import TaskContext
+
+        os.environ.update(settings)
+        ctx = TaskContext.get()
+        file_schema = schema()
+        fs, root = pafs.FileSystem.from_uri(uri)
+        final = f"{root}/{name(ctx.partitionId() if ctx else 0)}"
+        local = isinstance(fs, pafs.LocalFileSystem)
+        target = f"{root}/.{os.path.basename(final)}.{uuid.uuid4().hex[:8]}" if local else final
+        writer, stream, rows, spent = None, None, 0, 0.0
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                t = time.perf_counter()
+                if writer is None:
+                    stream = fs.open_output_stream(target)
+                    writer = pq.ParquetWriter(stream, file_schema, compression="snappy")
+                table = pa.Table.from_batches([batch])
+                if batch_id is not None:
+                    table = table.append_column("batch_id", pa.array([batch_id] * batch.num_rows, pa.int64()))
+                writer.write_table(table.cast(file_schema) if table.schema != file_schema else table)
+                rows += batch.num_rows
+                spent += time.perf_counter() - t
+        finally:
+            t = time.perf_counter()
+            if writer is not None:
+                writer.close()
+                stream.close()
+            spent += time.perf_counter() - t
+        if writer is not None:
+            if local:
+                fs.move(target, final)
+            size = fs.get_file_info(final).size
+            yield pa.RecordBatch.from_pydict({"path": [os.path.basename(final)], "size": [size],
+                                              "rows": [rows], "write_s": [spent]})
+    return run
 
 
 def _sync_tree(folder: Path) -> None:

@@ -203,6 +203,10 @@ def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=
         columns = ["subject", "po"]
     else:
         columns = [shape["column"]] + ([shape["path_column"]] if shape["path_column"] else [])
+        if shape.get("files"):  # (the stream's: each task reports its files, no job to list them)
+            from pyspark.sql import functions as F
+
+            columns += [F.col("modificationTime").cast("double").alias("mtime"), "length"]
     use_worker_python(df.sparkSession.sparkContext)  # (the workers must import rtf: checked once)
     run = _partition_matcher(plan, shape, lines, metrics, _worker_log_level())
     if then is not None:
@@ -246,36 +250,60 @@ def _partition_matcher(plan: EnginePlan, shape: dict, lines: bool, metrics, leve
     def run(batches):
         _configure_worker_logging(level)
         stats = _new_stats()
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         out = MatchRows(lines)
         engine = None
-        for batch in batches:
-            for pub in _publications(batch, shape, stats):
+        clock = time.perf_counter
+        batches = iter(batches)
+        while True:
+            t = clock()
+            batch = next(batches, None)  # (Arrow from the JVM: the files' bytes)
+            stats["input_s"] += clock() - t
+            if batch is None:
+                break
+            if shape.get("files"):  # path, modification time, bytes: what the manifest lists
+                stats["files"].extend(zip(*(batch.column(i).to_pylist() for i in (1, 2, 3))))
+            pubs = _publications(batch, shape, stats)
+            while True:
+                t = clock()
+                pub = next(pubs, None)
+                t1 = clock()
+                stats["read_s"] += t1 - t
+                if pub is None:
+                    break
                 if engine is None:
                     engine, info = engine_at(plan)
                     stats.update(load_s=info["load_s"], ops_applied=info["ops_applied"],
                                  ops_failed=len(info["ops_failed"]), op=info["op"])
-                t = time.perf_counter()
+                    t1 = clock()
                 found = engine.match(pub)
-                stats["match_s"] += time.perf_counter() - t
+                t2 = clock()
+                stats["match_s"] += t2 - t1
                 stats["publications"] += 1
                 stats["triples"] += len(pub)
                 stats["matches"] += len(found)
                 out.add(pub.id, found)
-                if stats["publications"] == 1:
+                stats["rows_s"] += clock() - t2
+                if stats["publications"] == 1 and not shape.get("warm_up"):
                     _fault_point()
                 if len(out) >= OUTPUT_ROWS:
-                    yield out.flush()
+                    t = clock()
+                    rows = out.flush()
+                    stats["rows_s"] += clock() - t
+                    yield rows
         if len(out):
-            yield out.flush()
+            t = clock()
+            rows = out.flush()
+            stats["rows_s"] += clock() - t
+            yield rows
         if metrics is not None:
             from pyspark import TaskContext
 
             ctx = TaskContext.get()
             stats.update(partition=ctx.partitionId() if ctx else 0,
                          attempt=ctx.attemptNumber() if ctx else 0,
-                         task_s=time.perf_counter() - t0, worker=f"{platform.node()}:{os.getpid()}",
-                         rss_mb=worker_rss_mb())
+                         task_s=time.perf_counter() - t0, cpu_s=time.process_time() - cpu0,
+                         worker=f"{platform.node()}:{os.getpid()}", rss_mb=worker_rss_mb())
             metrics.add([stats])
 
     return run
@@ -283,7 +311,7 @@ def _partition_matcher(plan: EnginePlan, shape: dict, lines: bool, metrics, leve
 
 def _new_stats() -> dict:
     return {"publications": 0, "triples": 0, "matches": 0, "bad_lines": 0, "bad_examples": [],
-            "documents": 0, "match_s": 0.0, "load_s": 0.0, "ops_applied": 0, "ops_failed": 0,
+            "documents": 0, "match_s": 0.0, "input_s": 0.0, "read_s": 0.0, "rows_s": 0.0, "files": [], "load_s": 0.0, "ops_applied": 0, "ops_failed": 0,
             "op": None}
 
 

@@ -37,13 +37,11 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from rtf.spark.batch_output import check_writer
+from rtf.spark.batch_output import FILES_SCHEMA, check_writer, part_writer
 from rtf.spark.dumps import ReplayError, has_scheme, local_path
 
 #: The commit metadata key holding a batch's manifest.
 METADATA_KEY = "rtf"
-#: What the tasks that write a batch's files hand back to the driver.
-FILES_SCHEMA = "path string, size long, rows long"
 #: Delta tables are written only where delta-rs and pyarrow both reach them.
 SCHEMES = ("s3", "s3a", "file")
 
@@ -79,42 +77,10 @@ def match_table_schema():
 
 
 def _file_writer(uri: str, batch_id: int):
-    """mapInArrow: write a task's matches as one Parquet file of the table's folder (no log entry);
-    yield its name, size and row count (nothing for a task without matches)."""
-    # The driver's object-store settings go with the task: an executor (another host, or a
-    # JVM started before they were set) need not have them in its environment.
-    settings = {k: v for k, v in os.environ.items() if k.startswith("AWS_")} if "://" in uri else {}
-
-    def run(batches):
-        import pyarrow as pa
-        import pyarrow.fs as pafs
-        import pyarrow.parquet as pq
-
-        os.environ.update(settings)
-
-        schema = match_table_schema()
-        fs, root = pafs.FileSystem.from_uri(uri)
-        name = f"part-{batch_id:05d}-{uuid.uuid4()}.snappy.parquet"
-        writer, stream, rows = None, None, 0
-        try:
-            for batch in batches:
-                if batch.num_rows == 0:
-                    continue
-                if writer is None:
-                    stream = fs.open_output_stream(f"{root}/{name}")
-                    writer = pq.ParquetWriter(stream, schema, compression="snappy")
-                column = pa.array([batch_id] * batch.num_rows, pa.int64())
-                table = pa.Table.from_batches([batch]).append_column("batch_id", column)
-                writer.write_table(table.cast(schema))
-                rows += batch.num_rows
-        finally:
-            if writer is not None:
-                writer.close()
-                stream.close()
-        if writer is not None:
-            size = fs.get_file_info(f"{root}/{name}").size
-            yield pa.RecordBatch.from_pydict({"path": [name], "size": [size], "rows": [rows]})
-    return run
+    """mapInArrow: write a task's matches as one Parquet file of the table's folder (no log entry,
+    a name of its own for every attempt); yield its name, size and row count (`part_writer`)."""
+    return part_writer(uri, match_table_schema, lambda _: f"part-{batch_id:05d}-{uuid.uuid4()}.snappy.parquet",
+                       batch_id)
 
 
 class DeltaOutput:
@@ -123,6 +89,7 @@ class DeltaOutput:
     def __init__(self, location: str | os.PathLike):
         self.location = table_uri(str(location))
         self.folder = self.location  # (what the messages name)
+        self.committed_here: int | None = None  # the last batch this process committed
 
     # ---------------------------------------------------------------- reading
 
@@ -192,6 +159,15 @@ class DeltaOutput:
         check_writer(stream, newest["stream"], len(records), self.location,
                      f"{self.location}: batch {newest['batch']}", f"batch {newest['batch']}", checkpoint)
 
+    def holds(self, batch_id: int, stream: str) -> bool:
+        """Whether the stream may have committed batch `batch_id` already (`replayed` tells, from the
+        batch's files). Not a batch after the last one this process committed: one driver holds the
+        checkpoint, so the table's log need not be read again for every batch."""
+        if self.committed_here is not None and batch_id > self.committed_here:
+            return False
+        version = self.version(stream)
+        return version is not None and version >= batch_id
+
     def replayed(self, batch_id: int, stream: str, files: list[tuple], checkpoint: str) -> bool:
         """Whether the stream already committed batch `batch_id` (its transaction is in the log);
         `ReplayError` if it did so from other files than Spark replays."""
@@ -236,9 +212,10 @@ class DeltaOutput:
 
         The caller checked `replayed` first (one driver holds the checkpoint): returns True."""
         files = write(batch_id)
-        record = dict(manifest())
+        record = manifest()
         record["committed_at"] = time.time()
         commit_files(self.location, files, record, record["stream"], batch_id, mode)
+        self.committed_here = batch_id
         return True
 
 

@@ -88,6 +88,7 @@ class StreamConfig:
     text_analysis: str | None = None  # without an index: --text-analysis (`rtf.io.analysis_file`)
     trigger_seconds: float = 1.0
     max_files_per_trigger: int | None = None
+    max_bytes_per_trigger: int | None = None  # Spark's maxBytesPerTrigger: files' bytes (as stored)
     stop_when_idle: float | None = None
     glob: str = DEFAULT_GLOB
     group_by: str = "subject"
@@ -107,7 +108,7 @@ class StreamJob:
         self.config = config
         self.output, self.state, self.log_ops = check_config(config)
         self.shape = {"kind": "documents", "column": "content", "path_column": "path",
-                      "format": None, "group_by": config.group_by}
+                      "format": None, "group_by": config.group_by, "files": True}
         self._bases: dict[int, object] = {}  # base operation -> broadcast of its bytes
         self.lineage = ""
         self.stream = ""  # the stream's id (CHECKPOINT/rtf/stream.json), written into every manifest
@@ -118,6 +119,7 @@ class StreamJob:
         self.active = False
         self.batches = 0
         self._warm: threading.Thread | None = None
+        self._batch_path_warm = False  # (`_warm_batch_path`)
 
     # ------------------------------------------------------------------ setup
 
@@ -162,6 +164,8 @@ class StreamJob:
                   .option("pathGlobFilter", self.config.glob))
         if self.config.max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", self.config.max_files_per_trigger)
+        if self.config.max_bytes_per_trigger:
+            reader = reader.option("maxBytesPerTrigger", self.config.max_bytes_per_trigger)
         return reader.load(self.config.input)
 
     # ---------------------------------------------------------------- batches
@@ -179,16 +183,16 @@ class StreamJob:
             self.last_batch_end = self.last_python = time.time()
 
     def _batch(self, batch_df, batch_id: int) -> None:
-        from pyspark.sql import functions as F
-
         t0 = time.time()
-        files = [(r.path, r.mtime, r.length) for r in batch_df.select(
-            "path", F.col("modificationTime").cast("double").alias("mtime"), "length").collect()]
-        timing: dict = {"list_s": time.time() - t0}
+        timing: dict = {}
         checkpoint = str(self.state.checkpoint)
-        if self.output.replayed(batch_id, self.stream, files, checkpoint):
-            log.info("batch %d: already committed by an earlier run of this stream; nothing to do", batch_id)
-            return
+        if self.output.holds(batch_id, self.stream):  # a replay after a restart, perhaps: list its files
+            files = listed_files(batch_df)
+            timing["list_s"] = time.time() - t0
+            if self.output.replayed(batch_id, self.stream, files, checkpoint):
+                log.info("batch %d: already committed by an earlier run of this stream; nothing to do",
+                         batch_id)
+                return
         if self._warm is not None and self._warm.is_alive():
             self._warm.join()  # its tasks are building the engines this batch needs: no third build
         pin = self.state.pin(batch_id, self._log_size)
@@ -206,21 +210,31 @@ class StreamJob:
             crash_point("written", batch_id)
             return written
 
+        made: dict = {}
+
         def manifest() -> dict:
             timing["committing_at"] = time.time()
-            return batch_manifest(batch_id, self.stream, pin, plan, files, collected(acc), t0, timing)
+            tasks = collected(acc)
+            made["files"] = sorted({tuple(f) for t in tasks for f in t["files"]})  # (the tasks listed them)
+            made["record"] = batch_manifest(batch_id, self.stream, pin, plan, made["files"], tasks, t0, timing,
+                                            made.get("written"))
+            return made["record"]  # (the commit adds committed_at to it)
 
-        committed = self.output.commit(batch_id, write, manifest)
+        def write_files(target):
+            made["written"] = write(target)
+            return made["written"]
+
+        committed = self.output.commit(batch_id, write_files, manifest)
         commit_s = time.time() - timing.get("committing_at", time.time())
         if not committed:  # another run of this batch came first: it must be this stream's
-            self.output.replayed(batch_id, self.stream, files, checkpoint)
+            self.output.replayed(batch_id, self.stream, made.get("files") or listed_files(batch_df), checkpoint)
         crash_point("committed", batch_id)
-        record = self.output.manifest(batch_id) or {}
+        record = made.get("record", {}) if committed else {}
         if committed:
             self.batches += 1
             log.info("batch %d: %d file(s), %d publication(s), %d match(es), pinned at operation %d; "
                      "committed in %.2f s; drop-to-commit latency p50 %.2f s, max %.2f s",
-                     batch_id, len(files), record.get("publications", 0), record.get("matches", 0),
+                     batch_id, len(record.get("files", ())), record.get("publications", 0), record.get("matches", 0),
                      pin, record.get("batch_s", 0.0), record.get("latency_s", {}).get("p50") or 0.0,
                      record.get("latency_s", {}).get("max") or 0.0)
             if record.get("bad_lines"):
@@ -268,6 +282,8 @@ class StreamJob:
         t = time.time()
         rows = self.spark.range(n, numPartitions=n).mapInArrow(
             _warmer(plan), "worker string, load_s double, op long").collect()
+        if not self._batch_path_warm:
+            self._warm_batch_path(plan)
         self.last_python = time.time()
         loads = [r.load_s for r in rows if r.load_s > 0]
         report = {"tasks": n, "workers": len({r.worker for r in rows}), "loads": len(loads),
@@ -276,6 +292,19 @@ class StreamJob:
             log.info("warm-up: %d Python worker(s) built the engine (at operation %d) in at most "
                      "%.2f s", len(loads), plan.pin, report["load_s_max"])
         return report
+
+    def _warm_batch_path(self, plan: EnginePlan) -> None:
+        """Run once what a micro-batch runs -- a row of the file source's columns through the
+        matching tasks (with the files' columns) and back -- on one small file made in memory:
+        the JVM loads and compiles that path before the first batch rather than during it
+        (half a second of a first batch of 3,000 publications on a loaded machine, docs/spark.md)."""
+        import datetime
+
+        triple = b'<http://example.org/rtf/warm-up> <http://www.w3.org/2000/01/rdf-schema#label> "warm-up" .\n'
+        df = self.spark.createDataFrame(
+            [("warm-up.nt", datetime.datetime.now(), len(triple), triple)], BINARY_FILE_SCHEMA)
+        map_matches(df, plan, {**self.shape, "warm_up": True}).collect()  # (no fault point: tests')
+        self._batch_path_warm = True
 
     def _warm_in_background(self) -> None:
         def run():
@@ -332,6 +361,15 @@ class StreamJob:
                 return
             if self.config.keep_warm and now - self.last_python >= KEEP_WARM_S:
                 self.warm_workers()
+
+
+def listed_files(batch_df) -> list[tuple]:
+    """The files of a micro-batch, (path, modification time, bytes) each, by a Spark job of their
+    own (a batch's tasks report them as they match: `rtf.spark.dataframe.map_matches`)."""
+    from pyspark.sql import functions as F
+
+    return sorted((r.path, r.mtime, r.length) for r in batch_df.select(
+        "path", F.col("modificationTime").cast("double").alias("mtime"), "length").collect())
 
 
 #: The stream's outputs: a folder of Parquet batches, or a Delta table.
@@ -435,7 +473,7 @@ def starting_index(config: StreamConfig, state: StreamState, log_ops: QueriesLog
 
 
 def batch_manifest(batch_id: int, stream: str, pin: int, plan: EnginePlan, files: list, tasks: list[dict],
-                   t0: float, timing: dict) -> dict:
+                   t0: float, timing: dict, written: list[dict] | None = None) -> dict:
     """What a committed batch's ``_rtf_batch.json`` says: the stream that committed it, its inputs,
     counts, times and latencies."""
     now = time.time()
@@ -460,6 +498,14 @@ def batch_manifest(batch_id: int, stream: str, pin: int, plan: EnginePlan, files
         "engine_load_s_max": round(max(loads, default=0.0), 3),
         "match_s": round(sum(t["match_s"] for t in tasks), 3),
         "worker_s": round(sum(t.get("task_s", 0.0) for t in tasks), 3),
+        # the tasks' seconds (summed) receiving the files from the JVM, parsing them, building the
+        # Arrow rows, writing Parquet; the longest task; the Python workers' CPU seconds
+        "input_s": round(sum(t.get("input_s", 0.0) for t in tasks), 3),
+        "read_s": round(sum(t.get("read_s", 0.0) for t in tasks), 3),
+        "task_s_max": round(max((t.get("task_s", 0.0) for t in tasks), default=0.0), 3),
+        "rows_s": round(sum(t.get("rows_s", 0.0) for t in tasks), 3),
+        "write_s": round(sum(f.get("write_s") or 0.0 for f in written or ()), 3),
+        "worker_cpu_s": round(sum(t.get("cpu_s", 0.0) for t in tasks), 3),
         "list_s": round(timing.get("list_s", 0.0), 3),
         "match_write_s": round(timing.get("match_write_s", 0.0), 3),
         "batch_s": round(now - t0, 3),

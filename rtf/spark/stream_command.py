@@ -107,6 +107,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="start a micro-batch at most every S seconds (default 1)")
     p.add_argument("--max-files-per-trigger", type=int, metavar="N",
                    help="at most N new files per micro-batch (default: all that arrived)")
+    p.add_argument("--max-bytes-per-trigger", type=int, metavar="BYTES",
+                   help="about BYTES of new files (as stored, compressed or not) per micro-batch, at least "
+                        "one file (default: all that arrived); not with --max-files-per-trigger")
     p.add_argument("--stop-when-idle", type=float, metavar="S",
                    help="stop cleanly once, started and warmed up, the stream has waited S seconds "
                         "for a new file (default: run on)")
@@ -149,15 +152,20 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
 
     for name, value in (("--trigger-seconds", args.trigger_seconds),
                         ("--max-files-per-trigger", args.max_files_per_trigger),
+                        ("--max-bytes-per-trigger", args.max_bytes_per_trigger),
                         ("--stop-when-idle", args.stop_when_idle), ("--compact-every", args.compact_every)):
         if value is not None and value <= 0:
             print(f"{prog}: error: {name} must be positive", file=sys.stderr)
             return 2
+    if args.max_files_per_trigger and args.max_bytes_per_trigger:
+        print(f"{prog}: error: give --max-files-per-trigger or --max-bytes-per-trigger, not both", file=sys.stderr)
+        return 2
     config = StreamConfig(
         input=args.input, output=args.output, checkpoint=args.checkpoint, index=args.index,
         queries_log=args.queries_log, algorithm=args.algorithm, taxonomy=args.taxonomy,
         text_analysis=args.text_analysis,
         trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger,
+        max_bytes_per_trigger=args.max_bytes_per_trigger,
         stop_when_idle=args.stop_when_idle, glob=args.glob, group_by=args.group_by,
         compact_every=args.compact_every, warm_up=args.warm_up, keep_warm=args.keep_warm,
         metrics=args.metrics, output_format=args.output_format)
