@@ -392,10 +392,10 @@ class IndexedQueries(QueryIndex):
         per key, into `parts`; the slots left to answer one by one (those of queries of
         several branches, stars, and answers `limit` cut: answered again, from the cache)."""
         codes = self.join_groups.codes(slots, self.table)
-        spec, answer = self.join_groups.spec, solver.answer
+        plan, answer = self.join_groups.plan, solver.planned
 
         def whole(code: int):
-            found, cut = answer(spec[code], limit)
+            found, cut = answer(plan[code], limit)
             return found, not cut
 
         return answered_by_code(slots, codes, whole, parts)

@@ -26,7 +26,7 @@ def _normalise(names: tuple[str, ...], rows) -> tuple[tuple[str, ...], Collectio
     return tuple(names[i] for i in keep), [tuple(r[i] for i in keep) for r in rows]
 
 
-def join_rows(tables: Iterable[BindingTable], limit: int | None = None
+def join_rows(tables: Iterable[BindingTable], limit: int | None = None, buckets: dict | None = None
               ) -> tuple[list[str], list[tuple[str, ...]], bool]:
     """The natural join of `tables` as (column names, rows, truncated).
 
@@ -34,6 +34,12 @@ def join_rows(tables: Iterable[BindingTable], limit: int | None = None
     step that would make more keeps the first `limit`, the join goes on with
     those, and says ``truncated=True`` (the rows it returns are genuine rows
     of the join, possibly not all of them).
+
+    `buckets`, when given, keeps each table's hash buckets (its rows by the
+    values of its join columns) across calls, by the table's identity: the
+    caller keeps those tables alive and unchanged while it keeps the dict
+    (`rtf.matching.solutions.PublicationSolver`: one publication's tables, which
+    the joins of many branches read).
     """
     pending = [_normalise(n, r) for n, r in tables]
     if not pending:
@@ -62,15 +68,21 @@ def join_rows(tables: Iterable[BindingTable], limit: int | None = None
             else:
                 right, left = _columns([tnames.index(n) for n in shared]), None
                 key_of = _columns([cols.index(n) for n in shared])
-            buckets: dict = {}
-            for r in distinct:
-                k = r[right] if left is not None else right(r)
-                found = buckets.get(k)
-                if found is None:
-                    buckets[k] = [tail(r)]
-                else:
-                    found.append(tail(r))
-            get = buckets.get
+            cache_key = (id(trows), tuple(tnames.index(n) for n in shared), tuple(new))
+            held = None if buckets is None else buckets.get(cache_key)
+            bucket = None if held is None else held[1]
+            if bucket is None:
+                bucket = {}
+                for r in distinct:
+                    k = r[right] if left is not None else right(r)
+                    found = bucket.get(k)
+                    if found is None:
+                        bucket[k] = [tail(r)]
+                    else:
+                        found.append(tail(r))
+                if buckets is not None:  # (with the table: its id is not reused while kept)
+                    buckets[cache_key] = (trows, bucket)
+            get = bucket.get
             met = [(row, b) for row in current if (b := get(key_of(row)))]
         else:
             tails = [tail(r) for r in distinct]

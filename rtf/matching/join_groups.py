@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from rtf.matching.query_table import QueryTable, RegisteredBranch
+from rtf.matching.row_masks import AnswerPlan
 from rtf.matching.solutions import JoinSpec, join_spec
 from rtf.matching.structures import grown
 
@@ -34,6 +35,8 @@ class JoinGroups:
         self.slot_code = np.full(64, UNKNOWN, dtype=np.int32)
         #: code -> how its branches are answered (`PublicationSolver.answer`)
         self.spec: dict[int, JoinSpec] = {}
+        #: code -> its `AnswerPlan` (`PublicationSolver.planned`)
+        self.plan: dict[int, AnswerPlan] = {}
         self._codes: dict[tuple, int] = {}
         self._count: dict[int, int] = {}
         self._free: list[int] = []
@@ -62,6 +65,7 @@ class JoinGroups:
             code = self._free.pop() if self._free else len(self._codes)
             self._codes[key] = code
             self.spec[code] = spec
+            self.plan[code] = AnswerPlan(spec)
             self._count[code] = 0
         self._count[code] += 1
         return code
@@ -77,7 +81,7 @@ class JoinGroups:
             return
         self._count[code] -= 1
         if not self._count[code]:
-            del self._codes[self.spec.pop(code).key], self._count[code]
+            del self._codes[self.spec.pop(code).key], self._count[code], self.plan[code]
             self._free.append(code)
 
     def __len__(self) -> int:

@@ -31,6 +31,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from rtf.matching.join import join_rows
+from rtf.matching.row_masks import AnswerPlan, RowMasks
 from rtf.matching.shared_predicates import EvaluationMemo, ResidualPlan
 
 #: A branch's join holds at most this many rows per solution it may report
@@ -52,7 +53,7 @@ class PublicationSolver:
 
     __slots__ = ("hits", "subject", "_values", "_tables", "_singletons", "triples", "virtual",
                  "_publication", "memo", "_joins", "_answers", "star_answers", "_products",
-                 "_subject_set")
+                 "_subject_set", "_row_masks", "_buckets")
 
     def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
                  triples: list[Triple] = (), virtual: list[Triple] = (),
@@ -77,6 +78,10 @@ class PublicationSolver:
         #: they do not project (``?s a dbo:Person`` or ``a dbo:Place``) have one answer
         self._products: dict[tuple, frozenset[Solution]] = {}
         self._subject_set: frozenset[str] | None = None
+        #: `WideJoin` -> its `RowMasks`: the answer keys that filter one join share its masks
+        self._row_masks: dict = {}
+        #: the tables' hash buckets, which the joins of one publication share (`join_rows`)
+        self._buckets: dict = {}
         #: Expensive residual predicates answered once per distinct values (seed 002).
         self.memo = memo if memo is not None else EvaluationMemo()
 
@@ -212,7 +217,8 @@ class PublicationSolver:
         found = self._joins.get(key)
         if found is None:
             found = self._joins[key] = self._semi_joined(*key, max_rows) or SharedJoin(*join_rows(
-                [(names, self.table(shape, keep)) for shape, keep, names in zip(*key)], max_rows))
+                [(names, self.table(shape, keep)) for shape, keep, names in zip(*key)], max_rows,
+                self._buckets))
         return found
 
     def _semi_joined(self, shapes, keep, names, max_rows: int) -> "SharedJoin | None":
@@ -249,6 +255,19 @@ class PublicationSolver:
         if answer is None:
             answer = self._answers[key] = self._answer(spec, limit)
         return answer
+
+    def planned(self, plan: AnswerPlan, limit: int) -> tuple[frozenset[Solution], bool]:
+        """`answer` of the plan's spec, from the row masks of its wide join
+        (`rtf.matching.row_masks`); by `answer` itself when that join was cut."""
+        rows = self._row_masks.get(plan.wide)
+        if rows is None:
+            wide = plan.wide
+            join = self.joined(JoinSpec(wide.shapes, wide.keep, wide.keep_names, None, ()),
+                               limit * JOIN_ROWS_PER_SOLUTION)
+            rows = self._row_masks[wide] = None if join.truncated else RowMasks(join)
+        if rows is None:
+            return self.answer(plan.spec, limit)
+        return rows.answer(plan, self, limit)
 
     def _answer(self, spec: "JoinSpec", limit: int) -> tuple[frozenset[Solution], bool]:
         max_rows = limit * JOIN_ROWS_PER_SOLUTION
