@@ -39,12 +39,25 @@ _TESTS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 class WideJoin:
     """The tables of two columns or more of a join key (its shapes, columns, names): one
-    object per distinct such tables while a plan holds it (hashed by identity)."""
+    object per distinct such tables while a plan holds it (hashed by identity).
 
-    __slots__ = ("shapes", "keep", "keep_names", "__weakref__")
+    A join of several tables is its `prefix` (the join of all its tables but the last, a
+    `WideJoin` too) extended by its last table, when that one shares a variable with the
+    others: chains that differ in a last table (``?x p3 ?w``) share the join of the others,
+    and a join whose prefix is empty is empty without looking (`PublicationSolver.wide_joined`)."""
+
+    __slots__ = ("shapes", "keep", "keep_names", "prefix", "__weakref__")
 
     def __init__(self, shapes: tuple, keep: tuple, keep_names: tuple):
         self.shapes, self.keep, self.keep_names = shapes, keep, keep_names
+        self.prefix = None
+        if len(shapes) > 1 and not {v for n in keep_names[:-1] for v in n}.isdisjoint(keep_names[-1]):
+            self.prefix = wide_join(shapes[:-1], keep[:-1], keep_names[:-1])
+
+
+def wide_join(shapes: tuple, keep: tuple, keep_names: tuple) -> WideJoin:
+    """The one `WideJoin` of these tables while a plan holds it."""
+    return _interned(_WIDE, WideJoin, shapes, keep, keep_names)
 
 
 class SemiTest:
@@ -113,8 +126,8 @@ class AnswerPlan:
         wide_vars = {v for n in names if len(set(n)) > 1 for v in n}
         semi = [i for i, n in enumerate(names) if len(n) == 1 and n[0] in wide_vars]
         rest = [i for i in range(len(names)) if i not in semi]
-        self.wide = _interned(_WIDE, WideJoin, tuple(shapes[i] for i in rest),
-                              tuple(keep[i] for i in rest), tuple(names[i] for i in rest))
+        self.wide = wide_join(tuple(shapes[i] for i in rest), tuple(keep[i] for i in rest),
+                              tuple(names[i] for i in rest))
         tests = [_interned(_TESTS, SemiTest, shapes[i], shapes[i].row_positions[keep[i][0]], names[i][0])
                  for i in semi]
         if spec.residual is not None:

@@ -30,8 +30,8 @@ from itertools import product
 from operator import itemgetter
 from typing import NamedTuple
 
-from rtf.matching.join import join_rows
-from rtf.matching.row_masks import AnswerPlan, RowMasks
+from rtf.matching.join import extend, join_rows
+from rtf.matching.row_masks import AnswerPlan, RowMasks, WideJoin
 from rtf.matching.shared_predicates import EvaluationMemo, ResidualPlan
 
 #: A branch's join holds at most this many rows per solution it may report
@@ -53,7 +53,7 @@ class PublicationSolver:
 
     __slots__ = ("hits", "subject", "_values", "_tables", "_singletons", "triples", "virtual",
                  "_publication", "memo", "_joins", "_answers", "star_answers", "_products",
-                 "_subject_set", "_row_masks", "_buckets")
+                 "_subject_set", "_row_masks", "_buckets", "_wide_joins")
 
     def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
                  triples: list[Triple] = (), virtual: list[Triple] = (),
@@ -82,6 +82,8 @@ class PublicationSolver:
         self._row_masks: dict = {}
         #: the tables' hash buckets, which the joins of one publication share (`join_rows`)
         self._buckets: dict = {}
+        #: `WideJoin` -> its join (`wide_joined`)
+        self._wide_joins: dict = {}
         #: Expensive residual predicates answered once per distinct values (seed 002).
         self.memo = memo if memo is not None else EvaluationMemo()
 
@@ -221,6 +223,22 @@ class PublicationSolver:
                 self._buckets))
         return found
 
+    def wide_joined(self, wide: WideJoin, max_rows: int) -> "SharedJoin":
+        """The join of a `WideJoin`'s tables, made once per publication: its prefix's join
+        (shared by every wide join of that prefix) extended by its last table, or `joined`."""
+        found = self._wide_joins.get(wide)
+        if found is None:
+            prefix, made = wide.prefix, None
+            if prefix is not None:
+                left = self.wide_joined(prefix, max_rows)
+                if not left.truncated:
+                    shape, keep = wide.shapes[-1], wide.keep[-1]
+                    made = extend(left.cols, left.rows, wide.keep_names[-1],
+                                  self.table(shape, keep) if left.rows else (), max_rows, self._buckets)
+            found = self._wide_joins[wide] = SharedJoin(*made) if made is not None else self.joined(
+                JoinSpec(wide.shapes, wide.keep, wide.keep_names, None, ()), max_rows)
+        return found
+
     def _semi_joined(self, shapes, keep, names, max_rows: int) -> "SharedJoin | None":
         """A join whose one-column tables (``?y a dbo:Stadium``, a word on ``?x``'s label...)
         keep a variable of its wider tables: the wider tables' join, shared by every join
@@ -261,10 +279,8 @@ class PublicationSolver:
         (`rtf.matching.row_masks`); by `answer` itself when that join was cut."""
         rows = self._row_masks.get(plan.wide)
         if rows is None:
-            wide = plan.wide
-            join = self.joined(JoinSpec(wide.shapes, wide.keep, wide.keep_names, None, ()),
-                               limit * JOIN_ROWS_PER_SOLUTION)
-            rows = self._row_masks[wide] = None if join.truncated else RowMasks(join)
+            join = self.wide_joined(plan.wide, limit * JOIN_ROWS_PER_SOLUTION)
+            rows = self._row_masks[plan.wide] = None if join.truncated else RowMasks(join)
         if rows is None:
             return self.answer(plan.spec, limit)
         return rows.answer(plan, self, limit)
