@@ -29,12 +29,14 @@ give the answer `ResidualPlan.kept` gives, whatever order it ranks them in.
 from __future__ import annotations
 
 import weakref
-from itertools import compress
+from itertools import compress, count
 
 from rtf.matching.shared_predicates import EvaluationMemo, _evaluate
 
 _WIDE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _TESTS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+#: Each `WideJoin` and test gets a number of its own (`rtf.matching.join_groups` keys them in numpy).
+_SERIALS = count()
 
 
 class WideJoin:
@@ -46,10 +48,11 @@ class WideJoin:
     others: chains that differ in a last table (``?x p3 ?w``) share the join of the others,
     and a join whose prefix is empty is empty without looking (`PublicationSolver.wide_joined`)."""
 
-    __slots__ = ("shapes", "keep", "keep_names", "prefix", "__weakref__")
+    __slots__ = ("shapes", "keep", "keep_names", "prefix", "serial", "__weakref__")
 
     def __init__(self, shapes: tuple, keep: tuple, keep_names: tuple):
         self.shapes, self.keep, self.keep_names = shapes, keep, keep_names
+        self.serial = next(_SERIALS)
         self.prefix = None
         if len(shapes) > 1 and not {v for n in keep_names[:-1] for v in n}.isdisjoint(keep_names[-1]):
             self.prefix = wide_join(shapes[:-1], keep[:-1], keep_names[:-1])
@@ -64,10 +67,11 @@ class SemiTest:
     """A one-column table on a variable of the wide join: the rows whose `var` is a value
     at `position` of the triples of `shape`."""
 
-    __slots__ = ("shape", "position", "var", "__weakref__")
+    __slots__ = ("shape", "position", "var", "serial", "__weakref__")
 
     def __init__(self, shape, position: int, var: str):
         self.shape, self.position, self.var = shape, position, var
+        self.serial = next(_SERIALS)
 
     def mask(self, rows: "RowMasks", solver) -> int:
         at = rows.at.get(self.var)
@@ -81,10 +85,11 @@ class ConjunctTest:
     """A residual conjunct (`rtf.matching.shared_predicates.Conjunct`'s shared predicate and
     the variables it reads): the rows where it is true."""
 
-    __slots__ = ("predicate", "names", "__weakref__")
+    __slots__ = ("predicate", "names", "serial", "__weakref__")
 
     def __init__(self, predicate, names: tuple[str, ...]):
         self.predicate, self.names = predicate, names
+        self.serial = next(_SERIALS)
 
     def mask(self, rows: "RowMasks", solver) -> int:
         at = rows.at
@@ -160,6 +165,13 @@ class RowMasks:
             found = self._projected[projection] = [tuple([(v, row[i]) for v, i in where]) for row in self.rows]
         return found
 
+    def mask(self, test, solver) -> int:
+        """`test`'s mask of these rows, made once."""
+        found = self.masks.get(test)
+        if found is None:
+            found = self.masks[test] = test.mask(self, solver)
+        return found
+
     def answer(self, plan: AnswerPlan, solver, limit: int) -> tuple[frozenset, bool]:
         """The plan's distinct projected solutions and whether `limit` cut them."""
         kept = self.full
@@ -171,10 +183,15 @@ class RowMasks:
             kept &= mask
             if not kept:
                 return _EMPTY
-        key = (plan.projection, kept)
+        return self.kept(plan.projection, kept, limit)
+
+    def kept(self, projection: tuple[str, ...], kept: int, limit: int) -> tuple[frozenset, bool]:
+        """The distinct solutions of the rows of mask `kept` projected on `projection`, and
+        whether `limit` cut them; made once per (projection, mask)."""
+        key = (projection, kept)
         found = self.answers.get(key)
         if found is None:
-            solutions = self.projected(plan.projection)
+            solutions = self.projected(projection)
             if kept != self.full:
                 solutions = compress(solutions, map("1".__eq__, bin(kept)[:1:-1]))
             answer = frozenset(solutions)

@@ -277,13 +277,19 @@ class PublicationSolver:
     def planned(self, plan: AnswerPlan, limit: int) -> tuple[frozenset[Solution], bool]:
         """`answer` of the plan's spec, from the row masks of its wide join
         (`rtf.matching.row_masks`); by `answer` itself when that join was cut."""
-        rows = self._row_masks.get(plan.wide)
-        if rows is None:
-            join = self.wide_joined(plan.wide, limit * JOIN_ROWS_PER_SOLUTION)
-            rows = self._row_masks[plan.wide] = None if join.truncated else RowMasks(join)
+        rows = self.row_masks(plan.wide, limit)
         if rows is None:
             return self.answer(plan.spec, limit)
         return rows.answer(plan, self, limit)
+
+    def row_masks(self, wide: WideJoin, limit: int) -> RowMasks | None:
+        """The `RowMasks` of a wide join, made once per publication; None when it was cut."""
+        try:
+            return self._row_masks[wide]
+        except KeyError:
+            join = self.wide_joined(wide, limit * JOIN_ROWS_PER_SOLUTION)
+            found = self._row_masks[wide] = None if join.truncated else RowMasks(join)
+            return found
 
     def _answer(self, spec: "JoinSpec", limit: int) -> tuple[frozenset[Solution], bool]:
         max_rows = limit * JOIN_ROWS_PER_SOLUTION
