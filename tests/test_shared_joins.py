@@ -152,6 +152,43 @@ def test_masks_of_one_join_keep_each_querys_class_filter_and_projection(algorith
         assert {key: found[q] for key, q in ids.items() if q in found} == expected, name
 
 
+_LOADED = """
+import pickle, sys
+from rtf.io.publication import Publication
+engine, pub, text = pickle.load(open(sys.argv[1], "rb"))
+engine.register(text, "q1")
+print(sorted((m.query_id, sorted(m.solutions)) for m in engine.match(pub)))
+"""
+
+
+@pytest.mark.parametrize("algorithm", INDEXED)
+def test_an_engine_pickled_after_matching_answers_as_before(algorithm, tmp_path):
+    # The answer plans' numbers are one process's: an engine pickled after matching (a
+    # saved index, Spark) and loaded in another process makes its codes again, so that
+    # the plans of queries registered after loading never share a number with loaded ones.
+    import pickle
+    import subprocess
+    import sys
+
+    a, b, c = SUBJECTS
+    pub = Publication(a[1:-1], [(a, PREDICATES[0], b), (b, PREDICATES[1], _int(1)),
+                                (a, PREDICATES[1], c), (c, PREDICATES[0], _int(2))])
+    texts = [PREFIX + "SELECT ?x ?v WHERE { ?x ex:p ?y . ?y ex:q ?v }",
+             PREFIX + "SELECT ?x ?v WHERE { ?x ex:q ?y . ?y ex:p ?v }"]
+    engine, naive = Engine(algorithm), Engine("naive")
+    for e in (engine, naive):
+        e.register(texts[0], "q0")
+    assert answers(engine, pub) == answers(naive, pub)
+    (tmp_path / "engine.pickle").write_bytes(pickle.dumps((engine, pub, texts[1])))
+    naive.register(texts[1], "q1")
+    expected = sorted((m.query_id, sorted(m.solutions)) for m in naive.match(pub))
+    assert len(expected) == 2
+    run = subprocess.run([sys.executable, "-c", _LOADED, str(tmp_path / "engine.pickle")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == str(expected)
+
+
 @pytest.mark.parametrize("algorithm", INDEXED)
 def test_one_join_keeps_each_querys_filter_and_projection(algorithm):
     # Three queries of one chain: one join, three answers.

@@ -49,6 +49,12 @@ class JoinGroups:
         self._count: dict[int, int] = {}
         self._free: list[int] = []
 
+    def __reduce__(self):
+        # Pickled empty (a saved index, an engine shipped to Spark): the codes are found
+        # again on the branches' next complete publication, and the plans' serials
+        # (`rtf.matching.row_masks`) are this process's, not to be mixed with another's.
+        return JoinGroups, ()
+
     def codes(self, slots: np.ndarray, table: QueryTable) -> np.ndarray:
         """The codes of `slots` (`ALONE` for a branch answered one by one), found the first
         time a slot is asked."""
