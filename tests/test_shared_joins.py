@@ -116,9 +116,9 @@ def test_joins_of_more_rows_than_a_word_equal_the_reference(qs, pubs):
 
 
 @pytest.mark.parametrize("algorithm", INDEXED)
-@pytest.mark.parametrize("values", [3, 70])
+@pytest.mark.parametrize("values", [3, 31, 32, 33, 70])
 def test_masks_of_one_join_keep_each_querys_class_filter_and_projection(algorithm, values):
-    # One star of `values` x 2 rows (one word of masks, or past it), filtered by a class on
+    # One star of `values` x 2 rows (in one word of masks, 64 rows exactly, or past it), filtered by a class on
     # a joined variable, a FILTER on one variable, one between two, or none; two queries of
     # the same filters keep the same rows, and a third table extends the join of the first two.
     a, b = SUBJECTS[0], SUBJECTS[1]

@@ -48,11 +48,13 @@ class WideJoin:
     others: chains that differ in a last table (``?x p3 ?w``) share the join of the others,
     and a join whose prefix is empty is empty without looking (`PublicationSolver.wide_joined`)."""
 
-    __slots__ = ("shapes", "keep", "keep_names", "prefix", "serial", "__weakref__")
+    __slots__ = ("shapes", "keep", "keep_names", "prefix", "single", "serial", "__weakref__")
 
     def __init__(self, shapes: tuple, keep: tuple, keep_names: tuple):
         self.shapes, self.keep, self.keep_names = shapes, keep, keep_names
         self.serial = next(_SERIALS)
+        #: one table that names no variable twice: its join is its rows
+        self.single = len(shapes) == 1 and len(set(keep_names[0])) == len(keep_names[0])
         self.prefix = None
         if len(shapes) > 1 and not {v for n in keep_names[:-1] for v in n}.isdisjoint(keep_names[-1]):
             self.prefix = wide_join(shapes[:-1], keep[:-1], keep_names[:-1])
@@ -78,7 +80,7 @@ class SemiTest:
         if at is None:  # (cannot happen: the variable is the wide join's)
             return 0
         values = solver.values(self.shape, self.position)
-        return _mask(r[at] in values for r in rows.rows)
+        return _mask([r[at] in values for r in rows.rows])
 
 
 class ConjunctTest:
@@ -205,7 +207,10 @@ class RowMasks:
 _EMPTY: tuple[frozenset, bool] = (frozenset(), False)
 
 
-def _mask(flags) -> int:
-    """The int whose bit i is set when the i-th of `flags` is true."""
-    bits = "".join(["1" if f else "0" for f in flags])
-    return int(bits[::-1], 2) if bits else 0
+_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
+
+
+def _mask(flags: list[bool]) -> int:
+    """The int whose bit i is set when the i-th of `flags` is true (its binary digits
+    written by C, not a Python step per flag)."""
+    return int(bytes(flags).translate(_DIGITS)[::-1], 2) if flags else 0

@@ -229,7 +229,9 @@ class PublicationSolver:
         found = self._wide_joins.get(wide)
         if found is None:
             prefix, made = wide.prefix, None
-            if prefix is not None:
+            if wide.single:  # one table of distinct variables: its rows as they are
+                made = list(wide.keep_names[0]), list(self.table(wide.shapes[0], wide.keep[0])), False
+            elif prefix is not None:
                 left = self.wide_joined(prefix, max_rows)
                 if not left.truncated:
                     shape, keep = wide.shapes[-1], wide.keep[-1]
