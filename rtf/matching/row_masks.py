@@ -31,7 +31,7 @@ from __future__ import annotations
 import weakref
 from itertools import compress, count
 
-from rtf.matching.shared_predicates import EvaluationMemo, _evaluate
+from rtf.matching.shared_predicates import truths
 
 _WIDE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _TESTS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -94,24 +94,8 @@ class ConjunctTest:
         self.serial = next(_SERIALS)
 
     def mask(self, rows: "RowMasks", solver) -> int:
-        at = rows.at
-        where = [at.get(n, -1) for n in self.names]
-        memo: EvaluationMemo = solver.memo
-        answers, predicate = memo.answers, self.predicate
-        evaluations = shared = 0
-        flags = []
-        for row in rows.rows:
-            key = (predicate, tuple([None if i < 0 else row[i] for i in where]))
-            result = answers.get(key)
-            if result is None:
-                result = answers[key] = _evaluate(predicate, key[1])
-                evaluations += 1
-            else:
-                shared += 1
-            flags.append(result is True)
-        memo.evaluations += evaluations
-        memo.shared += shared
-        return _mask(flags)
+        where = [rows.at.get(n, -1) for n in self.names]
+        return _mask(truths(self.predicate, where, rows.rows, solver.memo))
 
 
 def _interned(table: weakref.WeakValueDictionary, cls, *key):
