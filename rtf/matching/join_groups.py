@@ -24,6 +24,9 @@ from rtf.matching.structures import grown
 
 #: In `JoinGroups.slot_code`: not known yet, and answered one by one (not in a group).
 UNKNOWN, ALONE = -1, -2
+#: Distinct codes of a publication from which `JoinGroups.answers` answers them in numpy (fewer:
+#: one by one); a list, so that the tests can run either path.
+VECTOR_CODES = [32]
 #: The rows of a wide join whose masks `JoinGroups.answers` keeps in one uint64, and all of them.
 _WORD = 64
 _ALL = np.uint64(2**64 - 1)
@@ -102,18 +105,24 @@ class JoinGroups:
     def answers(self, present: np.ndarray, solver: PublicationSolver, limit: int
                 ) -> tuple[np.ndarray, np.ndarray]:
         """The answers of the codes `present` (sorted, distinct) and whether each is usable
-        (not cut by `limit`), set-at-a-time: a Python step per distinct wide join, per distinct
-        (wide join, test) mask and per distinct (wide join, projection, rows kept), none per
-        code. A wide join of at most 64 rows has its masks in one uint64 each, and a code's
-        rows are the AND of its tests' masks (numpy); the codes of a wider or cut join are
-        answered one by one (`PublicationSolver.planned`)."""
+        (not cut by `limit`). From `VECTOR_CODES` codes on, set-at-a-time: a Python step per
+        distinct wide join, per distinct (wide join, test) mask and per distinct (wide join,
+        projection, rows kept), none per code. A wide join of at most 64 rows has its masks
+        in one uint64 each, and a code's rows are the AND of its tests' masks (numpy); the
+        codes of a wider or cut join, or of fewer codes, are answered one by one
+        (`PublicationSolver.planned`)."""
         n = len(present)
         answers = np.empty(n, dtype=object)
-        answers[:] = [EMPTY] * n
         usable = np.ones(n, dtype=bool)
+        plans = self.plan
+        if n < VECTOR_CODES[0]:  # (a few: numpy's calls would cost more than they save)
+            given = [solver.planned(plans[code], limit) for code in present.tolist()]
+            answers[:] = [a for a, _ in given]
+            usable[:] = [not cut for _, cut in given]
+            return answers, usable
+        answers[:] = [EMPTY] * n
         wides, first, at = np.unique(self.code_wide[present], return_index=True, return_inverse=True)
         at = at.reshape(-1)
-        plans = self.plan
         masks = [solver.row_masks(plans[c].wide, limit) for c in present[first].tolist()]
         small = np.fromiter((m is not None and len(m.rows) <= _WORD for m in masks), bool, len(masks))
         full = np.fromiter((m.full if m is not None and len(m.rows) <= _WORD else 0 for m in masks),
