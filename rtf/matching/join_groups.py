@@ -11,6 +11,9 @@ branch the code of its key (`JoinGroups.codes`, found on the branch's first comp
 publication and kept until the query goes); a publication answers each code once and
 hands its answer to all the code's branches at once, as the stars on ``?s`` are handed
 theirs (`rtf.filter.IndexedQueries.solution_groups`), with no Python step per query.
+Each code has an `rtf.matching.row_masks.AnswerPlan`, and a publication's codes are
+answered together (`JoinGroups.answers`): their rows are ANDs of row masks in numpy, with
+no Python step per code either.
 """
 
 from __future__ import annotations

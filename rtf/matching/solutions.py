@@ -18,7 +18,9 @@ are complete (`QueryTable.complete_slots`), and this module answers them:
   of the same shapes and columns (`SharedJoin`; its one-column tables, a class or
   a word on a joined variable, filter the shared join of its wider tables), and an
   answer once for every branch of the same join, residual and projection
-  (`JoinSpec.key`; `rtf.matching.join_groups` hands it to all of them at once).
+  (`JoinSpec.key`; `rtf.matching.join_groups` hands it to all of them at once),
+  from bit masks of its wide join's rows that the keys share (`rtf.matching.row_masks`:
+  `planned`, `row_masks`; a join of several tables extends its prefix's, `wide_joined`).
 
 Solutions are frozensets of sorted ``(variable, term)`` tuples, shared
 between the queries that have the same ones.
