@@ -30,7 +30,7 @@ from rtf.query.model import Query
 from rtf.matching.confirm import Confirmation
 from rtf.matching.hits import Hits
 from rtf.matching.join_groups import JoinGroups
-from rtf.matching.projected_answers import answer_projected, answer_projected_parts, answered_by_code
+from rtf.matching.projected_answers import answer_projected, answer_projected_parts, answered_by_codes
 from rtf.matching.query_table import QueryTable, RegisteredBranch, TupleShape
 from rtf.matching.shared_predicates import EvaluationMemo
 from rtf.matching.solutions import JOIN_ROWS_PER_SOLUTION, UNIT, PublicationSolver  # noqa: F401 (re-exported)
@@ -391,14 +391,9 @@ class IndexedQueries(QueryIndex):
         """The joined branches of one answer key (`rtf.matching.join_groups`) answered once
         per key, into `parts`; the slots left to answer one by one (those of queries of
         several branches, stars, and answers `limit` cut: answered again, from the cache)."""
-        codes = self.join_groups.codes(slots, self.table)
-        spec, answer = self.join_groups.spec, solver.answer
-
-        def whole(code: int):
-            found, cut = answer(spec[code], limit)
-            return found, not cut
-
-        return answered_by_code(slots, codes, whole, parts)
+        groups = self.join_groups
+        codes = groups.codes(slots, self.table)
+        return answered_by_codes(slots, codes, lambda present: groups.answers(present, solver, limit), parts)
 
     def _group(self, parts: list) -> Group:
         """One `Group` of every answered slot, in query-id order: its solutions one set for

@@ -44,15 +44,24 @@ def answered_by_code(slots: np.ndarray, codes: np.ndarray, answer, parts: list) 
     for each distinct code; the slots of a usable non-empty answer go into `parts` with it,
     those of an unusable one are returned, to be answered one by one (with the slots of no
     code); the others did not match."""
+    def each(present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        given = [answer(code) for code in present.tolist()]  # (no numpy item access per code)
+        answers = np.empty(len(present), dtype=object)
+        answers[:] = [a for a, _ in given]
+        return answers, np.fromiter((u for _, u in given), bool, len(given))
+
+    return answered_by_codes(slots, codes, each, parts)
+
+
+def answered_by_codes(slots: np.ndarray, codes: np.ndarray, answers_of, parts: list) -> np.ndarray:
+    """`answered_by_code` with every code's answer at once: `answers_of(present)`, for the
+    distinct codes `present` (sorted), gives their solutions and whether each is usable."""
     grouped = codes >= 0
     if not grouped.any():
         return slots
     present = np.unique(codes[grouped])
-    given = [answer(code) for code in present.tolist()]  # (no numpy item access per code)
-    answers = np.empty(len(present), dtype=object)
-    answers[:] = [a for a, _ in given]
-    usable = np.fromiter((u for _, u in given), bool, len(given))
-    found = np.fromiter((u and bool(a) for a, u in given), bool, len(given))
+    answers, usable = answers_of(present)
+    found = usable & np.fromiter(map(bool, answers), bool, len(answers))
     where = np.searchsorted(present, codes[grouped])
     take = found[where]
     if take.any():

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from itertools import compress
 import weakref
 from dataclasses import dataclass
 from functools import lru_cache
@@ -175,34 +176,40 @@ class ResidualPlan:
 
     def kept(self, cols: list[str], rows: list, memo: EvaluationMemo) -> list:
         """The `rows` (tuples of terms for the variables `cols`; a variable not among them is
-        unbound) for which every conjunct is true, in rank order, each answer shared through
-        `memo`: read off the rows by column, no dict per row."""
+        unbound) for which every conjunct is true: each conjunct, in rank order, on the rows
+        the ones before it kept (`truths`), read off the rows by column, no dict per row."""
         self._ranked()
         at = {n: i for i, n in enumerate(cols)}
-        specs = [(c.predicate, tuple(at.get(n, -1) for n in c.names)) for c in self.conjuncts]
-        answers = memo.answers
-        out = []
-        evaluations = shared = 0
-        for row in rows:
-            for predicate, where in specs:
-                key = (predicate, tuple([None if i < 0 else row[i] for i in where]))
-                result = answers.get(key)
-                if result is None:
-                    result = answers[key] = _evaluate(predicate, key[1])
-                    evaluations += 1
-                else:
-                    shared += 1
-                if result is not True:
-                    break
-            else:
-                out.append(row)
-        memo.evaluations += evaluations
-        memo.shared += shared
-        return out
+        rows = list(rows)
+        for c in self.conjuncts:
+            if not rows:
+                break
+            rows = list(compress(rows, truths(c.predicate, [at.get(n, -1) for n in c.names], rows, memo)))
+        return rows
 
     def passes(self, solution: dict, memo: EvaluationMemo) -> bool:
         """Whether every conjunct is true for `solution` (a dict variable -> term)."""
         return bool(self.kept(list(solution), [tuple(solution.values())], memo))
+
+def truths(predicate: _Predicate, where: list[int], rows: list, memo: EvaluationMemo) -> list[bool]:
+    """For each of `rows`, whether `predicate` is true of its values at `where` (-1: an
+    unbound variable), each answer shared through `memo` (once per distinct values)."""
+    answers = memo.answers
+    out = []
+    evaluations = shared = 0
+    for row in rows:
+        key = (predicate, tuple([None if i < 0 else row[i] for i in where]))
+        result = answers.get(key)
+        if result is None:
+            result = answers[key] = _evaluate(predicate, key[1])
+            evaluations += 1
+        else:
+            shared += 1
+        out.append(result is True)
+    memo.evaluations += evaluations
+    memo.shared += shared
+    return out
+
 
 def _evaluate(predicate: _Predicate, values: tuple) -> object:
     stats = predicate.stats

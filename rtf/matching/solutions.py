@@ -18,7 +18,9 @@ are complete (`QueryTable.complete_slots`), and this module answers them:
   of the same shapes and columns (`SharedJoin`; its one-column tables, a class or
   a word on a joined variable, filter the shared join of its wider tables), and an
   answer once for every branch of the same join, residual and projection
-  (`JoinSpec.key`; `rtf.matching.join_groups` hands it to all of them at once).
+  (`JoinSpec.key`; `rtf.matching.join_groups` hands it to all of them at once),
+  from bit masks of its wide join's rows that the keys share (`rtf.matching.row_masks`:
+  `planned`, `row_masks`; a join of several tables extends its prefix's, `wide_joined`).
 
 Solutions are frozensets of sorted ``(variable, term)`` tuples, shared
 between the queries that have the same ones.
@@ -30,7 +32,8 @@ from itertools import product
 from operator import itemgetter
 from typing import NamedTuple
 
-from rtf.matching.join import join_rows
+from rtf.matching.join import extend, join_rows
+from rtf.matching.row_masks import AnswerPlan, RowMasks, WideJoin
 from rtf.matching.shared_predicates import EvaluationMemo, ResidualPlan
 
 #: A branch's join holds at most this many rows per solution it may report
@@ -52,7 +55,7 @@ class PublicationSolver:
 
     __slots__ = ("hits", "subject", "_values", "_tables", "_singletons", "triples", "virtual",
                  "_publication", "memo", "_joins", "_answers", "star_answers", "_products",
-                 "_subject_set")
+                 "_subject_set", "_row_masks", "_buckets", "_wide_joins")
 
     def __init__(self, hits: dict[TupleShape, list[Triple]], subject: str | None,
                  triples: list[Triple] = (), virtual: list[Triple] = (),
@@ -77,6 +80,12 @@ class PublicationSolver:
         #: they do not project (``?s a dbo:Person`` or ``a dbo:Place``) have one answer
         self._products: dict[tuple, frozenset[Solution]] = {}
         self._subject_set: frozenset[str] | None = None
+        #: `WideJoin` -> its `RowMasks`: the answer keys that filter one join share its masks
+        self._row_masks: dict = {}
+        #: the tables' hash buckets, which the joins of one publication share (`join_rows`)
+        self._buckets: dict = {}
+        #: `WideJoin` -> its join (`wide_joined`)
+        self._wide_joins: dict = {}
         #: Expensive residual predicates answered once per distinct values (seed 002).
         self.memo = memo if memo is not None else EvaluationMemo()
 
@@ -212,7 +221,26 @@ class PublicationSolver:
         found = self._joins.get(key)
         if found is None:
             found = self._joins[key] = self._semi_joined(*key, max_rows) or SharedJoin(*join_rows(
-                [(names, self.table(shape, keep)) for shape, keep, names in zip(*key)], max_rows))
+                [(names, self.table(shape, keep)) for shape, keep, names in zip(*key)], max_rows,
+                self._buckets))
+        return found
+
+    def wide_joined(self, wide: WideJoin, max_rows: int) -> "SharedJoin":
+        """The join of a `WideJoin`'s tables, made once per publication: its prefix's join
+        (shared by every wide join of that prefix) extended by its last table, or `joined`."""
+        found = self._wide_joins.get(wide)
+        if found is None:
+            prefix, made = wide.prefix, None
+            if wide.single:  # one table of distinct variables: its rows as they are
+                made = list(wide.keep_names[0]), list(self.table(wide.shapes[0], wide.keep[0])), False
+            elif prefix is not None:
+                left = self.wide_joined(prefix, max_rows)
+                if not left.truncated:
+                    shape, keep = wide.shapes[-1], wide.keep[-1]
+                    made = extend(left.cols, left.rows, wide.keep_names[-1],
+                                  self.table(shape, keep) if left.rows else (), max_rows, self._buckets)
+            found = self._wide_joins[wide] = SharedJoin(*made) if made is not None else self.joined(
+                JoinSpec(wide.shapes, wide.keep, wide.keep_names, None, ()), max_rows)
         return found
 
     def _semi_joined(self, shapes, keep, names, max_rows: int) -> "SharedJoin | None":
@@ -249,6 +277,23 @@ class PublicationSolver:
         if answer is None:
             answer = self._answers[key] = self._answer(spec, limit)
         return answer
+
+    def planned(self, plan: AnswerPlan, limit: int) -> tuple[frozenset[Solution], bool]:
+        """`answer` of the plan's spec, from the row masks of its wide join
+        (`rtf.matching.row_masks`); by `answer` itself when that join was cut."""
+        rows = self.row_masks(plan.wide, limit)
+        if rows is None:
+            return self.answer(plan.spec, limit)
+        return rows.answer(plan, self, limit)
+
+    def row_masks(self, wide: WideJoin, limit: int) -> RowMasks | None:
+        """The `RowMasks` of a wide join, made once per publication; None when it was cut."""
+        try:
+            return self._row_masks[wide]
+        except KeyError:
+            join = self.wide_joined(wide, limit * JOIN_ROWS_PER_SOLUTION)
+            found = self._row_masks[wide] = None if join.truncated else RowMasks(join)
+            return found
 
     def _answer(self, spec: "JoinSpec", limit: int) -> tuple[frozenset[Solution], bool]:
         max_rows = limit * JOIN_ROWS_PER_SOLUTION
