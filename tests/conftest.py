@@ -62,18 +62,6 @@ def _may_hold_spark_tests(arg: str) -> bool:
         tuple(module.removeprefix("tests/") for module in spark_jvm.SPARK_MODULES))
 
 
-def pytest_runtest_setup(item):
-    """A Spark test waits for the class archive the run is making (tests/spark_jvm.py)."""
-    if spark_jvm.has_spark_tests([item.nodeid]):
-        spark_jvm.wait_for_archive(item.config.stash.get(SPARK_ARCHIVE, None))
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node):
-    """Tell each xdist worker whether the run is making its Spark class archive."""
-    node.workerinput[ARCHIVE_BEING_MADE] = node.config.stash.get(SPARK_ARCHIVING, None) is not None
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node, ids):
     _start_the_spark_archive(node.config, ids)
@@ -107,7 +95,6 @@ def pytest_runtest_protocol(item, nextitem):
 HEARTBEAT = pytest.StashKey[Heartbeat]()
 SPARK_ARCHIVE = pytest.StashKey["Path | None"]()
 SPARK_ARCHIVING = pytest.StashKey["threading.Thread | None"]()
-ARCHIVE_BEING_MADE = "rtf_spark_archive_being_made"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -116,23 +103,14 @@ def pytest_collection_modifyitems(config, items):
     one worker, so that its module-scoped fixtures -- a Spark session, a server, a browser, a
     big workload -- are built once, as in a serial run), the modules with the most tests
     marked slow come first: the longest work starts at once and the quick modules fill the
-    workers at the end, instead of one Spark module running alone after everything else.
-    While the run makes its Spark class archive (tests/spark_jvm.py), the first module each
-    worker takes is the heaviest that starts no JVM, so that no worker waits for it idle."""
+    workers at the end, instead of one Spark module running alone after everything else."""
     for item in items:
         if item.get_closest_marker("soak") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return  # a serial run keeps the files' order
     slow = collections.Counter(item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow"))
-    modules = sorted(dict.fromkeys(item.nodeid.split("::", 1)[0] for item in items), key=lambda m: -slow[m])
-    worker = getattr(config, "workerinput", {})
-    if worker.get(ARCHIVE_BEING_MADE):  # (the controller's word: every worker sorts alike)
-        workers = int(worker.get("workercount", 1))
-        first = [m for m in modules if not spark_jvm.has_spark_tests([m])][:workers]
-        modules = first + [m for m in modules if m not in first]
-    rank = {module: k for k, module in enumerate(modules)}
-    items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])  # stable: a module's order is kept
+    items.sort(key=lambda item: -slow[item.nodeid.split("::", 1)[0]])  # stable: a module's order is kept
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -32,7 +32,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 #: The options of every Spark JVM the tests start, the archive's aside.
@@ -127,53 +126,10 @@ def build_archive(archive: Path, timeout: float = 300) -> bool:
         partial.unlink(missing_ok=True)
 
 
-def _building_mark(archive: Path) -> Path:
-    return archive.with_name(f"{archive.name}.building")
-
-
 def start_archive(archive: Path | None) -> threading.Thread | None:
-    """Make `archive` in a daemon thread, unless it exists (or there is none to make); a mark
-    beside it, holding this process's id, says it is being made (`wait_for_archive`)."""
+    """Make `archive` in a daemon thread, unless it exists (or there is none to make)."""
     if archive is None or archive.exists():
         return None
-    mark = _building_mark(archive)
-    mark.parent.mkdir(parents=True, exist_ok=True)
-    mark.write_text(str(os.getpid()))
-
-    def build() -> None:
-        try:
-            build_archive(archive)
-        finally:
-            mark.unlink(missing_ok=True)
-
-    thread = threading.Thread(target=build, name="spark-class-archive", daemon=True)
+    thread = threading.Thread(target=build_archive, args=(archive,), name="spark-class-archive", daemon=True)
     thread.start()
     return thread
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def wait_for_archive(archive: Path | None, timeout: float = 180) -> None:
-    """Before a Spark test starts its JVMs: while the run's archive is being made (by a process
-    still alive), wait for it, at most `timeout` seconds. The wait costs no CPU and the other
-    workers go on, where a JVM started without the archive costs 4 s of CPU more."""
-    if archive is None or archive.exists():
-        return
-    mark = _building_mark(archive)
-    deadline = time.monotonic() + timeout
-    while not archive.exists() and time.monotonic() < deadline:
-        try:
-            pid = int(mark.read_text() or 0)
-        except (OSError, ValueError):
-            return  # not being made (or the mark is half written: do not wait on it)
-        if not _alive(pid):
-            return
-        time.sleep(0.25)

@@ -51,21 +51,3 @@ def test_spark_options_set_before_the_run_are_kept(monkeypatch, tmp_path):
     assert os.environ["SPARK_SUBMIT_OPTS"] == ""
     assert os.environ["SPARK_DAEMON_JAVA_OPTS"] == (f"{spark_jvm.SPARK_JVM_OPTIONS} "
                                                    f"-XX:SharedArchiveFile={tmp_path / 'a.jsa'} -Xlog:cds*=off")
-
-
-def test_a_spark_test_waits_for_the_archive_only_while_a_live_process_makes_it(tmp_path):
-    import threading
-    import time
-
-    from tests import spark_jvm
-
-    archive = tmp_path / "a.jsa"
-    spark_jvm.wait_for_archive(archive, timeout=30)  # nobody makes it: no wait
-    mark = tmp_path / "a.jsa.building"
-    mark.write_text("999999999")  # a process that is gone
-    start = time.monotonic()
-    spark_jvm.wait_for_archive(archive, timeout=30)
-    mark.write_text(str(os.getpid()))
-    threading.Timer(1.0, lambda: archive.write_bytes(b"x")).start()
-    spark_jvm.wait_for_archive(archive, timeout=30)  # made by a live process: waits for it
-    assert archive.exists() and time.monotonic() - start < 25
