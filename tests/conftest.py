@@ -36,39 +36,15 @@ def pytest_configure(config):
     archive = None
     if getattr(config, "cache", None) is not None:  # (none under -p no:cacheprovider)
         archive = spark_jvm.archive_path(config.cache.mkdir("spark-class-archive"))
-    config.stash[SPARK_ARCHIVE] = archive
     spark_jvm.set_options(archive)  # an xdist worker inherits the controller's, and keeps them
-    if not config.args or any(_may_hold_spark_tests(arg) for arg in config.args):
-        _start_the_spark_archive(config, spark_jvm.SPARK_MODULES)  # at once: before collecting
+    if not hasattr(config, "workerinput") and spark_jvm.may_hold_spark_tests(config.args):
+        # the controller (or a run without xdist), at once: the archive's JVM starts before collecting
+        config.stash[SPARK_ARCHIVING] = spark_jvm.start_archive(archive)
     compile_the_package(config)
     every = period_from_environment()
     if every > 0:
         config.stash[HEARTBEAT] = beat = Heartbeat.on_stderr(every)
         beat.start()
-
-
-def _start_the_spark_archive(config, node_ids) -> None:
-    """The controller (or a run without xdist) makes the Spark class archive in the background
-    once it knows the run has Spark tests (tests/spark_jvm.py)."""
-    if hasattr(config, "workerinput") or SPARK_ARCHIVING in config.stash:
-        return
-    if spark_jvm.has_spark_tests(node_ids):
-        config.stash[SPARK_ARCHIVING] = spark_jvm.start_archive(config.stash.get(SPARK_ARCHIVE, None))
-
-
-def _may_hold_spark_tests(arg: str) -> bool:
-    path = arg.split("::", 1)[0].rstrip("/")
-    return Path(path).is_dir() or Path(path).name.startswith(
-        tuple(module.removeprefix("tests/") for module in spark_jvm.SPARK_MODULES))
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node, ids):
-    _start_the_spark_archive(node.config, ids)
-
-
-def pytest_collection_finish(session):
-    _start_the_spark_archive(session.config, [item.nodeid for item in session.items])
 
 
 def pytest_unconfigure(config):
@@ -93,7 +69,6 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 HEARTBEAT = pytest.StashKey[Heartbeat]()
-SPARK_ARCHIVE = pytest.StashKey["Path | None"]()
 SPARK_ARCHIVING = pytest.StashKey["threading.Thread | None"]()
 
 

@@ -13,9 +13,9 @@ seconds of work on a few hundred rows, so their start-up is most of the Spark te
   `-XX:SharedArchiveFile`): the classes a small Spark session loads (SQL, Parquet, Arrow to
   Python, a streaming query), parsed and verified once and mapped by every later JVM. A
   local session's JVM then starts on 4.5-4.9 s of CPU instead of 9.0-9.5 (7.4-7.8 s wall
-  instead of 10-12). The archive is made in the background by the first run that has Spark
-  tests (`start_archive`) and kept in pytest's cache folder (``.pytest_cache``, ignored by
-  git), ~160 MB; until it exists, JVMs start as before. The JVM checks the archive itself
+  instead of 10-12). The archive is made in the background by the first run that may have
+  Spark tests (`may_hold_spark_tests`, `start_archive`) and kept in pytest's cache folder (``.pytest_cache``, ignored by
+  git), ~190 MB; until it exists, JVMs start as before. The JVM checks the archive itself
   (the same JVM, the same class path, jars of the same size and time) and ignores it silently
   otherwise (``-Xlog:cds*=off``: the standalone cluster's executors, whose class path
   differs, start without it and print nothing).
@@ -47,7 +47,7 @@ SPARK_MODULES = ("tests/test_spark", "tests/test_partition.py", "tests/test_stre
 
 #: What the archive's JVM does: the kinds of work the tests give Spark, each once, small.
 _ARCHIVE_SESSION = r"""
-import sys, tempfile
+import tempfile
 from pyspark.sql import SparkSession
 spark = (SparkSession.builder.master("local[2]").appName("rtf-tests-class-archive")
          .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
@@ -100,8 +100,12 @@ def jvm_options() -> str:
     return os.environ.get(SPARK_JVM_VARIABLES[0], SPARK_JVM_OPTIONS)
 
 
-def has_spark_tests(node_ids) -> bool:
-    return any(node_id.startswith(SPARK_MODULES) for node_id in node_ids)
+def may_hold_spark_tests(args) -> bool:
+    """Whether a run of pytest's arguments `args` (files, folders, node ids) may collect
+    tests of `SPARK_MODULES`: no argument, a folder, or one of their files."""
+    names = tuple(module.removeprefix("tests/") for module in SPARK_MODULES)
+    paths = [Path(arg.split("::", 1)[0]) for arg in args]
+    return not paths or any(path.is_dir() or path.name.startswith(names) for path in paths)
 
 
 def build_archive(archive: Path, timeout: float = 300) -> bool:
