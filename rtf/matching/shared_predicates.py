@@ -191,6 +191,7 @@ class ResidualPlan:
         """Whether every conjunct is true for `solution` (a dict variable -> term)."""
         return bool(self.kept(list(solution), [tuple(solution.values())], memo))
 
+
 def truths(predicate: _Predicate, where: list[int], rows: list, memo: EvaluationMemo) -> list[bool]:
     """For each of `rows`, whether `predicate` is true of its values at `where` (-1: an
     unbound variable), each answer shared through `memo` (once per distinct values)."""
