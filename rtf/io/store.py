@@ -41,19 +41,21 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import hashlib
 import json
 import os
 import re
-import struct
 import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from rtf.errors import IndexFileError, RtfError
+from rtf.io import sections
 from rtf.io.files import STDIO, write_atomically
+from rtf.io.sections import MAGIC  # noqa: F401 (the file's signature, rtf.io.store.MAGIC)
 from rtf.io.model_checks import (
     TEXT_RULE,
     FIELD_CHECKS,
@@ -69,17 +71,8 @@ from rtf.query import model, terms
 from rtf.query.analysis import TextAnalysis
 from rtf.query.terms import shared
 
-#: File signature, first 8 bytes of every index file.
-MAGIC = b"RTFINDEX"
 #: Version of the layout; a file of any other version is refused.
-FORMAT_VERSION = 3
-#: magic and version: the start of every version's header.
-PREAMBLE = struct.Struct("<8sI")
-#: magic, version (uint32), flags (uint32), body length as stored (uint64), body length
-#: once decompressed (uint64), SHA-256 of the body as stored.
-HEADER = struct.Struct("<8sIIQQ32s")
-#: Flag bit: the body is zlib-compressed (always set by this version).
-FLAG_ZLIB = 1
+FORMAT_VERSION = 4
 #: Most bytes a body may decompress to, whatever its header claims ...
 MAX_BODY_BYTES = 4 << 30
 #: ... and at most this many times its stored size, plus `BODY_SLACK` (a saved index
@@ -240,15 +233,20 @@ class _Body:
         if packed:
             self.parts.append(packed)
 
-    def file(self, head: dict) -> bytes:
+    def file(self, head: dict) -> tuple[bytes, int]:
+        """(the body as stored, its length once decompressed), the head line in front."""
         raw = json.dumps(head, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         front = zlib.compressobj(6, zlib.DEFLATED, -15)
         adler = adler32_combine(zlib.adler32(raw), self._adler, self.raw_length)
         packed = b"".join([_ZLIB_HEADER, front.compress(raw), front.flush(zlib.Z_SYNC_FLUSH),
                            *self.parts, self._zip.flush(), adler.to_bytes(4, "big")])
         self.parts = []
-        return HEADER.pack(MAGIC, FORMAT_VERSION, FLAG_ZLIB, len(packed), self.raw_length + len(raw),
-                           hashlib.sha256(packed).digest()) + packed
+        return packed, self.raw_length + len(raw)
+
+
+def body_sections(packed: bytes, raw_length: int) -> dict[str, np.ndarray]:
+    """The sections that hold a body (`packed`, `raw_length` bytes once decompressed)."""
+    return {"body": np.frombuffer(packed, dtype=np.uint8), "body_length": np.array([raw_length], dtype=np.int64)}
 
 
 class IndexWriter:
@@ -291,9 +289,9 @@ class IndexWriter:
         self._table.forget_identities()
 
     def file(self, algorithm: str, max_solutions: int, taxonomy: Taxonomy, next_id: int,
-             text_analysis: dict | None = None) -> bytes:
-        """The whole file: header and compressed body, the head line first (the same
-        bytes again on a later call: the body is written once)."""
+             text_analysis: dict | None = None, extra: dict | None = None) -> bytes:
+        """The whole file: header, compressed body (the head line first) and the `extra`
+        sections (the same bytes again on a later call: the body is written once)."""
         if self._file is not None:
             return self._file
         self._flush_queries()
@@ -303,11 +301,12 @@ class IndexWriter:
                 "classes": CLASS_NAMES}
         if text_analysis is not None:  # absent: the spec's default words
             head["text_analysis"] = text_analysis
-        self._file = self._body.file(head)
+        self._file = sections.pack(FORMAT_VERSION, {**body_sections(*self._body.file(head)), **(extra or {})},
+                                   sign=bool(extra))
         return self._file
 
 
-def encode_index(saved: SavedIndex) -> bytes:
+def encode_index(saved: SavedIndex, extra: dict | None = None) -> bytes:
     """The whole file for `saved`: header and compressed body.
 
     Values and queries are written a line of `LINE_ENTRIES` at a time, a
@@ -318,51 +317,43 @@ def encode_index(saved: SavedIndex) -> bytes:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _encode(saved)
+        return _encode(saved, extra)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _encode(saved: SavedIndex) -> bytes:
+def _encode(saved: SavedIndex, extra: dict | None) -> bytes:
     writer = IndexWriter()
     for query, qid, subscriber, metadata in saved.queries:
         writer.add(query, qid, subscriber, metadata)
     return writer.file(saved.algorithm, saved.max_solutions, saved.taxonomy, saved.next_id,
-                       saved.text_analysis)
+                       saved.text_analysis, extra)
 
 
 # ------------------------------------------------------------------ decoding
 
 
-def body_lines(data: bytes, source: str = "<bytes>") -> Iterator[bytes]:
-    """The lines of the body of the index file bytes `data`, after every check of the header.
+def body_lines(data, source: str = "<bytes>") -> Iterator[bytes]:
+    """The lines of the body of the index file bytes `data`, after every check of the file."""
+    return inflated_lines(sections.unpack(data, FORMAT_VERSION, source), source)
+
+
+def inflated_lines(found: sections.Sections, source: str = "<bytes>") -> Iterator[bytes]:
+    """The lines of the body of a file's sections (`rtf.io.sections.unpack`).
 
     Decompression is capped and streamed: the body may decompress to the
-    length the header gives and no more, which may be at most
+    length its ``body_length`` section gives and no more, which may be at most
     `MAX_BODY_BYTES` and `MAX_RATIO` times the stored body (a zlib bomb is
     refused before it takes the memory); a body that decompresses to
     another length, or has bytes after its end, is refused. One line is
     held at a time.
     """
-    if len(data) < PREAMBLE.size or not data.startswith(MAGIC):
-        raise IndexFileError(f"{source}: not an rtf index file (no {MAGIC.decode()} header)")
-    _, version = PREAMBLE.unpack_from(data)
-    if version != FORMAT_VERSION:
-        raise IndexFileError(f"{source}: index format version {version}, but this rtf reads "
-                             f"version {FORMAT_VERSION}; rebuild it with `rtf index build`")
-    if len(data) < HEADER.size:
-        raise IndexFileError(f"{source}: the index is truncated (its header is cut short)")
-    _, _, flags, length, raw_length, digest = HEADER.unpack_from(data)
-    body = memoryview(data)[HEADER.size:]
-    if len(body) != length:
-        raise IndexFileError(f"{source}: the index is truncated or has trailing bytes "
-                             f"({len(body)} body bytes, the header says {length})")
-    if hashlib.sha256(body).digest() != digest:
-        raise IndexFileError(f"{source}: the index is corrupt (checksum mismatch)")
-    if flags != FLAG_ZLIB:
-        raise IndexFileError(f"{source}: unknown flags {flags:#x} in the index header")
-    if raw_length > min(MAX_BODY_BYTES, MAX_RATIO * length + BODY_SLACK):
+    body, raw_length = found.arrays.get("body"), found.arrays.get("body_length")
+    if body is None or raw_length is None or body.ndim != 1 or raw_length.shape != (1,):
+        raise IndexFileError(f"{source}: the index has no body")
+    body, raw_length, length = memoryview(body), int(raw_length[0]), len(body)
+    if not 0 <= raw_length <= min(MAX_BODY_BYTES, MAX_RATIO * length + BODY_SLACK):
         raise IndexFileError(f"{source}: the index body claims {raw_length} bytes once "
                              f"decompressed, more than this rtf accepts from {length} stored bytes")
     wrong_length = IndexFileError(f"{source}: the index body does not decompress to the "
@@ -403,9 +394,11 @@ def body_lines(data: bytes, source: str = "<bytes>") -> Iterator[bytes]:
 _ESCAPED_SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F]")
 
 
-def json_lines(data: bytes, source: str = "<bytes>") -> Iterator:
-    """The body's lines (`body_lines`), each decoded from JSON."""
-    for line in body_lines(data, source):
+def json_lines(data, source: str = "<bytes>") -> Iterator:
+    """The body's lines (`body_lines`; `data` the file's bytes or its `sections.Sections`), each
+    decoded from JSON."""
+    lines = inflated_lines(data, source) if isinstance(data, sections.Sections) else body_lines(data, source)
+    for line in lines:
         try:
             if b"\\u" in line and _ESCAPED_SURROGATE.search(line):  # this writer escapes controls only
                 raise IndexFileError(f"{source}: the index holds a lone surrogate, which is not a character")
@@ -503,7 +496,7 @@ def decode_lines(lines: Iterator, source: str = "<bytes>") -> SavedIndex:
                       head.text_analysis)
 
 
-def decode_index(data: bytes, source: str = "<bytes>") -> SavedIndex:
+def decode_index(data, source: str = "<bytes>", found: sections.Sections | None = None) -> SavedIndex:
     """The `SavedIndex` in the index file bytes `data`, after every check (`IndexFileError`).
 
     The cyclic garbage collector is paused meanwhile: loading makes millions
@@ -514,7 +507,9 @@ def decode_index(data: bytes, source: str = "<bytes>") -> SavedIndex:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return decode_lines(json_lines(data, source), source)
+        if found is None:
+            found = sections.unpack(data, FORMAT_VERSION, source)
+        return decode_lines(json_lines(found, source), source)
     finally:
         if was_enabled:
             gc.enable()
@@ -541,9 +536,9 @@ def summary(data: bytes, source: str = "<bytes>") -> dict:
             "text_analysis": head.get("text_analysis")}
 
 
-def write_index(saved: SavedIndex, path: str | os.PathLike) -> int:
-    """Write `saved` to `path` atomically; return the file's size in bytes."""
-    data = encode_index(saved)
+def write_index(saved: SavedIndex, path: str | os.PathLike, extra: dict | None = None) -> int:
+    """Write `saved` (and the `extra` sections) to `path` atomically; return the file's size in bytes."""
+    data = encode_index(saved, extra)
     write_atomically(path, data)
     return len(data)
 
