@@ -86,10 +86,16 @@ def cmd_build(args) -> int:
     warnings = TaxonomyReport(engine.taxonomy)
     builder = IndexBuilder(engine, on_registered=lambda rq: warnings.add(rq.id, rq.query))
     register_all(builder, iter_queries(args.queries), args.queries, workers=args.workers)
+    count = len(builder)
     with _locked(args.output):
         size = builder.save(args.output)
+        if args.table and args.algorithm in ("rtfs", "rtfm"):
+            # The query table added (format 4): loads then map it back instead of registering
+            # every query again. One engine of all the queries is held meanwhile.
+            del builder, engine
+            size = Engine.load(args.output).save(args.output)
     _report(warnings)
-    log.info(f"rtf index: {args.output}: {n_queries(len(builder))}, {args.algorithm}, {size} bytes")
+    log.info(f"rtf index: {args.output}: {n_queries(count)}, {args.algorithm}, {size} bytes")
     return 0
 
 
@@ -251,6 +257,9 @@ def add_command(sub) -> None:
     q.add_argument("--algorithm", default="rtfs", choices=ALGORITHMS, help="engine (default: rtfs)")
     q.add_argument("--taxonomy", metavar="ONTO", help="ontology saved with the index for a/rdfs:subClassOf*")
     q.add_argument("--output", required=True, metavar="IDX", help="the index file to write (replaced atomically)")
+    q.add_argument("--no-table", action="store_false", dest="table",
+                   help="write the queries only, a chunk at a time (the memory of a few queries): the file "
+                        "then loads by registering every query again, not by mapping the query table")
     _workers_option(q)
     add_text_analysis_options(q)
     q.set_defaults(func=cmd_build)

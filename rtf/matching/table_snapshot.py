@@ -36,6 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rtf.errors import IndexFileError
 from rtf.io import sections
 from rtf.io.store import CLASS_NAMES, _ValueBuilder, _ValueTable
 from rtf.matching.pivots import _rebuilt
@@ -193,13 +194,15 @@ class MappedQueries:
         start, end = int(self.query_slot_offsets[k]), int(self.query_slot_offsets[k + 1])
         planned = planned_branches(query)
         if len(planned) != end - start:
-            raise ValueError(f"the saved query {query_id!r} has {end - start} branches, its model {len(planned)}")
+            raise IndexFileError(f"the index's table gives query {query_id!r} {end - start} branches, "
+                                 f"its model {len(planned)}: was the file edited?")
         made = []
         for at, (b, keys, keep, keep_names, _) in zip(range(start, end), planned):
             first, last = int(self.branch_shape_offsets[at]), int(self.branch_shape_offsets[at + 1])
             shapes = tuple(table.shape_at[self.branch_shapes[first:last]].tolist())
             if [s.structure for s in shapes] != [key[:3] for key in keys]:
-                raise ValueError(f"the saved shapes of query {query_id!r} are not those of its model")
+                raise IndexFileError(f"the index's table gives query {query_id!r} shapes that are not "
+                                     f"those of its model: was the file edited?")
             rb = RegisteredBranch(query_id, b, int(self.query_slots[at]), shapes=shapes, keep=keep,
                                   keep_names=keep_names, projection=query.projection)
             rb.star = star_plan(rb)
