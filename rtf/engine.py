@@ -514,7 +514,7 @@ class Engine:
         index of this format version (truncated, corrupt, foreign); nothing
         is loaded then.
         """
-        return cls.from_bytes(store.read_index_bytes(path), str(path))
+        return cls.from_bytes(store.map_index(path), str(path))
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "<bytes>") -> "Engine":

@@ -42,8 +42,10 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import mmap
 import os
 import re
+import stat
 import sys
 import zlib
 from collections.abc import Iterator
@@ -547,6 +549,21 @@ def read_index_bytes(path: str | os.PathLike) -> bytes:
     """The bytes of index file `path` (``-``: stdin), unchecked (`IndexFileError` if unreadable)."""
     try:
         return sys.stdin.buffer.read() if str(path) == STDIO else Path(path).read_bytes()
+    except OSError as e:
+        raise IndexFileError(f"cannot read the index {path}: {e.strerror or e}") from None
+
+
+def map_index(path: str | os.PathLike):
+    """The bytes of index file `path` mapped read-only into memory (`mmap`: the sections are
+    read in place, their pages shared by every process that maps the file), or read when
+    `path` is stdin, a pipe or a device (`IndexFileError` if unreadable)."""
+    if str(path) == STDIO:
+        return read_index_bytes(path)
+    try:
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode) or os.fstat(f.fileno()).st_size == 0:
+                return f.read()
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as e:
         raise IndexFileError(f"cannot read the index {path}: {e.strerror or e}") from None
 
