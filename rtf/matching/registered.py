@@ -48,9 +48,13 @@ class _LoadedQuery(RegisteredQuery):
         return RegisteredQuery, (self.id, self.query, self.subscriber, self.is_ask, self.metadata)
 
 
-def _loaded_record(query_id, models, k, subscriber, is_ask, metadata) -> RegisteredQuery:
-    record = object.__new__(_LoadedQuery)
-    for name, value in (("id", query_id), ("subscriber", subscriber), ("is_ask", is_ask),
-                        ("metadata", metadata or _NO_METADATA), ("_models", models), ("_k", k)):
-        object.__setattr__(record, name, value)
+def _loaded_record(query_id, models, k, subscriber, is_ask, metadata, _new=object.__new__,
+                   _set=object.__setattr__) -> RegisteredQuery:
+    record = _new(_LoadedQuery)
+    _set(record, "id", query_id)
+    _set(record, "subscriber", subscriber)
+    _set(record, "is_ask", is_ask)
+    _set(record, "metadata", metadata or _NO_METADATA)
+    _set(record, "_models", models)
+    _set(record, "_k", k)
     return record

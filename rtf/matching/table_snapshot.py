@@ -43,7 +43,7 @@ from rtf.matching.pivots import _rebuilt
 from rtf.matching.query_table import PENDING, QueryTable, RegisteredBranch, planned_branches
 from rtf.matching.star import star_plan
 from rtf.matching.structures import grown
-from rtf.matching.tuple_shapes import TupleShape, _shared, _TYPE_PATH, is_var_content
+from rtf.matching.tuple_shapes import TupleShape, _shared, _TYPE_PATH
 
 #: The prefix of the table's section names.
 PREFIX = "t_"
@@ -308,19 +308,24 @@ _ROWS: dict[tuple, tuple] = {}
 
 def _shape(sid: int, raw, text: str, classes: list, check: bool) -> MappedShape:
     subject, predicate, obj, keys = raw
-    if not all(type(c) is str and c for c in (subject, predicate, obj)) or type(keys) is not list:
+    if (type(subject) is not str or type(predicate) is not str or type(obj) is not str
+            or not (subject and predicate and obj) or type(keys) is not list):
         raise ValueError(f"the saved shape {sid} is malformed")
     shape = MappedShape.__new__(MappedShape)
     shape.id, shape.subject, shape.predicate, shape.object = sid, subject, predicate, obj
     shape._entries, shape._classes, shape._fulltext = text, classes, PENDING if text else None
     if keys and type(keys[0]) is str:
-        shape._keys = tuple(keys)
+        shape._keys = keys = tuple(keys)
+        words = keys
     else:
-        shape._keys = tuple((tuple(words), tuple(prefixes)) for words, prefixes in keys)
+        shape._keys = keys = tuple((tuple(words), tuple(prefixes)) for words, prefixes in keys)
+        words = [w for alternative in keys for part in alternative for w in part]
+    if not all(type(w) is str for w in words):
+        raise ValueError(f"the saved shape {sid} has a key that is not a string")
     shape.needs_check, shape.check, shape.structures = check, None, None
     shape.is_type_path = predicate == _TYPE_PATH
-    structure = (subject, predicate, obj)
-    layout = tuple(c if is_var_content(c) else "" for c in structure)
+    layout = (subject if subject[0] == "?" else "", predicate if predicate[0] == "?" else "",
+              obj if obj[0] == "?" else "")
     rows = _ROWS.get(layout)
     if rows is None:
         firsts: dict[str, int] = {}
