@@ -274,7 +274,6 @@ class QueryTable:
             self.always[query_id] = algebra
             return [], []
         planned = planned_branches(query)
-        self.settle_shapes()
         new_shapes: list[TupleShape] = []
         branches, plans = [], []
         for b, keys, keep, keep_names, names in planned:
@@ -291,6 +290,8 @@ class QueryTable:
                     table_key = (key, self._next_private)
                     self._next_private += 1
                 shape = self.shapes.get(table_key)
+                if shape is None and self.mapped is not None:  # a shape loaded, not keyed yet
+                    shape = self.mapped.shape_of_key(self, table_key)
                 if shape is None:
                     free = self._free_shapes
                     shape = self.shapes[table_key] = TupleShape(free[-1] if free else self._next_shape, key)
@@ -353,12 +354,6 @@ class QueryTable:
             found = self.mapped.materialise(self, query_id)
         return found
 
-    def settle_shapes(self) -> None:
-        """Key every shape in `shapes` (after a load, which leaves them known by id only)."""
-        if self.mapped is not None and not self.mapped.keyed:
-            self.mapped.keyed = True
-            self.shapes.update((shape.key, shape) for shape in self.shape_at.tolist() if shape is not None)
-
     def shape_count(self) -> int:
         return self._next_shape - len(self._free_shapes)
 
@@ -406,13 +401,16 @@ class QueryTable:
         emptied = []
         self.always.pop(query_id, None)
         self.branches_of(query_id)
-        self.settle_shapes()
         for rb in self.queries.pop(query_id):
             if not self.structures.leave(rb.slot):  # counted by its shapes
                 self.pivots.remove(rb.slot)
             for shape in set(rb.shapes):
                 if shape.structures is None and not self.pivots.used(shape.id):
-                    del self.shapes[shape.key]
+                    if self.mapped is None:
+                        del self.shapes[shape.key]
+                    else:  # (a shape loaded is keyed only once a registration looked it up)
+                        self.shapes.pop(shape.key, None)
+                        self.mapped.forget(shape)
                     self._free_shapes.append(shape.id)
                     self.shape_at[shape.id] = None
                     self.shape_check[shape.id] = False

@@ -103,8 +103,10 @@ def restored(engine_class, lazy_record, found, source: str):
             engine._queries = {qid: queries[qid] for qid in ids}  # (in the file's order)
         engine._asks = int(columns.asks.sum())
         engine._next_id = head.next_id
-    except IndexFileError:
-        raise
+    except IndexFileError as e:
+        if str(e).startswith(f"{source}: "):
+            raise
+        raise IndexFileError(f"{source}: {e}") from None
     except (RtfError, KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as e:
         raise IndexFileError(f"{source}: the index content is malformed: {type(e).__name__}: {e}") from None
     finally:

@@ -44,6 +44,7 @@ from rtf.matching.query_table import PENDING, QueryTable, RegisteredBranch, plan
 from rtf.matching.star import star_plan
 from rtf.matching.structures import grown
 from rtf.matching.tuple_shapes import TupleShape, _shared, _TYPE_PATH
+from rtf.query.model import FTExpr
 
 #: The prefix of the table's section names.
 PREFIX = "t_"
@@ -67,7 +68,7 @@ class MappedShape(TupleShape):
     """A shape restored from a saved index: its full text (and so its `key`) decoded from
     the file's value entries when first read (`checker`, removals, registrations)."""
 
-    __slots__ = ("_entries", "_classes", "_fulltext")
+    __slots__ = ("_entries", "_decoder", "_fulltext")
 
     @property
     def fulltext(self):
@@ -75,9 +76,17 @@ class MappedShape(TupleShape):
         if found is PENDING:
             found = None
             if self._entries:
-                builder = _ValueBuilder(self._classes)
-                builder.add(json.loads(self._entries))
-                found = builder.values[-1]
+                decoder = self._decoder  # (one for all the shapes of a file: its values start again)
+                decoder.values = []
+                try:
+                    decoder.add(json.loads(self._entries))
+                    found = decoder.values[-1] if decoder.values else None
+                except (ValueError, RecursionError):
+                    found = None
+                decoder.values = []
+                if not isinstance(found, FTExpr):
+                    raise IndexFileError(f"the index's full text of shape {self.id} is malformed: was the "
+                                         f"file edited?")
             self._fulltext = found
         return found
 
@@ -115,8 +124,18 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
     mapped = np.zeros(len(ids), dtype=bool)
     query_slots, branch_shapes = [], []
     query_counts, branch_counts = [], []
+    loaded = table.mapped
     for k, qid in enumerate(ids):
-        branches = table.branches_of(qid)
+        branches = table.queries[qid]
+        if branches and branches[0] is PENDING:  # restored and not made since: as it was saved
+            first, last = loaded.slots_of(qid)
+            mapped[k] = True
+            query_slots += loaded.query_slots[first:last].tolist()
+            branch_shapes += loaded.branch_shapes[loaded.branch_shape_offsets[first]:
+                                                  loaded.branch_shape_offsets[last]].tolist()
+            branch_counts += np.diff(loaded.branch_shape_offsets[first:last + 1]).tolist()
+            query_counts.append(last - first)
+            continue
         if _mapped(table, branches):
             mapped[k] = True
             query_slots += [rb.slot for rb in branches]
@@ -136,15 +155,8 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
     extras = [pivots.extra[s] for s in extra_slots]
     counted = np.concatenate([pivot[keep], others[others > 0] - 1, *[e - 1 for e in extras]]).astype(np.int64)
     shapes = table.shape_at[:shape_count].tolist()
-    table_values = _ValueTable()
-    full_texts = []
-    for shape in shapes:
-        if shape is None or shape.fulltext is None:
-            full_texts.append("")
-        else:
-            table_values.ref(shape.fulltext)
-            full_texts.append(json.dumps(table_values.take(), ensure_ascii=False, separators=(",", ":")))
-            table_values = _ValueTable()  # (each shape's entries complete by themselves)
+    full_texts = ["" if shape is None else shape._entries if type(shape) is MappedShape  # (as loaded)
+                  else entries_text(shape.fulltext) for shape in shapes]
     head = {"answer_vars": table.answer_vars, "classes": CLASS_NAMES,
             "shapes": [None if s is None else [s.subject, s.predicate, s.object, s._keys] for s in shapes]}
     out = {"head": np.frombuffer(json.dumps(head, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
@@ -161,6 +173,16 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
            "shape_check": table.shape_check[:shape_count].astype(bool)}
     out["fulltext_offsets"], out["fulltexts"] = sections.strings(full_texts)
     return {PREFIX + name: array for name, array in out.items()}
+
+
+def entries_text(fulltext) -> str:
+    """A full-text constraint as the JSON of its value entries (children first, the body's
+    encoding, `rtf.io.store`), "" for none: the same text for equal constraints."""
+    if fulltext is None:
+        return ""
+    table = _ValueTable()
+    table.ref(fulltext)
+    return json.dumps(table.take(), ensure_ascii=False, separators=(",", ":"))
 
 
 def _offsets(counts: list[int]) -> np.ndarray:
@@ -180,18 +202,39 @@ class MappedQueries:
         self.query_slot_offsets, self.query_slots = query_slot_offsets, query_slots
         self.branch_shape_offsets, self.branch_shapes = branch_shape_offsets, branch_shapes
         self.number: dict[str, int] | None = None  # id -> number, made when first asked
-        self.keyed = False  # `QueryTable.shapes` filled (`QueryTable.settle_shapes`)
+        #: the restored shapes by structure and full text as saved (`shape_of_key`)
+        self.by_text: dict[tuple, MappedShape] | None = None
+
+    def shape_of_key(self, table: QueryTable, key: tuple) -> MappedShape | None:
+        """The restored shape of table key `key` (structure, full text), if any: found by its
+        saved text, so that registering after a load decodes no shape's full text."""
+        if self.by_text is None:
+            self.by_text = {(s.subject, s.predicate, s.object, s._entries): s
+                            for s in table.shape_at.tolist() if type(s) is MappedShape}
+        found = self.by_text.get((key[0], key[1], key[2], entries_text(key[3])))
+        if found is not None:
+            table.shapes[key] = found
+        return found
+
+    def forget(self, shape) -> None:
+        """`shape` is removed from the table."""
+        if self.by_text is not None and type(shape) is MappedShape:
+            self.by_text.pop((shape.subject, shape.predicate, shape.object, shape._entries), None)
 
     def query_of_slot(self, slot: int) -> str:
         return self.ids[int(self.slot_query[slot])]
 
-    def materialise(self, table: QueryTable, query_id: str) -> tuple[RegisteredBranch, ...]:
-        """Make the branches of the restored query `query_id` from its model, in their slots."""
+    def slots_of(self, query_id: str) -> tuple[int, int]:
+        """(first, end) of the restored query's entries in `query_slots`."""
         if self.number is None:
             self.number = {qid: k for k, qid in enumerate(self.ids)}
         k = self.number[query_id]
-        query = self.models(k)
-        start, end = int(self.query_slot_offsets[k]), int(self.query_slot_offsets[k + 1])
+        return int(self.query_slot_offsets[k]), int(self.query_slot_offsets[k + 1])
+
+    def materialise(self, table: QueryTable, query_id: str) -> tuple[RegisteredBranch, ...]:
+        """Make the branches of the restored query `query_id` from its model, in their slots."""
+        start, end = self.slots_of(query_id)
+        query = self.models(self.number[query_id])
         planned = planned_branches(query)
         if len(planned) != end - start:
             raise IndexFileError(f"the index's table gives query {query_id!r} {end - start} branches, "
@@ -220,7 +263,7 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     ValueError if an array is missing, of the wrong size, or holds an id out of range."""
     a = {name[len(PREFIX):]: array for name, array in arrays.items() if name.startswith(PREFIX)}
     head = json.loads(a["head"].tobytes())
-    raw_shapes, classes = head["shapes"], head["classes"]
+    raw_shapes, decoder = head["shapes"], _ValueBuilder(head["classes"])
     queries, shape_count = len(ids), len(raw_shapes)
     mapped = a["query_mapped"].astype(bool)
     slot_answer = a["slot_answer"]
@@ -248,7 +291,7 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
         if raw is None:
             free_shapes.append(sid)
             continue
-        shape_at[sid] = shape = _shape(sid, raw, text, classes, check)
+        shape_at[sid] = shape = _shape(sid, raw, text, decoder, check)
         made.append(shape)
     table.mapped = MappedQueries(ids, models, slot_query, qoff, qslots, boff, bshapes)
     live = slot_query >= 0
@@ -306,14 +349,14 @@ def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None
 _ROWS: dict[tuple, tuple] = {}
 
 
-def _shape(sid: int, raw, text: str, classes: list, check: bool) -> MappedShape:
+def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool) -> MappedShape:
     subject, predicate, obj, keys = raw
     if (type(subject) is not str or type(predicate) is not str or type(obj) is not str
             or not (subject and predicate and obj) or type(keys) is not list):
         raise ValueError(f"the saved shape {sid} is malformed")
     shape = MappedShape.__new__(MappedShape)
     shape.id, shape.subject, shape.predicate, shape.object = sid, subject, predicate, obj
-    shape._entries, shape._classes, shape._fulltext = text, classes, PENDING if text else None
+    shape._entries, shape._decoder, shape._fulltext = text, decoder, PENDING if text else None
     if keys and type(keys[0]) is str:
         shape._keys = keys = tuple(keys)
         words = keys
