@@ -501,10 +501,9 @@ class Engine:
         return restoring.snapshot(self._index.table, list(self._queries.values()))
 
     def _saved(self) -> store.SavedIndex:
-        return store.SavedIndex(self.algorithm, self.max_solutions, self.taxonomy,
-                                [(rq.query, rq.id, rq.subscriber, rq.metadata) for rq in self._queries.values()],
-                                self._next_id,
-                                None if self.text_analysis is None else self.text_analysis.as_dict())
+        reuse, queries = restoring.saved_queries(list(self._queries.values()))  # (loaded ones as they were)
+        return store.SavedIndex(self.algorithm, self.max_solutions, self.taxonomy, queries, self._next_id,
+                                None if self.text_analysis is None else self.text_analysis.as_dict(), reuse)
 
     @classmethod
     def load(cls, path: str | PathLike) -> "Engine":

@@ -259,7 +259,7 @@ class IndexedQueries(QueryIndex):
             raise
 
     def remove(self, query_id: str) -> None:
-        for rb in self.table.branches_of(query_id):
+        for rb in self.table.branches_of(query_id, model=False):  # (their slots are what goes)
             self.index.remove_branch(rb)
             self.join_groups.release(rb)
         for shape in self.table.remove(query_id):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from rtf import Engine
@@ -160,3 +160,34 @@ def test_a_version_3_file_is_refused_with_what_to_do():
     with pytest.raises(IndexFileError, match=r"^f.idx: index format version 3, but this rtf reads version 4; "
                                              r"rebuild it with `rtf index build`$"):
         Engine.from_bytes(old, "f.idx")
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), n=st.integers(4, 40), removed=st.integers(0, 30), added=st.integers(0, 8),
+       mix=st.sampled_from(sorted(MIXES)))
+def test_a_save_after_a_load_writes_the_loaded_models_again_without_decoding_them(
+        dbpedia_slice, dbpedia_taxonomy, pubs, seed, n, removed, added, mix):
+    records = generate_queries(dbpedia_slice, n + added, seed=seed, mix=MIXES[mix], taxonomy=dbpedia_taxonomy)
+    engine = Engine("rtfs", taxonomy=dbpedia_taxonomy)
+    for k, r in enumerate(records[:n]):
+        engine.register(r["query"], r["id"], r["subscriber"], metadata={"k": k} if k % 3 == 0 else None)
+    loaded = Engine.from_bytes(engine.to_bytes())
+    gone = [r["id"] for r in records[:n][1::2][:removed]]
+    for qid in gone:
+        loaded.unregister(qid)
+        engine.unregister(qid)
+    for r in records[n:]:
+        loaded.register(r["query"], r["id"], r["subscriber"])
+        engine.register(r["query"], r["id"], r["subscriber"])
+    kept = next((rq for rq in loaded.queries() if hasattr(rq, "_models")), None)
+    # (a file with queries the table does not map had its models decoded at load)
+    reused = kept is not None and kept._models.queries is None and 2 * (n - len(gone)) >= n
+    data = loaded.to_bytes()
+    event(f"the loaded models written again as they were: {reused}")
+    if reused:  # (the loaded models were not decoded to be written again)
+        assert kept._models.queries is None
+    for again in (Engine.from_bytes(data), Engine.from_bytes(unsigned(data))):
+        assert [(q.id, q.subscriber, q.metadata, q.query) for q in again.queries()] == \
+            [(q.id, q.subscriber, q.metadata, q.query) for q in engine.queries()]
+        assert answers(again, pubs) == answers(engine, pubs)

@@ -1,40 +1,32 @@
 """The on-disk query index: save an `Engine`, load it back without the parser.
 
-The layout is documented in docs/index-format.md. In short: a fixed
-64-byte header (magic ``RTFINDEX``, format version, flags, body length as
-stored and once decompressed, SHA-256 of the body), then a zlib-compressed
-body of UTF-8 JSON lines: a head line (the algorithm, the solution cap,
-the taxonomy's edges, the model classes), then lines of model values and
-lines of queries -- each query its id, subscriber, metadata and parsed
-`rtf.query.model.Query` as a reference into the table of values.
+The layout is documented in docs/index-format.md. A file (format 4) is a
+table of numpy sections (`rtf.io.sections`); this module writes and reads
+its ``body``: a zlib stream of UTF-8 JSON lines, a head line (the algorithm,
+the solution cap, the taxonomy's edges, the model classes), then lines of
+model values and lines of queries -- each query its id, subscriber, metadata
+and parsed `rtf.query.model.Query` as a reference into the table of values.
+(The query table's sections, which let this installation's files load
+without registering anything, are `rtf.matching.table_snapshot`'s.)
 
-Why a model table: parsing is most of registration (Lark), so a load that
-re-parsed could never be much faster than registering again. Each distinct
+Why a model table: parsing is most of registration (Lark). Each distinct
 model value (an IRI, a word, a pattern, a query) is stored once, children
-before parents, as ``[class, field, ...]``, where a field is a JSON scalar
-or ``[i]``, a reference to the i-th value. Loading rebuilds the values in
-one pass through an explicit whitelist of model classes (`MODEL_CLASSES`:
-a value of any other class is refused), checks every field as the parser
-would have made it (`rtf.io.model_checks`) and each query's full-text words
-against its text (`rtf.io.term_checks`), decomposes each query's branches
-again from its patterns and filters (they are not in the file, so they
-cannot disagree with them), then indexes the queries as `Engine.register`
-does for a parsed query. Nothing in the file is ever executed: no pickle,
-no eval, only JSON and the whitelisted constructors. Decompression is
-capped by the header's length, itself capped (`MAX_BODY_BYTES`,
-`MAX_RATIO`): a zlib bomb is an `IndexFileError`, never a MemoryError.
+before parents, as ``[class, field, ...]``, a field a JSON scalar or ``[i]``,
+a reference to the i-th value. Decoding rebuilds the values in one pass
+through an explicit whitelist of model classes (`MODEL_CLASSES`), checks
+every field as the parser would have made it (`rtf.io.model_checks`) and
+each query's full-text words against its text (`rtf.io.term_checks`), and
+decomposes each query's branches again from its patterns and filters (they
+are not in the file, so they cannot disagree with them). Nothing in the
+file is ever executed: no pickle, no eval. Decompression is capped
+(`MAX_BODY_BYTES`, `MAX_RATIO`): a zlib bomb is an `IndexFileError`.
 
-Both ways stream: the writer (`IndexWriter`) encodes and compresses a few thousand values
-at a time and puts the head line in front at the end (so `rtf index build` writes queries as it
-registers them, learning `next_id` last), and the reader decodes one line at a time.
-
-This module knows the file, not the engine (`encode_index`, `decode_index`;
-`Engine.save`, `load`, `to_bytes` and `from_bytes` turn an engine into one and back).
-A version-3 query is stored as its text, parsed again on load.
-
-Loading is all-or-nothing (header, checksum and version verified, the whole body decoded,
-a new `Engine` built; else `IndexFileError`). Saving is atomic: a temporary file beside the
-target, fsync, rename, fsync of the folder (`rtf.io.files.write_atomically`).
+Both ways stream: the writer (`IndexWriter`) encodes and compresses a few
+thousand values at a time and puts the head line in front at the end (so
+`rtf index build` writes queries as it registers them, learning `next_id`
+last), and the reader decodes one line at a time. A save after a load
+writes the loaded file's value lines again as they are (`OldValues`).
+Saving is atomic (`rtf.io.files.write_atomically`).
 """
 
 from __future__ import annotations
@@ -102,6 +94,17 @@ class SavedIndex:
     next_id: int = 1
     #: The engine's text analysis options (`rtf.query.analysis.TextAnalysis.as_dict`), or None.
     text_analysis: dict | None = None
+    reuse: OldValues | None = None  # the loaded file's values (a query as an int: its value there)
+
+
+@dataclass
+class OldValues:
+    """A saved body's value lines (raw), their number of values, each query's Query value:
+    what a save after a load writes again as it is, decoding no model (`old_values`)."""
+
+    lines: list[bytes]
+    count: int
+    refs: dict[str, int]
 
 #: The only classes a file may build (name in the file -> class): those whose
 #: fields `rtf.io.model_checks.FIELD_CHECKS` knows how to check. Generic over
@@ -131,17 +134,13 @@ _SCALARS = (str, int, float, bool, type(None))
 class _ValueTable:
     """Model values numbered once each, children first (the body's value lines).
 
-    A value object seen before is found by identity (queries share most of
-    theirs); a new object by its entry -- its class and its fields, children
-    as their numbers -- so equal values that are different objects are
-    stored once too, without hashing whole trees. `entries` are the values
-    numbered since the last `take`.
-
-    The identities are only a shortcut, kept while the objects are alive
-    (`forget_identities` drops them, for a writer whose queries are freed as
-    it goes); the entries are what dedupes. An entry's key is its class code,
-    then per field its str, ``(type, scalar)`` for other scalars (True and 1
-    are equal keys, not equal fields) or the child's number (an int).
+    A value seen before is found by identity (queries share most of theirs), a
+    new object by its entry -- class and fields, children as their numbers --
+    so equal values are stored once without hashing whole trees. `entries` are
+    the values numbered since the last `take`. The identities are a shortcut
+    kept while the objects are alive (`forget_identities`); an entry's key is
+    its class code, then per field its str, ``(type, scalar)`` for other
+    scalars (True and 1 are equal keys, not equal fields) or a child's number.
     """
 
     def __init__(self):
@@ -228,7 +227,10 @@ class _Body:
         self.raw_length = 0
 
     def line(self, obj) -> None:
-        raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        self.raw(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+
+    def raw(self, raw: bytes) -> None:
+        """A line as it is (JSON ending with a line end)."""
         self.raw_length += len(raw)
         self._adler = zlib.adler32(raw, self._adler)
         packed = self._zip.compress(raw)
@@ -262,18 +264,23 @@ class IndexWriter:
     chunk at a time) calls `forget_identities` before they are freed.
     """
 
-    def __init__(self):
+    def __init__(self, reuse: OldValues | None = None):
         self._body = _Body()
         self._table = _ValueTable()
         self._queries: list[list] = []
         self.count = 0
         self._file: bytes | None = None
+        if reuse is not None:  # the old values first, as they are; the new ones numbered after them
+            for raw in reuse.lines:
+                self._body.raw(raw + b"\n")
+            self._table.count = reuse.count
 
     def add(self, query, query_id: str, subscriber: str | None, metadata=None) -> None:
         if self._file is not None:
             raise ValueError("the index file is written: a writer takes no more queries")
         table = self._table
-        self._queries.append([query_id, subscriber, table.ref(query)] + ([dict(metadata)] if metadata else []))
+        ref = query if type(query) is int else table.ref(query)  # (an int: an old value, `OldValues`)
+        self._queries.append([query_id, subscriber, ref] + ([dict(metadata)] if metadata else []))
         self.count += 1
         if len(table.entries) >= LINE_ENTRIES:
             self._body.line({"values": table.take()})
@@ -300,7 +307,7 @@ class IndexWriter:
         head = {"algorithm": algorithm, "max_solutions": max_solutions, "next_id": next_id,
                 "text_rule": TEXT_RULE,
                 "taxonomy": {c: list(ps) for c, ps in taxonomy.parent_table().items()},
-                "classes": CLASS_NAMES}
+                "classes": CLASS_NAMES, "value_count": self._table.count}
         if text_analysis is not None:  # absent: the spec's default words
             head["text_analysis"] = text_analysis
         self._file = sections.pack(FORMAT_VERSION, {**body_sections(*self._body.file(head)), **(extra or {})},
@@ -326,7 +333,7 @@ def encode_index(saved: SavedIndex, extra: dict | None = None) -> bytes:
 
 
 def _encode(saved: SavedIndex, extra: dict | None) -> bytes:
-    writer = IndexWriter()
+    writer = IndexWriter(saved.reuse)
     for query, qid, subscriber, metadata in saved.queries:
         writer.add(query, qid, subscriber, metadata)
     return writer.file(saved.algorithm, saved.max_solutions, saved.taxonomy, saved.next_id,
@@ -496,6 +503,24 @@ def decode_lines(lines: Iterator, source: str = "<bytes>") -> SavedIndex:
         raise bad(f"the index content is malformed: {type(e).__name__}: {e}") from None
     return SavedIndex(head.algorithm, head.max_solutions, head.taxonomy, records, head.next_id,
                       head.text_analysis)
+
+
+def old_values(found: sections.Sections, source: str = "<bytes>") -> OldValues | None:
+    """The `OldValues` of a file's body, or None if its classes are not this writer's."""
+    lines = inflated_lines(found, source)
+    head = json.loads(next(lines, b"null"))
+    if type(head) is not dict or head.get("classes") != CLASS_NAMES:
+        return None
+    kept, count, refs = [], head.get("value_count"), {}
+    counted = type(count) is int and count >= 0  # (else counted here)
+    count = count if counted else 0
+    for line in lines:
+        if line.startswith(b'{"values":'):
+            kept.append(line)
+            count += 0 if counted else len(json.loads(line)["values"])
+        else:
+            refs.update((entry[0], entry[2]) for entry in json.loads(line)["queries"])
+    return OldValues(kept, count, refs)
 
 
 def decode_index(data, source: str = "<bytes>", found: sections.Sections | None = None) -> SavedIndex:

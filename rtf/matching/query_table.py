@@ -346,12 +346,13 @@ class QueryTable:
         self.id_column.changed()
         return new_shapes, branches
 
-    def branches_of(self, query_id: str) -> tuple[RegisteredBranch, ...]:
+    def branches_of(self, query_id: str, model: bool = True) -> tuple[RegisteredBranch, ...]:
         """The branches of a registered query (made now from its model if it was loaded
-        from a saved index and is still waiting: `rtf.matching.table_snapshot`)."""
+        from a saved index and is still waiting: `rtf.matching.table_snapshot`; without
+        `model`, their slots and shapes only, enough to remove them)."""
         found = self.queries[query_id]
         if found and found[0] is PENDING:
-            found = self.mapped.materialise(self, query_id)
+            found = self.mapped.materialise(self, query_id) if model else self.mapped.shells(self, query_id)
         return found
 
     def shape_count(self) -> int:
@@ -400,8 +401,9 @@ class QueryTable:
         self.id_column.changed()  # (before and after: see `IdColumn.columns`)
         emptied = []
         self.always.pop(query_id, None)
-        self.branches_of(query_id)
-        for rb in self.queries.pop(query_id):
+        branches = self.branches_of(query_id, model=False)
+        del self.queries[query_id]
+        for rb in branches:
             if not self.structures.leave(rb.slot):  # counted by its shapes
                 self.pivots.remove(rb.slot)
             for shape in set(rb.shapes):

@@ -38,6 +38,22 @@ def snapshot(table, records: list) -> dict:
             **query_sections([(rq.id, rq.subscriber, rq.is_ask, rq.metadata) for rq in records])}
 
 
+def saved_queries(records: list) -> tuple[store.OldValues | None, list[tuple]]:
+    """(old values, the ``(query, id, subscriber, metadata)`` of `records`) for a save: a query
+    loaded from a file whose models were never decoded is given as the number of its value
+    there, written again as it is (`rtf.io.store.OldValues`), unless over half the file's
+    queries are gone (then every model is decoded and encoded again, the garbage left out)."""
+    models = next((m for rq in records if (m := getattr(rq, "_models", None)) is not None
+                   and m.queries is None), None)
+    reuse = models.old_values() if models is not None else None
+    if reuse is not None:
+        kept = sum(getattr(rq, "_models", None) is models for rq in records)
+        if 2 * kept >= len(reuse.refs):
+            return reuse, [(reuse.refs[rq.id] if getattr(rq, "_models", None) is models else rq.query,
+                            rq.id, rq.subscriber, rq.metadata) for rq in records]
+    return None, [(rq.query, rq.id, rq.subscriber, rq.metadata) for rq in records]
+
+
 class Models:
     """The file's query models, by query number: every one decoded (and checked) on the
     first call, with the ids the body gives checked against the mapped ones."""
@@ -45,6 +61,13 @@ class Models:
     def __init__(self, found, source: str, ids: list[str]):
         self.found, self.source, self.ids = found, source, ids
         self.queries: list | None = None
+        self._old: store.OldValues | None = None
+
+    def old_values(self) -> store.OldValues | None:
+        """The file's values to write again as they are (`rtf.io.store.old_values`; made once)."""
+        if self._old is None and self.found is not None:
+            self._old = store.old_values(self.found, self.source)
+        return self._old if self.queries is None else None
 
     def query(self, k: int):
         if self.queries is None:
@@ -58,7 +81,7 @@ class Models:
             if [record[1] for record in saved.queries] != self.ids:
                 raise IndexFileError(f"{self.source}: the index's queries are not those of its table")
             self.queries = [record[0] for record in saved.queries]
-            self.found = None
+            self.found = self._old = None
         return self.queries[k]
 
 

@@ -122,27 +122,37 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
     """The table's arrays for `ids`, every registered query in registration order."""
     slots_count, shape_count = len(table.branches), table._next_shape
     mapped = np.zeros(len(ids), dtype=bool)
-    query_slots, branch_shapes = [], []
-    query_counts, branch_counts = [], []
+    # Every query's rows gathered at once from a source: the loaded arrays (the rows of the
+    # queries restored and not made since, as they were saved), then the rows made here.
     loaded = table.mapped
+    old_slots, old_offsets, old_shapes = (
+        (loaded.query_slots, loaded.branch_shape_offsets, loaded.branch_shapes) if loaded is not None
+        else (np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32)))
+    starts, counts, pending = np.zeros(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=np.int64), []
+    new_slots, new_shapes, new_counts = [], [], []
     for k, qid in enumerate(ids):
         branches = table.queries[qid]
-        if branches and branches[0] is PENDING:  # restored and not made since: as it was saved
-            first, last = loaded.slots_of(qid)
+        if branches and branches[0] is PENDING:
+            pending.append((k, loaded.number_of(qid)))
+        elif _mapped(table, branches):
             mapped[k] = True
-            query_slots += loaded.query_slots[first:last].tolist()
-            branch_shapes += loaded.branch_shapes[loaded.branch_shape_offsets[first]:
-                                                  loaded.branch_shape_offsets[last]].tolist()
-            branch_counts += np.diff(loaded.branch_shape_offsets[first:last + 1]).tolist()
-            query_counts.append(last - first)
-            continue
-        if _mapped(table, branches):
-            mapped[k] = True
-            query_slots += [rb.slot for rb in branches]
+            starts[k], counts[k] = len(old_slots) + len(new_slots), len(branches)
+            new_slots += [rb.slot for rb in branches]
             for rb in branches:
-                branch_shapes += [shape.id for shape in rb.shapes]
-                branch_counts.append(len(rb.shapes))
-        query_counts.append(len(branches) if mapped[k] else 0)
+                new_shapes += [shape.id for shape in rb.shapes]
+                new_counts.append(len(rb.shapes))
+    if pending:
+        at, numbers = np.array(pending, dtype=np.int64).T
+        mapped[at] = True
+        starts[at] = loaded.query_slot_offsets[numbers]
+        counts[at] = loaded.query_slot_offsets[numbers + 1] - starts[at]
+    rows = _ranges(starts, counts)
+    query_slots = np.concatenate((old_slots, np.array(new_slots, dtype=np.int32)))[rows]
+    branch_starts = np.concatenate((old_offsets[:-1], len(old_shapes) + _offsets(new_counts)[:-1]))[rows]
+    branch_counts = np.concatenate((np.diff(old_offsets), np.array(new_counts, dtype=np.int64)))[rows]
+    branch_shapes = np.concatenate((old_shapes, np.array(new_shapes, dtype=np.int32)))[
+        _ranges(branch_starts, branch_counts)]
+    query_counts = counts
     used = np.array(query_slots, dtype=np.int64)
     keep = np.zeros(slots_count, dtype=bool)
     keep[used] = True
@@ -185,6 +195,12 @@ def entries_text(fulltext) -> str:
     return json.dumps(table.take(), ensure_ascii=False, separators=(",", ":"))
 
 
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The indices ``starts[k], starts[k] + 1, ... starts[k] + counts[k] - 1`` for every k, in order."""
+    ends = np.cumsum(counts)
+    return np.repeat(starts - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)
+
+
 def _offsets(counts: list[int]) -> np.ndarray:
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
@@ -224,12 +240,25 @@ class MappedQueries:
     def query_of_slot(self, slot: int) -> str:
         return self.ids[int(self.slot_query[slot])]
 
-    def slots_of(self, query_id: str) -> tuple[int, int]:
-        """(first, end) of the restored query's entries in `query_slots`."""
+    def number_of(self, query_id: str) -> int:
+        """The restored query's number in the file."""
         if self.number is None:
             self.number = {qid: k for k, qid in enumerate(self.ids)}
-        k = self.number[query_id]
+        return self.number[query_id]
+
+    def slots_of(self, query_id: str) -> tuple[int, int]:
+        """(first, end) of the restored query's entries in `query_slots`."""
+        k = self.number_of(query_id)
         return int(self.query_slot_offsets[k]), int(self.query_slot_offsets[k + 1])
+
+    def shells(self, table: QueryTable, query_id: str) -> tuple[RegisteredBranch, ...]:
+        """The restored query's branches as far as the arrays know them -- slots and shapes,
+        no model decoded -- for its removal (they are not kept)."""
+        start, end = self.slots_of(query_id)
+        offsets = self.branch_shape_offsets
+        return tuple(RegisteredBranch(query_id, None, int(self.query_slots[at]),  # type: ignore[arg-type]
+                                      shapes=tuple(table.shape_at[self.branch_shapes[offsets[at]:offsets[at + 1]]]))
+                     for at in range(start, end))
 
     def materialise(self, table: QueryTable, query_id: str) -> tuple[RegisteredBranch, ...]:
         """Make the branches of the restored query `query_id` from its model, in their slots."""
