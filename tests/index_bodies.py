@@ -54,3 +54,23 @@ def unsigned(data: bytes) -> bytes:
     """A saved index as another installation would hand it over: the same sections, unsigned
     (loaded the checked way: every model decoded, checked and registered again)."""
     return sections.pack(store.FORMAT_VERSION, sections.unpack(data, store.FORMAT_VERSION).arrays, sign=False)
+
+
+def assert_answers_as_the_reference(engine, pubs) -> None:
+    """`engine` answers `pubs` as the naive engine with its queries (uncapped): the same
+    matches; a match cut at the cap holds that many of its solutions (which ones is unspecified)."""
+    from rtf import Engine
+    reference = Engine("naive", taxonomy=engine.taxonomy)  # uncapped: every solution
+    reference.register_parsed([(rq.query, rq.id, rq.subscriber) for rq in engine.queries()])
+    for pub in pubs:
+        full = {m.query_id: m for m in reference.match(pub)}
+        found = engine.match(pub)
+        assert [m.query_id for m in found] == sorted(full)
+        for m in found:
+            expected = full[m.query_id]
+            assert (m.subscriber, m.is_ask) == (expected.subscriber, expected.is_ask)
+            if m.truncated:
+                assert m.solutions <= expected.solutions
+                assert len(m.solutions) == min(engine.max_solutions, len(expected.solutions))
+            else:
+                assert m.solutions == expected.solutions

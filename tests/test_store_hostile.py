@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from rtf import Engine, Publication
 from rtf.errors import IndexFileError
 from rtf.io import store
-from tests.index_bodies import body, packed_body, raw_body, with_body, with_raw, wrap
+from tests.index_bodies import assert_answers_as_the_reference, body, packed_body, raw_body, with_body, with_raw, wrap
 
 EX = "PREFIX ex: <http://ex/> "
 QUERIES = [
@@ -67,20 +67,7 @@ def loads_consistently_or_is_refused(data: bytes) -> None:
     except IndexFileError as e:
         assert "\n" not in str(e) and str(e).startswith("f.idx: ")
         return
-    reference = Engine("naive", taxonomy=engine.taxonomy)  # uncapped: every solution
-    reference.register_parsed([(rq.query, rq.id, rq.subscriber) for rq in engine.queries()])
-    for pub in PUBLICATIONS:
-        full = {m.query_id: m for m in reference.match(pub)}
-        found = engine.match(pub)
-        assert [m.query_id for m in found] == sorted(full)
-        for m in found:
-            expected = full[m.query_id]
-            assert (m.subscriber, m.is_ask) == (expected.subscriber, expected.is_ask)
-            if m.truncated:  # at most the cap, all genuine (which ones is unspecified)
-                assert m.solutions <= expected.solutions
-                assert len(m.solutions) == min(engine.max_solutions, len(expected.solutions))
-            else:
-                assert m.solutions == expected.solutions
+    assert_answers_as_the_reference(engine, PUBLICATIONS)
 
 
 BASE = saved()

@@ -15,37 +15,13 @@ from rtf.bench.workload import Mix, generate_queries
 from rtf.errors import IndexFileError
 from rtf.io import sections, store
 from rtf.matching.table_snapshot import MappedShape
-from tests.index_bodies import unsigned
+from tests.index_bodies import assert_answers_as_the_reference, unsigned
 
 MIXES = {"paper": Mix.paper(0.5), "selective": Mix.selective(0.5), "all": Mix.all_operators(0.6)}
 
 
 def answers(engine: Engine, pubs) -> list:
     return [sorted((m.query_id, m.subscriber, m.solutions, m.is_ask) for m in engine.match(p)) for p in pubs]
-
-
-def reference_of(engine: Engine) -> Engine:
-    reference = Engine("naive", taxonomy=engine.taxonomy)  # uncapped: every solution
-    reference.register_parsed([(rq.query, rq.id, rq.subscriber) for rq in engine.queries()])
-    return reference
-
-
-def assert_answers_as_the_reference(engine: Engine, pubs) -> None:
-    """Every match as the reference's; a match cut at the cap holds that many of its solutions
-    (which ones is unspecified)."""
-    reference = reference_of(engine)
-    for pub in pubs:
-        full = {m.query_id: m for m in reference.match(pub)}
-        found = engine.match(pub)
-        assert [m.query_id for m in found] == sorted(full)
-        for m in found:
-            expected = full[m.query_id]
-            assert (m.subscriber, m.is_ask) == (expected.subscriber, expected.is_ask)
-            if m.truncated:
-                assert m.solutions <= expected.solutions
-                assert len(m.solutions) == min(engine.max_solutions, len(expected.solutions))
-            else:
-                assert m.solutions == expected.solutions
 
 
 @pytest.fixture(scope="module")

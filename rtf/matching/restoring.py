@@ -16,6 +16,7 @@ are registered from their models at load, as before.
 from __future__ import annotations
 
 import gc
+import threading
 
 import numpy as np
 
@@ -26,6 +27,8 @@ from rtf.io.query_columns import query_sections, read_query_sections
 from rtf.matching import table_snapshot
 from rtf.matching.query_table import bulk_memos
 
+#: Held while a file's models are decoded (`Models`).
+_DECODING = threading.Lock()
 #: The algorithms whose engines are saved with their query table.
 ALGORITHMS = ("rtfs", "rtfm")
 #: The section that says a file holds a query table.
@@ -65,11 +68,18 @@ class Models:
 
     def old_values(self) -> store.OldValues | None:
         """The file's values to write again as they are (`rtf.io.store.old_values`; made once)."""
-        if self._old is None and self.found is not None:
-            self._old = store.old_values(self.found, self.source)
-        return self._old if self.queries is None else None
+        with _DECODING:
+            if self._old is None and self.found is not None:
+                self._old = store.old_values(self.found, self.source)
+            return self._old if self.queries is None else None
 
     def query(self, k: int):
+        if self.queries is None:
+            with _DECODING:  # (once, whichever thread asks first: `Engine.get` takes no lock)
+                self._decode()
+        return self.queries[k]
+
+    def _decode(self) -> None:
         if self.queries is None:
             was_enabled = gc.isenabled()
             gc.disable()
@@ -82,7 +92,6 @@ class Models:
                 raise IndexFileError(f"{self.source}: the index's queries are not those of its table")
             self.queries = [record[0] for record in saved.queries]
             self.found = self._old = None
-        return self.queries[k]
 
 
 def head_of(found, source: str):
