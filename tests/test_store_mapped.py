@@ -40,6 +40,9 @@ def test_a_loaded_engine_is_mapped_back_not_registered_again(dbpedia_slice, dbpe
     table = loaded._index.table
     assert table.mapped is not None and isinstance(table.shape_at[0], MappedShape)
     assert loaded._queries[records[0]["id"]]._models.queries is None  # no model decoded yet
+    # The texts (what `rtf serve` checks its snapshot by) are read without decoding a model.
+    assert [q.text for q in loaded.queries()] == [q.query.text for q in engine.queries()]
+    assert loaded._queries[records[0]["id"]]._models.queries is None
     assert answers(loaded, pubs) == answers(engine, pubs) and any(answers(engine, pubs))
     assert loaded.stats() == {**engine.stats(), "truncated_matches": 0}
     # The unsigned file (another installation's) is loaded the checked way, to the same engine.

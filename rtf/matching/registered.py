@@ -29,12 +29,18 @@ class RegisteredQuery:
     is_ask: bool = False  # the query's, kept here for the match loop
     metadata: Metadata = field(default_factory=lambda: _NO_METADATA, compare=False)
 
+    @property
+    def text(self) -> str | None:
+        """The query as written (its model's ``text``), read without decoding a loaded model."""
+        return self.query.text
+
 
 class _LoadedQuery(RegisteredQuery):
     """A query of a saved index, its model decoded when first read (`rtf.matching.restoring`)."""
 
     __slots__ = ("_models", "_k")
     query = property(lambda self: self._models.query(self._k))  # type: ignore[assignment]
+    text = property(lambda self: self._models.text(self._k))  # type: ignore[assignment]
 
     def __eq__(self, other):
         if not isinstance(other, RegisteredQuery):

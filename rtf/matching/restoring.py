@@ -23,7 +23,7 @@ import numpy as np
 from rtf.errors import IndexFileError, RtfError
 from rtf.io import store
 from rtf.io.model_checks import check_head
-from rtf.io.query_columns import query_sections, read_query_sections
+from rtf.io.query_columns import query_sections, read_query_sections, read_texts
 from rtf.matching import table_snapshot
 from rtf.matching.query_table import bulk_memos
 
@@ -38,7 +38,7 @@ SNAPSHOT = table_snapshot.PREFIX + "head"
 def snapshot(table, records: list) -> dict:
     """The sections of `table` and of the engine's `records` (`RegisteredQuery`, in order)."""
     return {**table_snapshot.snapshot(table, [rq.id for rq in records]),
-            **query_sections([(rq.id, rq.subscriber, rq.is_ask, rq.metadata) for rq in records])}
+            **query_sections([(rq.id, rq.subscriber, rq.is_ask, rq.metadata, rq.text) for rq in records])}
 
 
 def saved_queries(records: list) -> tuple[store.OldValues | None, list[tuple]]:
@@ -63,8 +63,10 @@ class Models:
 
     def __init__(self, found, source: str, ids: list[str]):
         self.found, self.source, self.ids = found, source, ids
+        self.arrays = found.arrays  # (the texts section: kept when the models are decoded)
         self.queries: list | None = None
         self._old: store.OldValues | None = None
+        self._texts: list | None = None
 
     def old_values(self) -> store.OldValues | None:
         """The file's values to write again as they are (`rtf.io.store.old_values`; made once)."""
@@ -72,6 +74,18 @@ class Models:
             if self._old is None and self.found is not None:
                 self._old = store.old_values(self.found, self.source)
             return self._old if self.queries is None else None
+
+    def text(self, k: int) -> str | None:
+        """Query k's text (the models' if decoded, else the texts section's, read once)."""
+        if self.queries is not None:
+            return self.queries[k].text
+        with _DECODING:
+            if self._texts is None:
+                try:
+                    self._texts = read_texts(self.arrays)
+                except (ValueError, KeyError, IndexError) as e:
+                    raise IndexFileError(f"{self.source}: the index content is malformed: {e}") from None
+        return self._texts[k]
 
     def query(self, k: int):
         if self.queries is None:
@@ -91,7 +105,7 @@ class Models:
             if [record[1] for record in saved.queries] != self.ids:
                 raise IndexFileError(f"{self.source}: the index's queries are not those of its table")
             self.queries = [record[0] for record in saved.queries]
-            self.found = self._old = None
+            self.found = self._old = self._texts = self.arrays = None
 
 
 def head_of(found, source: str):

@@ -381,7 +381,7 @@ _ROWS: dict[tuple, tuple] = {}
 def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool) -> MappedShape:
     subject, predicate, obj, keys = raw
     if (type(subject) is not str or type(predicate) is not str or type(obj) is not str
-            or not (subject and predicate and obj) or type(keys) is not list):
+            or not (subject and predicate and obj) or type(keys) is not list or (check and not text)):
         raise ValueError(f"the saved shape {sid} is malformed")
     shape = MappedShape.__new__(MappedShape)
     shape.id, shape.subject, shape.predicate, shape.object = sid, subject, predicate, obj
