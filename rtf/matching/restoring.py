@@ -77,6 +77,8 @@ class Models:
 
     def text(self, k: int) -> str | None:
         """Query k's text (the models' if decoded, else the texts section's, read once)."""
+        if self.queries is None and "q_texts" not in self.arrays:  # (a file without them: the models')
+            self.query(k)
         if self.queries is not None:
             return self.queries[k].text
         with _DECODING:
