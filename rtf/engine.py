@@ -23,7 +23,6 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from os import PathLike
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from typing import Literal as TypingLiteral
@@ -31,11 +30,13 @@ from typing import Literal as TypingLiteral
 from rtf.errors import IndexFileError, QueryError, QueryTooComplexError, RtfError
 from rtf.filter import EngineStats, QueryIndex
 from rtf.io import store
+from rtf.matching import restoring
 from rtf.io.metadata import Metadata, frozen
 from rtf.io.parse_ahead import Ahead, original, parsed_ahead
 from rtf.io.publication import PublicationLike, as_publication
 from rtf.io.taxonomy import Taxonomy
 from rtf.matching.query_table import bulk_memos
+from rtf.matching.registered import _NO_METADATA, RegisteredQuery, _loaded_record  # noqa: F401 (rtf.engine.RegisteredQuery)
 from rtf.matching.structures import shrunk
 from rtf.matching.results import Match, Matches, merged  # noqa: F401 (Match: rtf.engine.Match, the public name)
 from rtf.parser import parse_query
@@ -109,25 +110,6 @@ def make_index(algorithm: Algorithm) -> QueryIndex:
     raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
 
 
-_NO_METADATA = Metadata()
-
-
-@dataclass(frozen=True, slots=True)
-class RegisteredQuery:
-    """A query as the engine holds it: its id, parsed query, subscriber and metadata.
-
-    `metadata` is what the caller attached at registration (for the CLI, the
-    extra fields of a JSON Lines query record), as a deep read-only copy: a
-    dict (`rtf.io.metadata.Metadata`) that ``json.dumps`` takes as it is.
-    """
-
-    id: str
-    query: Query
-    subscriber: str | None = None
-    is_ask: bool = False  # the query's, kept here for the match loop
-    metadata: Metadata = field(default_factory=lambda: _NO_METADATA, compare=False)
-
-
 class Engine:
     """Continuous full-text SPARQL queries over a stream of publications.
 
@@ -146,13 +128,11 @@ class Engine:
     raise TypeError for anything else, so that an id means the same thing
     everywhere.
 
-    Threads: an engine may be shared. `match`, `register`, `register_many`,
-    `register_parsed`, `unregister` and `save` take the engine's lock (a re-entrant mutex), so
-    they run one at a time: a match sees the query set as it was when it
-    started, complete, and a register or unregister waits for the matches
-    in progress (and they for it). Matching is CPU-bound Python, so under
-    the GIL a lock costs no parallelism; it costs well under a microsecond
-    per call.
+    Threads: an engine may be shared. `match`, `register`, `register_many`, `register_parsed`,
+    `unregister` and `save` take the engine's (re-entrant) lock, so they run one at a time: a
+    match sees the query set as it was when it started, and a register or unregister waits
+    for the matches in progress (and they for it). Matching is CPU-bound Python, so under the
+    GIL the lock costs no parallelism, and well under a microsecond per call.
     """
 
     def __init__(self, algorithm: Algorithm = DEFAULT_ALGORITHM, taxonomy: Taxonomy | str | PathLike | None = None,
@@ -444,12 +424,9 @@ class Engine:
         `QueryError`, ValueError or TypeError: what `register` raises for
         one query); if `on_error` raises, everything is undone as above.
 
-        Faster than `register` in a loop: the cyclic garbage collector is
-        paused for the batch (registration makes no garbage cycles, and the
-        collections its allocations trigger rescan the growing index: about
-        a third of the time of 100,000 queries), and the columns of each
-        variable layout are computed once for the batch
-        (`rtf.matching.query_table.bulk_memos`).
+        Faster than `register` in a loop: the cyclic garbage collector is paused for the
+        batch (its collections rescan the growing index: a third of the time at 100K), and
+        each variable layout's columns are computed once (`rtf.matching.query_table.bulk_memos`).
 
         With `workers` > 1, that many forked processes parse the query texts
         ahead while this one indexes them (`rtf.io.parse_ahead`): the same
@@ -509,18 +486,24 @@ class Engine:
         Atomic: `path` is replaced only once the whole file is on disk (see
         `rtf.io.store` and docs/index-format.md). Returns the file size in bytes.
         """
-        return store.write_index(self._saved(), path)
+        return store.write_index(self._saved(), path, self._snapshot())
 
     @_synchronized
     def to_bytes(self) -> bytes:
         """The bytes `save` would write: the saved-index format, to send or keep elsewhere."""
-        return store.encode_index(self._saved())
+        return store.encode_index(self._saved(), self._snapshot())
+
+    def _snapshot(self) -> dict | None:
+        """The sections a load maps back instead of registering the queries again (an
+        indexed engine's query table: `rtf.matching.table_snapshot`)."""
+        if self.algorithm not in restoring.ALGORITHMS:
+            return None
+        return restoring.snapshot(self._index.table, list(self._queries.values()))
 
     def _saved(self) -> store.SavedIndex:
-        return store.SavedIndex(self.algorithm, self.max_solutions, self.taxonomy,
-                                [(rq.query, rq.id, rq.subscriber, rq.metadata) for rq in self._queries.values()],
-                                self._next_id,
-                                None if self.text_analysis is None else self.text_analysis.as_dict())
+        reuse, queries = restoring.saved_queries(list(self._queries.values()))  # (loaded ones as they were)
+        return store.SavedIndex(self.algorithm, self.max_solutions, self.taxonomy, queries, self._next_id,
+                                None if self.text_analysis is None else self.text_analysis.as_dict(), reuse)
 
     @classmethod
     def load(cls, path: str | PathLike) -> "Engine":
@@ -530,7 +513,7 @@ class Engine:
         index of this format version (truncated, corrupt, foreign); nothing
         is loaded then.
         """
-        return cls.from_bytes(store.read_index_bytes(path), str(path))
+        return cls.from_bytes(store.map_index(path), str(path))
 
     @classmethod
     def from_bytes(cls, data: bytes, source: str = "<bytes>") -> "Engine":
@@ -540,7 +523,12 @@ class Engine:
         messages. The Spark jobs broadcast an index file's bytes and each
         worker builds its engine here.
         """
-        saved = store.decode_index(data, source)
+        found = store.sections.unpack(data, store.FORMAT_VERSION, source)
+        if found.signed and restoring.SNAPSHOT in found.arrays:  # this installation's: mapped back
+            engine = restoring.restored(cls, _loaded_record, found, source)
+            if engine is not None:
+                return engine
+        saved = store.decode_index(data, source, found)
         if saved.algorithm not in ALGORITHMS:
             raise IndexFileError(f"{source}: unknown algorithm {saved.algorithm!r}")
         was_enabled = gc.isenabled()

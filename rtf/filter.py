@@ -259,7 +259,7 @@ class IndexedQueries(QueryIndex):
             raise
 
     def remove(self, query_id: str) -> None:
-        for rb in self.table.queries[query_id]:
+        for rb in self.table.branches_of(query_id, model=False):  # (their slots are what goes)
             self.index.remove_branch(rb)
             self.join_groups.release(rb)
         for shape in self.table.remove(query_id):
@@ -423,7 +423,7 @@ class IndexedQueries(QueryIndex):
 
     def stats(self) -> dict:
         s = {"queries": len(self.table), "tuples": self.table.tuple_count,
-             "shapes": len(self.table.shapes), "value_tests": len(self.table.values),
+             "shapes": self.table.shape_count(), "value_tests": len(self.table.values),
              "filter_evaluations": self.filter_evaluations,
              "filter_evaluations_shared": self.filter_evaluations_shared}
         s.update(self.index.stats())

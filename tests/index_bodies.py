@@ -1,6 +1,6 @@
 """Index file bodies taken apart and put together again, for the tests of hostile files.
 
-`body(data)` reads a saved index's body (format 3: JSON lines) into one
+`body(data)` reads a saved index's body (JSON lines, in the file's ``body`` section) into one
 dict -- the head line's fields, ``values`` (every value line's entries) and
 ``queries`` -- which a test damages; `with_body(content)` writes such a dict
 back as a body of lines (the head, one line of values, one of queries) in a
@@ -9,15 +9,20 @@ file with a correct checksum, so that the damage reaches the decoder.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zlib
 
-from rtf.io import store
+from rtf.io import sections, store
+
+
+def packed_body(data: bytes) -> tuple[bytes, int]:
+    """(the body as stored, its length once decompressed) of a saved index."""
+    arrays = sections.unpack(data, store.FORMAT_VERSION).arrays
+    return arrays["body"].tobytes(), int(arrays["body_length"][0])
 
 
 def body(data: bytes) -> dict:
-    lines = [json.loads(line) for line in zlib.decompress(data[store.HEADER.size:]).split(b"\n") if line]
+    lines = [json.loads(line) for line in zlib.decompress(packed_body(data)[0]).split(b"\n") if line]
     content = dict(lines[0])
     content["values"] = [entry for line in lines[1:] for entry in line.get("values", ())]
     content["queries"] = [entry for line in lines[1:] for entry in line.get("queries", ())]
@@ -33,9 +38,8 @@ def raw_body(content) -> bytes:
 
 
 def wrap(packed: bytes, raw_length: int, version: int = store.FORMAT_VERSION) -> bytes:
-    """A file around a stored body, with a correct checksum."""
-    return store.HEADER.pack(store.MAGIC, version, store.FLAG_ZLIB, len(packed), raw_length,
-                             hashlib.sha256(packed).digest()) + packed
+    """A file around a stored body, with a correct checksum (and no signature: a foreign file)."""
+    return sections.pack(version, store.body_sections(packed, raw_length), sign=False)
 
 
 def with_raw(raw: bytes, version: int = store.FORMAT_VERSION) -> bytes:
@@ -44,3 +48,29 @@ def with_raw(raw: bytes, version: int = store.FORMAT_VERSION) -> bytes:
 
 def with_body(content, version: int = store.FORMAT_VERSION) -> bytes:
     return with_raw(raw_body(content), version)
+
+
+def unsigned(data: bytes) -> bytes:
+    """A saved index as another installation would hand it over: the same sections, unsigned
+    (loaded the checked way: every model decoded, checked and registered again)."""
+    return sections.pack(store.FORMAT_VERSION, sections.unpack(data, store.FORMAT_VERSION).arrays, sign=False)
+
+
+def assert_answers_as_the_reference(engine, pubs) -> None:
+    """`engine` answers `pubs` as the naive engine with its queries (uncapped): the same
+    matches; a match cut at the cap holds that many of its solutions (which ones is unspecified)."""
+    from rtf import Engine
+    reference = Engine("naive", taxonomy=engine.taxonomy)  # uncapped: every solution
+    reference.register_parsed([(rq.query, rq.id, rq.subscriber) for rq in engine.queries()])
+    for pub in pubs:
+        full = {m.query_id: m for m in reference.match(pub)}
+        found = engine.match(pub)
+        assert [m.query_id for m in found] == sorted(full)
+        for m in found:
+            expected = full[m.query_id]
+            assert (m.subscriber, m.is_ask) == (expected.subscriber, expected.is_ask)
+            if m.truncated:
+                assert m.solutions <= expected.solutions
+                assert len(m.solutions) == min(engine.max_solutions, len(expected.solutions))
+            else:
+                assert m.solutions == expected.solutions

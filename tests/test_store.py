@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from rtf import ALGORITHMS, Engine
-from rtf.io import store
+from rtf.io import sections, store
 from rtf.errors import IndexFileError
 from rtf.parser import parse_query
 from rtf.io.taxonomy import Taxonomy
@@ -109,9 +109,11 @@ def _saved(tmp_path) -> bytes:
     (lambda d: d + b"\0", "trailing"),
     (lambda d: d[:-5] + bytes([d[-5] ^ 1]) + d[-4:], "checksum"),
     (lambda d: b'{"queries": []}' + b" " * 60, "not an rtf index"),
-    (lambda d: d[:8] + (1).to_bytes(4, "little") + d[12:], "version 1, but this rtf reads version 3"),
-    (lambda d: d[:8] + (2).to_bytes(4, "little") + d[12:], "version 2, but this rtf reads version 3"),
-    (lambda d: d[:8] + (4).to_bytes(4, "little") + d[12:], "version 4"),
+    (lambda d: d[:8] + (1).to_bytes(4, "little") + d[12:], "version 1, but this rtf reads version 4"),
+    (lambda d: d[:8] + (2).to_bytes(4, "little") + d[12:], "version 2, but this rtf reads version 4"),
+    (lambda d: d[:8] + (3).to_bytes(4, "little") + d[12:],
+     "index format version 3, but this rtf reads version 4; rebuild it with `rtf index build`"),
+    (lambda d: d[:8] + (5).to_bytes(4, "little") + d[12:], "version 5"),
     (lambda d: with_body({**body(d), "classes": ["IRI", "os.system"]}), "class"),
     (lambda d: with_body({**body(d), "values": [[0, [5]]] + body(d)["values"]}), "malformed"),
     (lambda d: with_body({**body(d), "values": [[0, [-1]]] + body(d)["values"]}), "malformed"),
@@ -141,7 +143,7 @@ def test_load_from_bytes_equals_load_from_file_and_refuses_truncated_bytes(workl
     assert from_bytes.taxonomy == from_file.taxonomy == dbpedia_taxonomy
     expected = run(from_file, pubs[:100])
     assert expected and run(from_bytes, pubs[:100]) == expected
-    for cut in (len(data) - 1, len(data) // 2, store.HEADER.size, 3):
+    for cut in (len(data) - 1, len(data) // 2, sections.HEADER_SIZE, 3):
         with pytest.raises(IndexFileError, match=r"^broadcast: .*(truncated|not an rtf index)"):
             Engine.from_bytes(data[:cut], "broadcast")
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from rtf import Engine, Publication
 from rtf.errors import IndexFileError
 from rtf.io import store
-from tests.index_bodies import body, raw_body, with_body, with_raw, wrap
+from tests.index_bodies import assert_answers_as_the_reference, body, packed_body, raw_body, with_body, with_raw, wrap
 
 EX = "PREFIX ex: <http://ex/> "
 QUERIES = [
@@ -67,20 +67,7 @@ def loads_consistently_or_is_refused(data: bytes) -> None:
     except IndexFileError as e:
         assert "\n" not in str(e) and str(e).startswith("f.idx: ")
         return
-    reference = Engine("naive", taxonomy=engine.taxonomy)  # uncapped: every solution
-    reference.register_parsed([(rq.query, rq.id, rq.subscriber) for rq in engine.queries()])
-    for pub in PUBLICATIONS:
-        full = {m.query_id: m for m in reference.match(pub)}
-        found = engine.match(pub)
-        assert [m.query_id for m in found] == sorted(full)
-        for m in found:
-            expected = full[m.query_id]
-            assert (m.subscriber, m.is_ask) == (expected.subscriber, expected.is_ask)
-            if m.truncated:  # at most the cap, all genuine (which ones is unspecified)
-                assert m.solutions <= expected.solutions
-                assert len(m.solutions) == min(engine.max_solutions, len(expected.solutions))
-            else:
-                assert m.solutions == expected.solutions
+    assert_answers_as_the_reference(engine, PUBLICATIONS)
 
 
 BASE = saved()
@@ -123,13 +110,13 @@ def test_every_truncation_is_refused(cut):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(flips=st.lists(st.tuples(st.integers(0, len(BASE) - store.HEADER.size - 1), st.integers(0, 7)),
+@given(flips=st.lists(st.tuples(st.integers(0, len(packed_body(BASE)[0]) - 1), st.integers(0, 7)),
                       min_size=1, max_size=3))
 def test_bit_flips_in_the_stored_body_with_a_recomputed_checksum(flips):
-    packed = bytearray(BASE[store.HEADER.size:])
+    packed, raw_length = packed_body(BASE)
+    packed = bytearray(packed)
     for at, bit in flips:
         packed[at] ^= 1 << bit
-    raw_length = store.HEADER.unpack_from(BASE)[4]
     loads_consistently_or_is_refused(wrap(bytes(packed), raw_length))
 
 
@@ -261,7 +248,7 @@ def test_every_query_the_parser_makes_survives_the_checks(texts):
 
 
 def _lines(data: bytes) -> list[bytes]:
-    return zlib.decompress(data[store.HEADER.size:]).split(b"\n")[:-1]
+    return zlib.decompress(packed_body(data)[0]).split(b"\n")[:-1]
 
 
 @pytest.mark.parametrize("damage, message", [

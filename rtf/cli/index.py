@@ -81,15 +81,25 @@ def cmd_build(args) -> int:
     from rtf.io.queries import iter_queries, register_all
     from rtf.matching.explain import TaxonomyReport
 
-    # A chunk of queries indexed at a time, then written out: the memory of a few queries.
     engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args))
     warnings = TaxonomyReport(engine.taxonomy)
-    builder = IndexBuilder(engine, on_registered=lambda rq: warnings.add(rq.id, rq.query))
-    register_all(builder, iter_queries(args.queries), args.queries, workers=args.workers)
-    with _locked(args.output):
-        size = builder.save(args.output)
+    if args.table and args.algorithm in ("rtfs", "rtfm"):
+        # Every query indexed at once, for the query table (format 4): the file then loads
+        # by mapping it back, not by registering every query again.
+        register_all(engine, iter_queries(args.queries), args.queries, workers=args.workers)
+        for rq in engine.queries():
+            warnings.add(rq.id, rq.query)
+        with _locked(args.output):
+            size = engine.save(args.output)
+        count = len(engine)
+    else:  # a chunk of queries indexed at a time, then written out: the memory of a few queries
+        builder = IndexBuilder(engine, on_registered=lambda rq: warnings.add(rq.id, rq.query))
+        register_all(builder, iter_queries(args.queries), args.queries, workers=args.workers)
+        with _locked(args.output):
+            size = builder.save(args.output)
+        count = len(builder)
     _report(warnings)
-    log.info(f"rtf index: {args.output}: {n_queries(len(builder))}, {args.algorithm}, {size} bytes")
+    log.info(f"rtf index: {args.output}: {n_queries(count)}, {args.algorithm}, {size} bytes")
     return 0
 
 
@@ -251,6 +261,9 @@ def add_command(sub) -> None:
     q.add_argument("--algorithm", default="rtfs", choices=ALGORITHMS, help="engine (default: rtfs)")
     q.add_argument("--taxonomy", metavar="ONTO", help="ontology saved with the index for a/rdfs:subClassOf*")
     q.add_argument("--output", required=True, metavar="IDX", help="the index file to write (replaced atomically)")
+    q.add_argument("--no-table", action="store_false", dest="table",
+                   help="index and write the queries a chunk at a time (the memory of a few queries), "
+                        "without the query table: the file then loads by registering every query again")
     _workers_option(q)
     add_text_analysis_options(q)
     q.set_defaults(func=cmd_build)

@@ -1,59 +1,55 @@
 """The on-disk query index: save an `Engine`, load it back without the parser.
 
-The layout is documented in docs/index-format.md. In short: a fixed
-64-byte header (magic ``RTFINDEX``, format version, flags, body length as
-stored and once decompressed, SHA-256 of the body), then a zlib-compressed
-body of UTF-8 JSON lines: a head line (the algorithm, the solution cap,
-the taxonomy's edges, the model classes), then lines of model values and
-lines of queries -- each query its id, subscriber, metadata and parsed
-`rtf.query.model.Query` as a reference into the table of values.
+The layout is documented in docs/index-format.md. A file (format 4) is a
+table of numpy sections (`rtf.io.sections`); this module writes and reads
+its ``body``: a zlib stream of UTF-8 JSON lines, a head line (the algorithm,
+the solution cap, the taxonomy's edges, the model classes), then lines of
+model values and lines of queries -- each query its id, subscriber, metadata
+and parsed `rtf.query.model.Query` as a reference into the table of values.
+(The query table's sections, which let this installation's files load
+without registering anything, are `rtf.matching.table_snapshot`'s.)
 
-Why a model table: parsing is most of registration (Lark), so a load that
-re-parsed could never be much faster than registering again. Each distinct
+Why a model table: parsing is most of registration (Lark). Each distinct
 model value (an IRI, a word, a pattern, a query) is stored once, children
-before parents, as ``[class, field, ...]``, where a field is a JSON scalar
-or ``[i]``, a reference to the i-th value. Loading rebuilds the values in
-one pass through an explicit whitelist of model classes (`MODEL_CLASSES`:
-a value of any other class is refused), checks every field as the parser
-would have made it (`rtf.io.model_checks`) and each query's full-text words
-against its text (`rtf.io.term_checks`), decomposes each query's branches
-again from its patterns and filters (they are not in the file, so they
-cannot disagree with them), then indexes the queries as `Engine.register`
-does for a parsed query. Nothing in the file is ever executed: no pickle,
-no eval, only JSON and the whitelisted constructors. Decompression is
-capped by the header's length, itself capped (`MAX_BODY_BYTES`,
-`MAX_RATIO`): a zlib bomb is an `IndexFileError`, never a MemoryError.
+before parents, as ``[class, field, ...]``, a field a JSON scalar or ``[i]``,
+a reference to the i-th value. Decoding rebuilds the values in one pass
+through an explicit whitelist of model classes (`MODEL_CLASSES`), checks
+every field as the parser would have made it (`rtf.io.model_checks`) and
+each query's full-text words against its text (`rtf.io.term_checks`), and
+decomposes each query's branches again from its patterns and filters (they
+are not in the file, so they cannot disagree with them). Nothing in the
+file is ever executed: no pickle, no eval. Decompression is capped
+(`MAX_BODY_BYTES`, `MAX_RATIO`): a zlib bomb is an `IndexFileError`.
 
-Both ways stream: the writer (`IndexWriter`) encodes and compresses a few thousand values
-at a time and puts the head line in front at the end (so `rtf index build` writes queries as it
-registers them, learning `next_id` last), and the reader decodes one line at a time.
-
-This module knows the file, not the engine (`encode_index`, `decode_index`;
-`Engine.save`, `load`, `to_bytes` and `from_bytes` turn an engine into one and back).
-A version-3 query is stored as its text, parsed again on load.
-
-Loading is all-or-nothing (header, checksum and version verified, the whole body decoded,
-a new `Engine` built; else `IndexFileError`). Saving is atomic: a temporary file beside the
-target, fsync, rename, fsync of the folder (`rtf.io.files.write_atomically`).
+Both ways stream: the writer (`IndexWriter`) encodes and compresses a few
+thousand values at a time and puts the head line in front at the end (so
+`rtf index build` writes queries as it registers them, learning `next_id`
+last), and the reader decodes one line at a time. A save after a load
+writes the loaded file's value lines again as they are (`OldValues`).
+Saving is atomic (`rtf.io.files.write_atomically`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gc
-import hashlib
 import json
+import mmap
 import os
 import re
-import struct
+import stat
 import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from rtf.errors import IndexFileError, RtfError
+from rtf.io import sections
 from rtf.io.files import STDIO, write_atomically
+from rtf.io.sections import MAGIC  # noqa: F401 (the file's signature, rtf.io.store.MAGIC)
 from rtf.io.model_checks import (
     TEXT_RULE,
     FIELD_CHECKS,
@@ -69,17 +65,8 @@ from rtf.query import model, terms
 from rtf.query.analysis import TextAnalysis
 from rtf.query.terms import shared
 
-#: File signature, first 8 bytes of every index file.
-MAGIC = b"RTFINDEX"
 #: Version of the layout; a file of any other version is refused.
-FORMAT_VERSION = 3
-#: magic and version: the start of every version's header.
-PREAMBLE = struct.Struct("<8sI")
-#: magic, version (uint32), flags (uint32), body length as stored (uint64), body length
-#: once decompressed (uint64), SHA-256 of the body as stored.
-HEADER = struct.Struct("<8sIIQQ32s")
-#: Flag bit: the body is zlib-compressed (always set by this version).
-FLAG_ZLIB = 1
+FORMAT_VERSION = 4
 #: Most bytes a body may decompress to, whatever its header claims ...
 MAX_BODY_BYTES = 4 << 30
 #: ... and at most this many times its stored size, plus `BODY_SLACK` (a saved index
@@ -107,6 +94,17 @@ class SavedIndex:
     next_id: int = 1
     #: The engine's text analysis options (`rtf.query.analysis.TextAnalysis.as_dict`), or None.
     text_analysis: dict | None = None
+    reuse: OldValues | None = None  # the loaded file's values (a query as an int: its value there)
+
+
+@dataclass
+class OldValues:
+    """A saved body's value lines (raw), their number of values, each query's Query value:
+    what a save after a load writes again as it is, decoding no model (`old_values`)."""
+
+    lines: list[bytes]
+    count: int
+    refs: dict[str, int]
 
 #: The only classes a file may build (name in the file -> class): those whose
 #: fields `rtf.io.model_checks.FIELD_CHECKS` knows how to check. Generic over
@@ -136,17 +134,13 @@ _SCALARS = (str, int, float, bool, type(None))
 class _ValueTable:
     """Model values numbered once each, children first (the body's value lines).
 
-    A value object seen before is found by identity (queries share most of
-    theirs); a new object by its entry -- its class and its fields, children
-    as their numbers -- so equal values that are different objects are
-    stored once too, without hashing whole trees. `entries` are the values
-    numbered since the last `take`.
-
-    The identities are only a shortcut, kept while the objects are alive
-    (`forget_identities` drops them, for a writer whose queries are freed as
-    it goes); the entries are what dedupes. An entry's key is its class code,
-    then per field its str, ``(type, scalar)`` for other scalars (True and 1
-    are equal keys, not equal fields) or the child's number (an int).
+    A value seen before is found by identity (queries share most of theirs), a
+    new object by its entry -- class and fields, children as their numbers --
+    so equal values are stored once without hashing whole trees. `entries` are
+    the values numbered since the last `take`. The identities are a shortcut
+    kept while the objects are alive (`forget_identities`); an entry's key is
+    its class code, then per field its str, ``(type, scalar)`` for other
+    scalars (True and 1 are equal keys, not equal fields) or a child's number.
     """
 
     def __init__(self):
@@ -233,22 +227,30 @@ class _Body:
         self.raw_length = 0
 
     def line(self, obj) -> None:
-        raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        self.raw(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+
+    def raw(self, raw: bytes) -> None:
+        """A line as it is (JSON ending with a line end)."""
         self.raw_length += len(raw)
         self._adler = zlib.adler32(raw, self._adler)
         packed = self._zip.compress(raw)
         if packed:
             self.parts.append(packed)
 
-    def file(self, head: dict) -> bytes:
+    def file(self, head: dict) -> tuple[bytes, int]:
+        """(the body as stored, its length once decompressed), the head line in front."""
         raw = json.dumps(head, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         front = zlib.compressobj(6, zlib.DEFLATED, -15)
         adler = adler32_combine(zlib.adler32(raw), self._adler, self.raw_length)
         packed = b"".join([_ZLIB_HEADER, front.compress(raw), front.flush(zlib.Z_SYNC_FLUSH),
                            *self.parts, self._zip.flush(), adler.to_bytes(4, "big")])
         self.parts = []
-        return HEADER.pack(MAGIC, FORMAT_VERSION, FLAG_ZLIB, len(packed), self.raw_length + len(raw),
-                           hashlib.sha256(packed).digest()) + packed
+        return packed, self.raw_length + len(raw)
+
+
+def body_sections(packed: bytes, raw_length: int) -> dict[str, np.ndarray]:
+    """The sections that hold a body (`packed`, `raw_length` bytes once decompressed)."""
+    return {"body": np.frombuffer(packed, dtype=np.uint8), "body_length": np.array([raw_length], dtype=np.int64)}
 
 
 class IndexWriter:
@@ -262,18 +264,23 @@ class IndexWriter:
     chunk at a time) calls `forget_identities` before they are freed.
     """
 
-    def __init__(self):
+    def __init__(self, reuse: OldValues | None = None):
         self._body = _Body()
         self._table = _ValueTable()
         self._queries: list[list] = []
         self.count = 0
         self._file: bytes | None = None
+        if reuse is not None:  # the old values first, as they are; the new ones numbered after them
+            for raw in reuse.lines:
+                self._body.raw(raw + b"\n")
+            self._table.count = reuse.count
 
     def add(self, query, query_id: str, subscriber: str | None, metadata=None) -> None:
         if self._file is not None:
             raise ValueError("the index file is written: a writer takes no more queries")
         table = self._table
-        self._queries.append([query_id, subscriber, table.ref(query)] + ([dict(metadata)] if metadata else []))
+        ref = query if type(query) is int else table.ref(query)  # (an int: an old value, `OldValues`)
+        self._queries.append([query_id, subscriber, ref] + ([dict(metadata)] if metadata else []))
         self.count += 1
         if len(table.entries) >= LINE_ENTRIES:
             self._body.line({"values": table.take()})
@@ -291,23 +298,24 @@ class IndexWriter:
         self._table.forget_identities()
 
     def file(self, algorithm: str, max_solutions: int, taxonomy: Taxonomy, next_id: int,
-             text_analysis: dict | None = None) -> bytes:
-        """The whole file: header and compressed body, the head line first (the same
-        bytes again on a later call: the body is written once)."""
+             text_analysis: dict | None = None, extra: dict | None = None) -> bytes:
+        """The whole file: header, compressed body (the head line first) and the `extra`
+        sections (the same bytes again on a later call: the body is written once)."""
         if self._file is not None:
             return self._file
         self._flush_queries()
         head = {"algorithm": algorithm, "max_solutions": max_solutions, "next_id": next_id,
                 "text_rule": TEXT_RULE,
                 "taxonomy": {c: list(ps) for c, ps in taxonomy.parent_table().items()},
-                "classes": CLASS_NAMES}
+                "classes": CLASS_NAMES, "value_count": self._table.count}
         if text_analysis is not None:  # absent: the spec's default words
             head["text_analysis"] = text_analysis
-        self._file = self._body.file(head)
+        self._file = sections.pack(FORMAT_VERSION, {**body_sections(*self._body.file(head)), **(extra or {})},
+                                   sign=bool(extra))
         return self._file
 
 
-def encode_index(saved: SavedIndex) -> bytes:
+def encode_index(saved: SavedIndex, extra: dict | None = None) -> bytes:
     """The whole file for `saved`: header and compressed body.
 
     Values and queries are written a line of `LINE_ENTRIES` at a time, a
@@ -318,51 +326,43 @@ def encode_index(saved: SavedIndex) -> bytes:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _encode(saved)
+        return _encode(saved, extra)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _encode(saved: SavedIndex) -> bytes:
-    writer = IndexWriter()
+def _encode(saved: SavedIndex, extra: dict | None) -> bytes:
+    writer = IndexWriter(saved.reuse)
     for query, qid, subscriber, metadata in saved.queries:
         writer.add(query, qid, subscriber, metadata)
     return writer.file(saved.algorithm, saved.max_solutions, saved.taxonomy, saved.next_id,
-                       saved.text_analysis)
+                       saved.text_analysis, extra)
 
 
 # ------------------------------------------------------------------ decoding
 
 
-def body_lines(data: bytes, source: str = "<bytes>") -> Iterator[bytes]:
-    """The lines of the body of the index file bytes `data`, after every check of the header.
+def body_lines(data, source: str = "<bytes>") -> Iterator[bytes]:
+    """The lines of the body of the index file bytes `data`, after every check of the file."""
+    return inflated_lines(sections.unpack(data, FORMAT_VERSION, source), source)
+
+
+def inflated_lines(found: sections.Sections, source: str = "<bytes>") -> Iterator[bytes]:
+    """The lines of the body of a file's sections (`rtf.io.sections.unpack`).
 
     Decompression is capped and streamed: the body may decompress to the
-    length the header gives and no more, which may be at most
+    length its ``body_length`` section gives and no more, which may be at most
     `MAX_BODY_BYTES` and `MAX_RATIO` times the stored body (a zlib bomb is
     refused before it takes the memory); a body that decompresses to
     another length, or has bytes after its end, is refused. One line is
     held at a time.
     """
-    if len(data) < PREAMBLE.size or not data.startswith(MAGIC):
-        raise IndexFileError(f"{source}: not an rtf index file (no {MAGIC.decode()} header)")
-    _, version = PREAMBLE.unpack_from(data)
-    if version != FORMAT_VERSION:
-        raise IndexFileError(f"{source}: index format version {version}, but this rtf reads "
-                             f"version {FORMAT_VERSION}; rebuild it with `rtf index build`")
-    if len(data) < HEADER.size:
-        raise IndexFileError(f"{source}: the index is truncated (its header is cut short)")
-    _, _, flags, length, raw_length, digest = HEADER.unpack_from(data)
-    body = memoryview(data)[HEADER.size:]
-    if len(body) != length:
-        raise IndexFileError(f"{source}: the index is truncated or has trailing bytes "
-                             f"({len(body)} body bytes, the header says {length})")
-    if hashlib.sha256(body).digest() != digest:
-        raise IndexFileError(f"{source}: the index is corrupt (checksum mismatch)")
-    if flags != FLAG_ZLIB:
-        raise IndexFileError(f"{source}: unknown flags {flags:#x} in the index header")
-    if raw_length > min(MAX_BODY_BYTES, MAX_RATIO * length + BODY_SLACK):
+    body, raw_length = found.arrays.get("body"), found.arrays.get("body_length")
+    if body is None or raw_length is None or body.ndim != 1 or raw_length.shape != (1,):
+        raise IndexFileError(f"{source}: the index has no body")
+    body, raw_length, length = memoryview(body), int(raw_length[0]), len(body)
+    if not 0 <= raw_length <= min(MAX_BODY_BYTES, MAX_RATIO * length + BODY_SLACK):
         raise IndexFileError(f"{source}: the index body claims {raw_length} bytes once "
                              f"decompressed, more than this rtf accepts from {length} stored bytes")
     wrong_length = IndexFileError(f"{source}: the index body does not decompress to the "
@@ -403,9 +403,11 @@ def body_lines(data: bytes, source: str = "<bytes>") -> Iterator[bytes]:
 _ESCAPED_SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F]")
 
 
-def json_lines(data: bytes, source: str = "<bytes>") -> Iterator:
-    """The body's lines (`body_lines`), each decoded from JSON."""
-    for line in body_lines(data, source):
+def json_lines(data, source: str = "<bytes>") -> Iterator:
+    """The body's lines (`body_lines`; `data` the file's bytes or its `sections.Sections`), each
+    decoded from JSON."""
+    lines = inflated_lines(data, source) if isinstance(data, sections.Sections) else body_lines(data, source)
+    for line in lines:
         try:
             if b"\\u" in line and _ESCAPED_SURROGATE.search(line):  # this writer escapes controls only
                 raise IndexFileError(f"{source}: the index holds a lone surrogate, which is not a character")
@@ -503,7 +505,25 @@ def decode_lines(lines: Iterator, source: str = "<bytes>") -> SavedIndex:
                       head.text_analysis)
 
 
-def decode_index(data: bytes, source: str = "<bytes>") -> SavedIndex:
+def old_values(found: sections.Sections, source: str = "<bytes>") -> OldValues | None:
+    """The `OldValues` of a file's body, or None if its classes are not this writer's."""
+    lines = inflated_lines(found, source)
+    head = json.loads(next(lines, b"null"))
+    if type(head) is not dict or head.get("classes") != CLASS_NAMES:
+        return None
+    kept, count, refs = [], head.get("value_count"), {}
+    counted = type(count) is int and count >= 0  # (else counted here)
+    count = count if counted else 0
+    for line in lines:
+        if line.startswith(b'{"values":'):
+            kept.append(line)
+            count += 0 if counted else len(json.loads(line)["values"])
+        else:
+            refs.update((entry[0], entry[2]) for entry in json.loads(line)["queries"])
+    return OldValues(kept, count, refs)
+
+
+def decode_index(data, source: str = "<bytes>", found: sections.Sections | None = None) -> SavedIndex:
     """The `SavedIndex` in the index file bytes `data`, after every check (`IndexFileError`).
 
     The cyclic garbage collector is paused meanwhile: loading makes millions
@@ -514,7 +534,9 @@ def decode_index(data: bytes, source: str = "<bytes>") -> SavedIndex:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return decode_lines(json_lines(data, source), source)
+        if found is None:
+            found = sections.unpack(data, FORMAT_VERSION, source)
+        return decode_lines(json_lines(found, source), source)
     finally:
         if was_enabled:
             gc.enable()
@@ -541,9 +563,9 @@ def summary(data: bytes, source: str = "<bytes>") -> dict:
             "text_analysis": head.get("text_analysis")}
 
 
-def write_index(saved: SavedIndex, path: str | os.PathLike) -> int:
-    """Write `saved` to `path` atomically; return the file's size in bytes."""
-    data = encode_index(saved)
+def write_index(saved: SavedIndex, path: str | os.PathLike, extra: dict | None = None) -> int:
+    """Write `saved` (and the `extra` sections) to `path` atomically; return the file's size in bytes."""
+    data = encode_index(saved, extra)
     write_atomically(path, data)
     return len(data)
 
@@ -552,6 +574,21 @@ def read_index_bytes(path: str | os.PathLike) -> bytes:
     """The bytes of index file `path` (``-``: stdin), unchecked (`IndexFileError` if unreadable)."""
     try:
         return sys.stdin.buffer.read() if str(path) == STDIO else Path(path).read_bytes()
+    except OSError as e:
+        raise IndexFileError(f"cannot read the index {path}: {e.strerror or e}") from None
+
+
+def map_index(path: str | os.PathLike):
+    """The bytes of index file `path` mapped read-only into memory (`mmap`: the sections are
+    read in place, their pages shared by every process that maps the file), or read when
+    `path` is stdin, a pipe or a device (`IndexFileError` if unreadable)."""
+    if str(path) == STDIO:
+        return read_index_bytes(path)
+    try:
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode) or os.fstat(f.fileno()).st_size == 0:
+                return f.read()
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as e:
         raise IndexFileError(f"cannot read the index {path}: {e.strerror or e}") from None
 

@@ -22,7 +22,6 @@ cost follows the candidates, never the number of queries stored.
 
 from __future__ import annotations
 
-import sys
 from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,52 +35,16 @@ from rtf.matching.id_order import IdOrder
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
 from rtf.matching.pivots import Pivots
 from rtf.matching.star import ProjectedStars, StarPlan, projected_star, star_plan
-from rtf.matching.structures import SlotList, Structures, grown, shrunk
+from rtf.matching.structures import Structures, grown, shrunk
+from rtf.matching.tuple_shapes import (  # noqa: F401 (re-exported: where the indexes import them)
+    WILDCARD_CONTENT, TupleShape, _shared, index_keys, is_var_content, shape_of, var_content)
 from rtf.matching.value_tests import ValueTests, exact_star
-from rtf.query.model import Branch, FTExpr, Query, TupleConjunct
+from rtf.query.model import Branch, Query, TupleConjunct
 
 if TYPE_CHECKING:  # rtf.matching.optional is imported where used: it imports the evaluator
     from rtf.matching.optional import OptionalPart
-from rtf.query.terms import TypePath, Wildcard, is_variable
-from rtf.query.text import compile_ft, index_alternatives, is_plain_disjunction, required_words
 
-WILDCARD_CONTENT = "*"
 _NO_SLOTS = np.zeros(0, dtype=np.int32)
-
-
-_VAR_CONTENTS = tuple(f"?{k}" for k in range(4))  # one string each, for every shape
-
-
-def var_content(k: int) -> str:
-    """Node content of the k-th variable of a tuple (1-based): ``?1``, ``?2``..."""
-    return _VAR_CONTENTS[k] if k < 4 else f"?{k}"
-
-
-def is_var_content(content: str) -> bool:
-    return content[0] == "?"
-
-
-def _var_number(content: str) -> int:
-    return int(content[1:])
-
-
-_TYPE_PATH = TypePath().key
-
-
-def shape_of(t: TupleConjunct) -> tuple[tuple[str, str, str, FTExpr | None], tuple[str, ...]]:
-    """(shape key, variable names by position) of a tuple conjunct."""
-    names: list[str] = []
-    contents = []
-    for term in t.terms:
-        if is_variable(term):
-            if term.name not in names:
-                names.append(term.name)
-            contents.append(var_content(names.index(term.name) + 1))
-        elif isinstance(term, Wildcard):
-            contents.append(WILDCARD_CONTENT)
-        else:  # IRI, Literal, TypePath
-            contents.append(sys.intern(term.key))  # one copy per IRI across all shapes
-    return (contents[0], contents[1], contents[2], t.fulltext), tuple(names)
 
 
 #: While `bulk_memos` is active: id(tuple conjunct) -> (the conjunct, its
@@ -127,115 +90,6 @@ def shape_of_shared(t: TupleConjunct):
     shape = shape_of(t)
     memo[id(t)] = (t, shape)
     return shape
-
-
-class TupleShape:
-    """One distinct (S, P, O, F) with variables renamed by position.
-
-    The branches that count the shape are kept by its `id` in the query
-    table (`QueryTable.pivots`); a branch with value tests is counted by them
-    instead, and its shapes through its structure (`structures`: the ids of
-    the structures holding the shape, a `SlotList`, None when none; see
-    `rtf.matching.structures`).
-    `alternatives` are the word keys of its full-text constraint: sorted
-    (words, prefixes) tuples, one per ``ftor`` alternative, of which a
-    literal must hold all of at least one (empty when nothing is certain:
-    the shape is then verified on every literal reaching its structure).
-    `needs_check` says the expression says more than its keys; `checker()` then
-    decides it on a text (`rtf.query.text.compile_ft`, compiled at the first
-    check). Most shapes have one alternative of words only: those are kept as
-    the words alone (`_keys`), two tuples fewer a shape.
-    """
-
-    __slots__ = ("id", "key", "subject", "predicate", "object", "fulltext", "_keys",
-                 "needs_check", "check", "structures", "is_type_path", "row_positions")
-
-    def __init__(self, id: int, key):
-        self.id = id
-        self.key = key
-        self.subject, self.predicate, self.object, self.fulltext = key
-        if self.fulltext is not None:
-            alternatives, self.needs_check = index_keys(self.fulltext)
-            one = len(alternatives) == 1 and not alternatives[0][1]
-            self._keys = alternatives[0][0] if one else alternatives
-        else:
-            self._keys = ()
-            self.needs_check = False
-        #: the whole full-text constraint as a function of a TextIndex: made when first
-        #: needed (`checker`), as most shapes are never checked
-        self.check = None
-        self.structures: SlotList | None = None
-        self.is_type_path = self.predicate == _TYPE_PATH
-        # Where a triple's binding row comes from: the first position of ?1, ?2, ...
-        firsts: dict[str, int] = {}
-        for i, c in enumerate(self.structure):
-            if is_var_content(c) and c not in firsts:
-                firsts[c] = i
-        self.row_positions = _shared(tuple(firsts[c] for c in sorted(firsts, key=_var_number)))
-
-    def checker(self):
-        """The whole full-text constraint as a function of a `TextIndex` (made once)."""
-        check = self.check
-        if check is None:
-            check = self.check = compile_ft(self.fulltext)
-        return check
-
-    def __getstate__(self):
-        # `check` is a closure, which cannot be pickled (Spark ships engines): made again.
-        return None, {name: getattr(self, name) for name in self.__slots__ if name != "check"}
-
-    def __setstate__(self, state) -> None:
-        for name, value in state[1].items():
-            setattr(self, "_keys" if name == "alternatives" else name, value)  # an older rtf's name
-        self.check = None
-
-    @property
-    def structure(self) -> tuple[str, str, str]:
-        return (self.subject, self.predicate, self.object)
-
-    @property
-    def alternatives(self) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
-        """The (words, prefixes) keys, one per ``ftor`` alternative (see the class)."""
-        keys = self._keys
-        return ((keys, ()),) if keys and type(keys[0]) is str else keys
-
-    @property
-    def has_words(self) -> bool:
-        """The shape has word keys (an index finds it by them)."""
-        return bool(self._keys)
-
-    @property
-    def words(self) -> tuple[str, ...]:
-        """The words of the shape's only key (empty unless it has exactly one)."""
-        return self.alternatives[0][0] if len(self.alternatives) == 1 else ()
-
-    @property
-    def prefixes(self) -> tuple[str, ...]:
-        """The prefixes of the shape's only key (empty unless it has exactly one)."""
-        return self.alternatives[0][1] if len(self.alternatives) == 1 else ()
-
-    def __repr__(self) -> str:
-        ft = f", FT {self.fulltext}" if self.fulltext is not None else ""
-        return f"TupleShape({self.subject}, {self.predicate}, {self.object}{ft})"
-
-
-def index_keys(fulltext: FTExpr) -> tuple[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], bool]:
-    """(alternatives, needs_check) of a full-text constraint (see `TupleShape`).
-
-    Every ``ftor`` alternative is a key (`rtf.query.text.index_alternatives`: words,
-    prefixes, and the bigrams of phrases, looked up in `TextIndex.keys`); when
-    there are too many, or one requires no word, the shape keys on the
-    words certain in all of them (`required_words`), maybe none. The keys
-    alone decide the expression only when it is whole words under ftand
-    and ftor and each alternative is a key.
-    """
-    alternatives = index_alternatives(fulltext)
-    if alternatives is None:
-        ws, ps = required_words(fulltext)
-        keys = ((tuple(sorted(ws)), tuple(sorted(ps))),) if ws or ps else ()
-        return keys, True
-    keys = tuple((tuple(sorted(ws)), tuple(sorted(ps))) for ws, ps in alternatives)
-    return keys, not is_plain_disjunction(fulltext)
 
 
 @dataclass(eq=False, slots=True)
@@ -291,13 +145,21 @@ def needed_outside(query: Query, branch: Branch) -> set[str]:
     return out
 
 
-_SMALL_TUPLES: dict[tuple, tuple] = {}
+def planned_branches(query: Query) -> list[tuple]:
+    """(branch, its tuples' shape keys, keep, keep_names, variable names per tuple) of
+    each branch of `query`: what `QueryTable.add` registers, and a loaded query's branches
+    are made again from (`rtf.matching.table_snapshot`)."""
+    planned = []
+    for b in query.branches:
+        per_tuple = [shape_of_shared(t) for t in b.tuples]
+        names = [vars_ for _, vars_ in per_tuple]
+        keep, keep_names = needed_columns_shared(names, needed_outside(query, b))
+        planned.append((b, [key for key, _ in per_tuple], keep, keep_names, names))
+    return planned
 
 
-def _shared(t: tuple) -> tuple:
-    """One copy of each small tuple (``(0,)``, ``("s",)``...) for all branches: 100K
-    queries repeat a handful of them."""
-    return _SMALL_TUPLES.setdefault(t, t)
+#: In `QueryTable.queries` and `branches`: a loaded query's branch not made yet.
+PENDING = "pending"
 
 
 def needed_columns(names: list[tuple[str, ...]], outside: set[str]):
@@ -386,6 +248,9 @@ class QueryTable:
     slot_ask: np.ndarray = field(default_factory=lambda: np.zeros(64, dtype=bool))  # an ASK query's
     #: version-3 queries that require no triple, evaluated on every publication: id -> algebra
     always: dict = field(default_factory=dict)
+    #: the queries restored from a saved index whose branches are made when first needed
+    #: (`rtf.matching.table_snapshot.MappedQueries`), or None
+    mapped: object = None
 
     def add(self, query_id: str, query: Query, record=None) -> tuple[list[TupleShape], list[RegisteredBranch]]:
         """Register a query; return the shapes that are new (to be indexed) and its branches.
@@ -408,12 +273,7 @@ class QueryTable:
             self.queries[query_id] = ()
             self.always[query_id] = algebra
             return [], []
-        planned = []
-        for b in query.branches:
-            per_tuple = [shape_of_shared(t) for t in b.tuples]
-            names = [vars_ for _, vars_ in per_tuple]
-            keep, keep_names = needed_columns_shared(names, needed_outside(query, b))
-            planned.append((b, [key for key, _ in per_tuple], keep, keep_names, names))
+        planned = planned_branches(query)
         new_shapes: list[TupleShape] = []
         branches, plans = [], []
         for b, keys, keep, keep_names, names in planned:
@@ -430,6 +290,8 @@ class QueryTable:
                     table_key = (key, self._next_private)
                     self._next_private += 1
                 shape = self.shapes.get(table_key)
+                if shape is None and self.mapped is not None:  # a shape loaded, not keyed yet
+                    shape = self.mapped.shape_of_key(self, table_key)
                 if shape is None:
                     free = self._free_shapes
                     shape = self.shapes[table_key] = TupleShape(free[-1] if free else self._next_shape, key)
@@ -484,6 +346,18 @@ class QueryTable:
         self.id_column.changed()
         return new_shapes, branches
 
+    def branches_of(self, query_id: str, model: bool = True) -> tuple[RegisteredBranch, ...]:
+        """The branches of a registered query (made now from its model if it was loaded
+        from a saved index and is still waiting: `rtf.matching.table_snapshot`; without
+        `model`, their slots and shapes only, enough to remove them)."""
+        found = self.queries[query_id]
+        if found and found[0] is PENDING:
+            found = self.mapped.materialise(self, query_id) if model else self.mapped.shells(self, query_id)
+        return found
+
+    def shape_count(self) -> int:
+        return self._next_shape - len(self._free_shapes)
+
     def _place(self, shape: TupleShape) -> None:
         """Make a new shape known by its id."""
         sid = shape.id
@@ -527,12 +401,18 @@ class QueryTable:
         self.id_column.changed()  # (before and after: see `IdColumn.columns`)
         emptied = []
         self.always.pop(query_id, None)
-        for rb in self.queries.pop(query_id):
+        branches = self.branches_of(query_id, model=False)
+        del self.queries[query_id]
+        for rb in branches:
             if not self.structures.leave(rb.slot):  # counted by its shapes
                 self.pivots.remove(rb.slot)
             for shape in set(rb.shapes):
                 if shape.structures is None and not self.pivots.used(shape.id):
-                    del self.shapes[shape.key]
+                    if self.mapped is None:
+                        del self.shapes[shape.key]
+                    else:  # (a shape loaded is keyed only once a registration looked it up)
+                        self.shapes.pop(shape.key, None)
+                        self.mapped.forget(shape)
                     self._free_shapes.append(shape.id)
                     self.shape_at[shape.id] = None
                     self.shape_check[shape.id] = False

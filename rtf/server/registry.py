@@ -441,7 +441,7 @@ def _restore(engine: Engine, old) -> None:
 
 def _queries_digest(engine: Engine) -> str:
     """A digest of the engine's queries as the table holds them: id, subscriber, text."""
-    rows = [[q.id, q.subscriber, q.query.text] for q in engine.queries()]
+    rows = [[q.id, q.subscriber, q.text] for q in engine.queries()]  # (a loaded model not decoded)
     return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
 
 

@@ -1,0 +1,163 @@
+"""An engine saved with its query table (format 4) built back from the arrays, models decoded lazily.
+
+`snapshot` is what `Engine.save` adds to the file for the indexed engines
+that keep a query table (rtfs, rtfm): the table's arrays
+(`rtf.matching.table_snapshot`) and the queries' ids, subscribers, ASK flags
+and metadata (`rtf.io.query_columns`). `restored` makes the engine of such a
+file, signed by this installation, without decoding a model: the table is
+filled from the arrays, the shapes indexed again from their saved keys,
+each query's record made with its model left in the file (`Models`: the
+whole body decoded, with every check of a load, the first time any model is
+asked for: `Engine.get`, a branch answered by a join, a removal, a save).
+The queries the table does not map (value tests, OPTIONAL parts, version 3)
+are registered from their models at load, as before.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import numpy as np
+
+from rtf.errors import IndexFileError, RtfError
+from rtf.io import store
+from rtf.io.model_checks import check_head
+from rtf.io.query_columns import query_sections, read_query_sections, read_texts
+from rtf.matching import table_snapshot
+from rtf.matching.query_table import bulk_memos
+
+#: Held while a file's models are decoded (`Models`).
+_DECODING = threading.Lock()
+#: The algorithms whose engines are saved with their query table.
+ALGORITHMS = ("rtfs", "rtfm")
+#: The section that says a file holds a query table.
+SNAPSHOT = table_snapshot.PREFIX + "head"
+
+
+def snapshot(table, records: list) -> dict:
+    """The sections of `table` and of the engine's `records` (`RegisteredQuery`, in order)."""
+    return {**table_snapshot.snapshot(table, [rq.id for rq in records]),
+            **query_sections([(rq.id, rq.subscriber, rq.is_ask, rq.metadata, rq.text) for rq in records])}
+
+
+def saved_queries(records: list) -> tuple[store.OldValues | None, list[tuple]]:
+    """(old values, the ``(query, id, subscriber, metadata)`` of `records`) for a save: a query
+    loaded from a file whose models were never decoded is given as the number of its value
+    there, written again as it is (`rtf.io.store.OldValues`), unless over half the file's
+    queries are gone (then every model is decoded and encoded again, the garbage left out)."""
+    models = next((m for rq in records if (m := getattr(rq, "_models", None)) is not None
+                   and m.queries is None), None)
+    reuse = models.old_values() if models is not None else None
+    if reuse is not None:
+        kept = sum(getattr(rq, "_models", None) is models for rq in records)
+        if 2 * kept >= len(reuse.refs):
+            return reuse, [(reuse.refs[rq.id] if getattr(rq, "_models", None) is models else rq.query,
+                            rq.id, rq.subscriber, rq.metadata) for rq in records]
+    return None, [(rq.query, rq.id, rq.subscriber, rq.metadata) for rq in records]
+
+
+class Models:
+    """The file's query models, by query number: every one decoded (and checked) on the
+    first call, with the ids the body gives checked against the mapped ones."""
+
+    def __init__(self, found, source: str, ids: list[str]):
+        self.found, self.source, self.ids = found, source, ids
+        self.arrays = found.arrays  # (the texts section: kept when the models are decoded)
+        self.queries: list | None = None
+        self._old: store.OldValues | None = None
+        self._texts: list | None = None
+
+    def old_values(self) -> store.OldValues | None:
+        """The file's values to write again as they are (`rtf.io.store.old_values`; made once)."""
+        with _DECODING:
+            if self._old is None and self.found is not None:
+                self._old = store.old_values(self.found, self.source)
+            return self._old if self.queries is None else None
+
+    def text(self, k: int) -> str | None:
+        """Query k's text (the models' if decoded, else the texts section's, read once)."""
+        if self.queries is None and "q_texts" not in self.arrays:  # (a file without them: the models')
+            self.query(k)
+        if self.queries is not None:
+            return self.queries[k].text
+        with _DECODING:
+            if self._texts is None:
+                try:
+                    self._texts = read_texts(self.arrays)
+                except (ValueError, KeyError, IndexError) as e:
+                    raise IndexFileError(f"{self.source}: the index content is malformed: {e}") from None
+        return self._texts[k]
+
+    def query(self, k: int):
+        if self.queries is None:
+            with _DECODING:  # (once, whichever thread asks first: `Engine.get` takes no lock)
+                self._decode()
+        return self.queries[k]
+
+    def _decode(self) -> None:
+        if self.queries is None:
+            was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                saved = store.decode_index(None, self.source, self.found)
+            finally:
+                if was_enabled:
+                    gc.enable()
+            if [record[1] for record in saved.queries] != self.ids:
+                raise IndexFileError(f"{self.source}: the index's queries are not those of its table")
+            self.queries = [record[0] for record in saved.queries]
+            self.found = self._old = self._texts = self.arrays = None
+
+
+def head_of(found, source: str):
+    """The checked head line of a file's body (only its first line inflated)."""
+    lines = store.json_lines(found, source)
+    try:
+        return check_head(next(lines, None), source)
+    finally:
+        lines.close()
+
+
+def restored(engine_class, lazy_record, found, source: str):
+    """The engine of a signed file with a query table (`found`: its sections), or None if
+    its algorithm keeps none; `lazy_record(id, models, k, subscriber, is_ask, metadata)`
+    makes a query's record whose model is read from `models` when first asked for."""
+    head = head_of(found, source)
+    if head.algorithm not in ALGORITHMS:
+        return None
+    was_enabled = gc.isenabled()
+    gc.disable()  # many long-lived objects, no cycles (see rtf.io.store.decode_index)
+    try:
+        engine = engine_class(head.algorithm, taxonomy=head.taxonomy, max_solutions=head.max_solutions,
+                              text_analysis=head.text_analysis)
+        columns = read_query_sections(found.arrays)
+        ids = columns.ids
+        models = Models(found, source, ids)
+        index = engine._index
+        shapes, mapped = table_snapshot.restore(index.table, found.arrays, ids, columns.subscribers,
+                                                columns.asks, models.query)
+        for shape in shapes:
+            index.index.add(shape)
+        queries = engine._queries
+        metadata, subscribers, asks = columns.metadata, columns.subscribers, columns.asks.tolist()
+        for k in np.flatnonzero(mapped).tolist():
+            queries[ids[k]] = lazy_record(ids[k], models, k, subscribers[k], asks[k], metadata.get(k))
+        rest = np.flatnonzero(~mapped).tolist()
+        if rest:
+            with bulk_memos():
+                engine.register_parsed([(models.query(k), ids[k], subscribers[k], metadata.get(k))
+                                        for k in rest])
+            engine._queries = {qid: queries[qid] for qid in ids}  # (in the file's order)
+        engine._asks = int(columns.asks.sum())
+        engine._next_id = head.next_id
+    except IndexFileError as e:
+        if str(e).startswith(f"{source}: "):
+            raise
+        raise IndexFileError(f"{source}: {e}") from None
+    except (RtfError, KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as e:
+        raise IndexFileError(f"{source}: the index content is malformed: {type(e).__name__}: {e}") from None
+    finally:
+        if was_enabled:
+            gc.enable()
+    return engine

@@ -1,0 +1,423 @@
+"""The query table as arrays for a saved index (format 4), and back, branches made when needed.
+
+Loading a saved index used to register every query again: decode its model,
+decompose its branches, plan and index each one (``QueryTable.add``), which
+is Python objects per query and per branch, seconds at 100K queries. What
+matching reads of most queries is arrays already -- a slot's query id and
+subscriber, its known answer (`QueryTable.slot_answer`), its pivot and
+other shapes (`rtf.matching.pivots`) -- so `snapshot` writes those arrays
+and `restore` puts them back as they were, with the shapes (made from their
+saved structure and word keys, their full text decoded when first read:
+`MappedShape`).
+
+Only *mapped* queries are saved so: a query whose branches are all counted
+by their shapes (no value tests, no OPTIONAL part, no projected-star code,
+not version 3). The others are registered again at load from their models,
+as before (their slots are left free for them).
+
+A mapped query's `RegisteredBranch` objects are made from its model only
+when something needs them (`MappedQueries.materialise`): a complete branch
+answered by a join or a star plan, its removal, a save. Until then its slots
+hold `PENDING` (`LazyBranches`) and its entry in `QueryTable.queries` a tuple
+of them, one per branch. The query's model comes from the engine
+(`models(k)`, k its number in the file), decoded on first use.
+
+Everything read from the arrays is checked to be in range before use
+(`restore` raises ValueError naming what is wrong): the arrays are trusted
+to be *right* only when the file is signed by this installation
+(`rtf.io.sections`), but never trusted not to crash.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Callable
+
+import numpy as np
+
+from rtf.errors import IndexFileError
+from rtf.io import sections
+from rtf.io.store import CLASS_NAMES, _ValueBuilder, _ValueTable
+from rtf.matching.pivots import _rebuilt
+from rtf.matching.query_table import PENDING, QueryTable, RegisteredBranch, planned_branches
+from rtf.matching.star import star_plan
+from rtf.matching.structures import grown
+from rtf.matching.tuple_shapes import TupleShape, _shared, _TYPE_PATH
+from rtf.query.model import FTExpr
+
+#: The prefix of the table's section names.
+PREFIX = "t_"
+
+
+class LazyBranches(list):
+    """`QueryTable.branches` after a load: a slot still `PENDING` gets its branch made when read."""
+
+    __slots__ = ("table",)
+
+    def __getitem__(self, slot):
+        found = list.__getitem__(self, slot)
+        if found is PENDING:
+            table = self.table
+            table.mapped.materialise(table, table.mapped.query_of_slot(slot))
+            found = list.__getitem__(self, slot)
+        return found
+
+
+class MappedShape(TupleShape):
+    """A shape restored from a saved index: its full text (and so its `key`) decoded from
+    the file's value entries when first read (`checker`, removals, registrations)."""
+
+    __slots__ = ("_entries", "_decoder", "_fulltext")
+
+    @property
+    def fulltext(self):
+        found = self._fulltext
+        if found is PENDING:
+            found = None
+            if self._entries:
+                decoder = self._decoder  # (one for all the shapes of a file: its values start again)
+                decoder.values = []
+                try:
+                    decoder.add(json.loads(self._entries))
+                    found = decoder.values[-1] if decoder.values else None
+                except (ValueError, RecursionError):
+                    found = None
+                decoder.values = []
+                if not isinstance(found, FTExpr):
+                    raise IndexFileError(f"the index's full text of shape {self.id} is malformed: was the "
+                                         f"file edited?")
+            self._fulltext = found
+        return found
+
+    @property
+    def key(self):
+        return (self.subject, self.predicate, self.object, self.fulltext)
+
+    def __reduce__(self):  # (pickled as the plain shape it stands for)
+        return _plain, ({name: getattr(self, name) for name in TupleShape.__slots__ if name != "check"},)
+
+
+def _plain(state: dict) -> TupleShape:
+    shape = TupleShape.__new__(TupleShape)
+    shape.check = None
+    for name, value in state.items():
+        setattr(shape, name, value)
+    return shape
+
+
+def _mapped(table: QueryTable, branches) -> bool:
+    """Whether a query's branches can be saved as arrays (see the module)."""
+    if not branches or not table.share_shapes:
+        return False
+    for rb in branches:
+        slot = rb.slot
+        if (rb.optional is not None or rb.algebra is not None or table.need[slot] >= 0
+                or table.slot_projected[slot] >= 0 or table.slot_projected_part[slot] >= 0):
+            return False
+    return True
+
+
+def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
+    """The table's arrays for `ids`, every registered query in registration order."""
+    slots_count, shape_count = len(table.branches), table._next_shape
+    mapped = np.zeros(len(ids), dtype=bool)
+    # Every query's rows gathered at once from a source: the loaded arrays (the rows of the
+    # queries restored and not made since, as they were saved), then the rows made here.
+    loaded = table.mapped
+    old_slots, old_offsets, old_shapes = (
+        (loaded.query_slots, loaded.branch_shape_offsets, loaded.branch_shapes) if loaded is not None
+        else (np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32)))
+    starts, counts, pending = np.zeros(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=np.int64), []
+    new_slots, new_shapes, new_counts = [], [], []
+    for k, qid in enumerate(ids):
+        branches = table.queries[qid]
+        if branches and branches[0] is PENDING:
+            pending.append((k, loaded.number_of(qid)))
+        elif _mapped(table, branches):
+            mapped[k] = True
+            starts[k], counts[k] = len(old_slots) + len(new_slots), len(branches)
+            new_slots += [rb.slot for rb in branches]
+            for rb in branches:
+                new_shapes += [shape.id for shape in rb.shapes]
+                new_counts.append(len(rb.shapes))
+    if pending:
+        at, numbers = np.array(pending, dtype=np.int64).T
+        mapped[at] = True
+        starts[at] = loaded.query_slot_offsets[numbers]
+        counts[at] = loaded.query_slot_offsets[numbers + 1] - starts[at]
+    rows = _ranges(starts, counts)
+    query_slots = np.concatenate((old_slots, np.array(new_slots, dtype=np.int32)))[rows]
+    branch_starts = np.concatenate((old_offsets[:-1], len(old_shapes) + _offsets(new_counts)[:-1]))[rows]
+    branch_counts = np.concatenate((np.diff(old_offsets), np.array(new_counts, dtype=np.int64)))[rows]
+    branch_shapes = np.concatenate((old_shapes, np.array(new_shapes, dtype=np.int32)))[
+        _ranges(branch_starts, branch_counts)]
+    query_counts = counts
+    used = np.array(query_slots, dtype=np.int64)
+    keep = np.zeros(slots_count, dtype=bool)
+    keep[used] = True
+    pivots = table.pivots
+    pivot = np.where(keep, grown(pivots.pivot, slots_count, -1)[:slots_count], -1).astype(np.int32)
+    others = np.zeros((slots_count, pivots.others.shape[1]), dtype=np.int32)
+    held = min(slots_count, len(pivots.others))
+    others[:held] = np.where(keep[:held, None], pivots.others[:held], 0)
+    extra_slots = sorted(s for s in pivots.extra if keep[s])
+    extras = [pivots.extra[s] for s in extra_slots]
+    counted = np.concatenate([pivot[keep], others[others > 0] - 1, *[e - 1 for e in extras]]).astype(np.int64)
+    shapes = table.shape_at[:shape_count].tolist()
+    full_texts = ["" if shape is None else shape._entries if type(shape) is MappedShape  # (as loaded)
+                  else entries_text(shape.fulltext) for shape in shapes]
+    head = {"answer_vars": table.answer_vars, "classes": CLASS_NAMES,
+            "shapes": [None if s is None else [s.subject, s.predicate, s.object, s._keys] for s in shapes]}
+    out = {"head": np.frombuffer(json.dumps(head, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
+           "query_mapped": mapped.astype(np.uint8),
+           "query_slot_offsets": _offsets(query_counts), "query_slots": np.array(query_slots, dtype=np.int32),
+           "branch_shape_offsets": _offsets(branch_counts),
+           "branch_shapes": np.array(branch_shapes, dtype=np.int32),
+           "slot_answer": np.where(keep, table.slot_answer[:slots_count], -1).astype(np.int32),
+           "pivot": pivot, "others": others,
+           "extra_slots": np.array(extra_slots, dtype=np.int32),
+           "extra_offsets": _offsets([len(e) for e in extras]),
+           "extra_shapes": np.concatenate([np.zeros(0, dtype=np.int32), *extras]).astype(np.int32),
+           "uses": np.bincount(counted, minlength=shape_count).astype(np.int32),
+           "shape_check": table.shape_check[:shape_count].astype(bool)}
+    out["fulltext_offsets"], out["fulltexts"] = sections.strings(full_texts)
+    return {PREFIX + name: array for name, array in out.items()}
+
+
+def entries_text(fulltext) -> str:
+    """A full-text constraint as the JSON of its value entries (children first, the body's
+    encoding, `rtf.io.store`), "" for none: the same text for equal constraints."""
+    if fulltext is None:
+        return ""
+    table = _ValueTable()
+    table.ref(fulltext)
+    return json.dumps(table.take(), ensure_ascii=False, separators=(",", ":"))
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The indices ``starts[k], starts[k] + 1, ... starts[k] + counts[k] - 1`` for every k, in order."""
+    ends = np.cumsum(counts)
+    return np.repeat(starts - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)
+
+
+def _offsets(counts: list[int]) -> np.ndarray:
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return offsets
+
+
+class MappedQueries:
+    """What makes a restored query's branches when first needed (see the module)."""
+
+    def __init__(self, ids: list[str], models: Callable[[int], object], slot_query: np.ndarray,
+                 query_slot_offsets: np.ndarray, query_slots: np.ndarray,
+                 branch_shape_offsets: np.ndarray, branch_shapes: np.ndarray):
+        self.ids, self.models = ids, models
+        self.slot_query = slot_query  # slot -> the number of its query (-1: none restored)
+        self.query_slot_offsets, self.query_slots = query_slot_offsets, query_slots
+        self.branch_shape_offsets, self.branch_shapes = branch_shape_offsets, branch_shapes
+        self.number: dict[str, int] | None = None  # id -> number, made when first asked
+        #: the restored shapes by structure and full text as saved (`shape_of_key`)
+        self.by_text: dict[tuple, MappedShape] | None = None
+
+    def shape_of_key(self, table: QueryTable, key: tuple) -> MappedShape | None:
+        """The restored shape of table key `key` (structure, full text), if any: found by its
+        saved text, so that registering after a load decodes no shape's full text."""
+        if self.by_text is None:
+            self.by_text = {(s.subject, s.predicate, s.object, s._entries): s
+                            for s in table.shape_at.tolist() if type(s) is MappedShape}
+        found = self.by_text.get((key[0], key[1], key[2], entries_text(key[3])))
+        if found is not None:
+            table.shapes[key] = found
+        return found
+
+    def forget(self, shape) -> None:
+        """`shape` is removed from the table."""
+        if self.by_text is not None and type(shape) is MappedShape:
+            self.by_text.pop((shape.subject, shape.predicate, shape.object, shape._entries), None)
+
+    def query_of_slot(self, slot: int) -> str:
+        return self.ids[int(self.slot_query[slot])]
+
+    def number_of(self, query_id: str) -> int:
+        """The restored query's number in the file."""
+        if self.number is None:
+            self.number = {qid: k for k, qid in enumerate(self.ids)}
+        return self.number[query_id]
+
+    def slots_of(self, query_id: str) -> tuple[int, int]:
+        """(first, end) of the restored query's entries in `query_slots`."""
+        k = self.number_of(query_id)
+        return int(self.query_slot_offsets[k]), int(self.query_slot_offsets[k + 1])
+
+    def shells(self, table: QueryTable, query_id: str) -> tuple[RegisteredBranch, ...]:
+        """The restored query's branches as far as the arrays know them -- slots and shapes,
+        no model decoded -- for its removal (they are not kept)."""
+        start, end = self.slots_of(query_id)
+        offsets = self.branch_shape_offsets
+        return tuple(RegisteredBranch(query_id, None, int(self.query_slots[at]),  # type: ignore[arg-type]
+                                      shapes=tuple(table.shape_at[self.branch_shapes[offsets[at]:offsets[at + 1]]]))
+                     for at in range(start, end))
+
+    def materialise(self, table: QueryTable, query_id: str) -> tuple[RegisteredBranch, ...]:
+        """Make the branches of the restored query `query_id` from its model, in their slots."""
+        start, end = self.slots_of(query_id)
+        query = self.models(self.number[query_id])
+        planned = planned_branches(query)
+        if len(planned) != end - start:
+            raise IndexFileError(f"the index's table gives query {query_id!r} {end - start} branches, "
+                                 f"its model {len(planned)}: was the file edited?")
+        made = []
+        for at, (b, keys, keep, keep_names, _) in zip(range(start, end), planned):
+            first, last = int(self.branch_shape_offsets[at]), int(self.branch_shape_offsets[at + 1])
+            shapes = tuple(table.shape_at[self.branch_shapes[first:last]].tolist())
+            if [s.structure for s in shapes] != [key[:3] for key in keys]:
+                raise IndexFileError(f"the index's table gives query {query_id!r} shapes that are not "
+                                     f"those of its model: was the file edited?")
+            rb = RegisteredBranch(query_id, b, int(self.query_slots[at]), shapes=shapes, keep=keep,
+                                  keep_names=keep_names, projection=query.projection)
+            rb.star = star_plan(rb)
+            list.__setitem__(table.branches, rb.slot, rb)
+            made.append(rb)
+        table.queries[query_id] = found = tuple(made)
+        return found
+
+
+def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], subscribers: list,
+            asks: np.ndarray, models: Callable[[int], object]) -> tuple[list[TupleShape], np.ndarray]:
+    """Fill the empty `table` with the saved arrays (`snapshot`'s, names without `PREFIX`)
+    of the queries `ids` (with their `subscribers` and ASK flags, in file order); return
+    the shapes to index and which queries were restored (the others are to register).
+    ValueError if an array is missing, of the wrong size, or holds an id out of range."""
+    a = {name[len(PREFIX):]: array for name, array in arrays.items() if name.startswith(PREFIX)}
+    head = json.loads(a["head"].tobytes())
+    raw_shapes, decoder = head["shapes"], _ValueBuilder(head["classes"])
+    queries, shape_count = len(ids), len(raw_shapes)
+    mapped = a["query_mapped"].astype(bool)
+    slot_answer = a["slot_answer"]
+    slots_count = len(slot_answer)
+    qoff, qslots = a["query_slot_offsets"], a["query_slots"]
+    boff, bshapes = a["branch_shape_offsets"], a["branch_shapes"]
+    pivot, others = a["pivot"], a["others"]
+    _expect(len(mapped) == queries and len(qoff) == queries + 1 and _ascending(qoff, len(qslots))
+            and _ascending(boff, len(bshapes)) and len(boff) == len(qslots) + 1 and _within(qslots, slots_count)
+            and _within(bshapes, shape_count) and pivot.shape == (slots_count,) and others.ndim == 2
+            and others.shape[0] == slots_count and len(a["shape_check"]) == shape_count
+            and len(a["uses"]) == shape_count and _within(pivot, shape_count, -1)
+            and _within(others, shape_count + 1) and (np.diff(qoff)[~mapped] == 0).all()
+            and _within(slot_answer, len(head["answer_vars"]), -1), "the saved query table")
+    counts = np.diff(qoff)
+    slot_query = np.full(slots_count, -1, dtype=np.int64)
+    slot_query[qslots] = np.repeat(np.arange(queries), counts)
+    _expect(len(np.unique(qslots)) == len(qslots) and ((pivot >= 0) == (slot_query >= 0)).all()
+            and ((slot_answer < 0) | (slot_query >= 0)).all(), "the saved slots")
+    texts = sections.read_strings(a["fulltext_offsets"], a["fulltexts"], "the shapes' full texts")
+    _expect(len(texts) == shape_count, "the saved shapes")
+    shape_at = np.full(max(shape_count, 64), None, dtype=object)
+    made, free_shapes = [], array("i")
+    for sid, (raw, text, check) in enumerate(zip(raw_shapes, texts, a["shape_check"].tolist())):
+        if raw is None:
+            free_shapes.append(sid)
+            continue
+        shape_at[sid] = shape = _shape(sid, raw, text, decoder, check)
+        made.append(shape)
+    table.mapped = MappedQueries(ids, models, slot_query, qoff, qslots, boff, bshapes)
+    live = slot_query >= 0
+    size = max(slots_count, 64)
+    branches = LazyBranches([PENDING if held else None for held in live.tolist()])
+    branches.table = table
+    table.branches = branches
+    table._free = array("i", np.flatnonzero(~live)[::-1].tolist())
+    for name, empty in (("need", -1), ("slot_id", None), ("slot_subscriber", None), ("slot_answer", -1),
+                        ("slot_confirm", False), ("slot_projected", -1), ("slot_projected_part", -1),
+                        ("slot_ask", False)):
+        setattr(table, name, grown(getattr(table, name)[:0], size, empty))
+    held = slot_query[live]
+    table.slot_id[:slots_count][live] = np.array(ids, dtype=object)[held]
+    table.slot_subscriber[:slots_count][live] = np.array(subscribers, dtype=object)[held]
+    table.subscribed = int(np.count_nonzero(table.slot_subscriber != None))  # noqa: E711 (element-wise)
+    table.slot_answer[:slots_count] = slot_answer
+    table.slot_ask[:slots_count][live] = asks[held]
+    table.answer_vars = list(head["answer_vars"])
+    table.tuple_count = len(bshapes)
+    table.shape_at, table._next_shape, table._free_shapes = shape_at, shape_count, free_shapes
+    table.shape_check = grown(a["shape_check"].astype(bool), len(shape_at), False)
+    _restore_pivots(table.pivots, a, live, shape_count)
+    for qid, n in zip(np.array(ids, dtype=object)[mapped].tolist(), counts[mapped].tolist()):
+        table.queries[qid] = (PENDING,) * n
+    table.id_order.changed()
+    table.id_column.changed()
+    return made, mapped
+
+
+def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None:
+    slots_count = len(live)
+    extra_slots, eoff, eshapes = a["extra_slots"], a["extra_offsets"], a["extra_shapes"]
+    _expect(_within(extra_slots, slots_count) and len(eoff) == len(extra_slots) + 1
+            and _ascending(eoff, len(eshapes)) and _within(eshapes, shape_count + 1, 1)
+            and bool(live[extra_slots].all()) and (a["uses"] >= 0).all(), "the saved pivots")
+    pivots.pivot = grown(a["pivot"].copy(), max(slots_count, 16), -1)
+    others = np.zeros((len(pivots.pivot), a["others"].shape[1]), dtype=np.int32)
+    others[:slots_count] = a["others"]
+    pivots.others = others
+    pivots.has_extra = np.zeros(len(pivots.pivot), dtype=bool)
+    pivots.extra = {}
+    for k, slot in enumerate(extra_slots.tolist()):
+        pivots.extra[slot] = np.array(eshapes[eoff[k]:eoff[k + 1]], dtype=np.int32)
+        pivots.has_extra[slot] = True
+    pivots.uses = array("i", a["uses"].astype(np.int32).tobytes()) if shape_count else array("i")
+    pivots.mark = np.zeros(shape_count + 2, dtype=bool)
+    pivots.mark[0] = True
+    pivots.live, pivots.placed = int(np.count_nonzero(live)), 0
+    slots = np.flatnonzero(live)
+    pivots.rows.reserve(max(shape_count - 1, 0))
+    pivots.rows = _rebuilt(pivots.rows, pivots.pivot[slots], slots)
+
+
+_ROWS: dict[tuple, tuple] = {}
+
+
+def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool) -> MappedShape:
+    subject, predicate, obj, keys = raw
+    if (type(subject) is not str or type(predicate) is not str or type(obj) is not str
+            or not (subject and predicate and obj) or type(keys) is not list or (check and not text)):
+        raise ValueError(f"the saved shape {sid} is malformed")
+    shape = MappedShape.__new__(MappedShape)
+    shape.id, shape.subject, shape.predicate, shape.object = sid, subject, predicate, obj
+    shape._entries, shape._decoder, shape._fulltext = text, decoder, PENDING if text else None
+    if keys and type(keys[0]) is str:
+        shape._keys = keys = tuple(keys)
+        words = keys
+    else:
+        shape._keys = keys = tuple((tuple(words), tuple(prefixes)) for words, prefixes in keys)
+        words = [w for alternative in keys for part in alternative for w in part]
+    if not all(type(w) is str for w in words):
+        raise ValueError(f"the saved shape {sid} has a key that is not a string")
+    shape.needs_check, shape.check, shape.structures = check, None, None
+    shape.is_type_path = predicate == _TYPE_PATH
+    layout = (subject if subject[0] == "?" else "", predicate if predicate[0] == "?" else "",
+              obj if obj[0] == "?" else "")
+    rows = _ROWS.get(layout)
+    if rows is None:
+        firsts: dict[str, int] = {}
+        for i, c in enumerate(layout):
+            if c and c not in firsts:
+                firsts[c] = i
+        rows = _ROWS[layout] = _shared(tuple(firsts[c] for c in sorted(firsts, key=lambda c: int(c[1:]))))
+    shape.row_positions = rows
+    return shape
+
+
+def _expect(ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(f"{what} is inconsistent")
+
+
+def _ascending(offsets: np.ndarray, end: int) -> bool:
+    return (len(offsets) > 0 and offsets[0] == 0 and offsets[-1] == end
+            and bool((np.diff(offsets) >= 0).all()))
+
+
+def _within(values: np.ndarray, end: int, start: int = 0) -> bool:
+    return not values.size or (int(values.min()) >= start and int(values.max()) < end)

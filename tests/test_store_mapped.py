@@ -1,0 +1,172 @@
+"""Format 4's mapped load (rtf/matching/table_snapshot.py, restoring.py, rtf/io/sections.py): an
+engine loaded from the arrays of a file this installation signed answers as the reference, and
+stays a normal engine (add, remove, save again); a damaged or re-signed file is refused with one
+`IndexFileError` or loads without crashing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from rtf import Engine
+from rtf.bench.workload import Mix, generate_queries
+from rtf.errors import IndexFileError
+from rtf.io import sections, store
+from rtf.matching.table_snapshot import MappedShape
+from tests.index_bodies import assert_answers_as_the_reference, unsigned
+
+MIXES = {"paper": Mix.paper(0.5), "selective": Mix.selective(0.5), "all": Mix.all_operators(0.6)}
+
+
+def answers(engine: Engine, pubs) -> list:
+    return [sorted((m.query_id, m.subscriber, m.solutions, m.is_ask) for m in engine.match(p)) for p in pubs]
+
+
+@pytest.fixture(scope="module")
+def pubs(dbpedia_slice):
+    return dbpedia_slice[:40]
+
+
+def test_a_loaded_engine_is_mapped_back_not_registered_again(dbpedia_slice, dbpedia_taxonomy, pubs):
+    records = generate_queries(dbpedia_slice, 200, seed=3, mix=MIXES["selective"], taxonomy=dbpedia_taxonomy)
+    engine = Engine("rtfs", taxonomy=dbpedia_taxonomy)
+    for r in records:
+        engine.register(r["query"], r["id"], r["subscriber"])
+    data = engine.to_bytes()
+    assert sections.unpack(data, store.FORMAT_VERSION).signed
+    loaded = Engine.from_bytes(data)
+    table = loaded._index.table
+    assert table.mapped is not None and isinstance(table.shape_at[0], MappedShape)
+    assert loaded._queries[records[0]["id"]]._models.queries is None  # no model decoded yet
+    # The texts (what `rtf serve` checks its snapshot by) are read without decoding a model.
+    assert [q.text for q in loaded.queries()] == [q.query.text for q in engine.queries()]
+    assert loaded._queries[records[0]["id"]]._models.queries is None
+    assert answers(loaded, pubs) == answers(engine, pubs) and any(answers(engine, pubs))
+    assert loaded.stats() == {**engine.stats(), "truncated_matches": 0}
+    # The unsigned file (another installation's) is loaded the checked way, to the same engine.
+    checked = Engine.from_bytes(unsigned(data))
+    assert checked._index.table.mapped is None and answers(checked, pubs) == answers(engine, pubs)
+    assert [(q.id, q.subscriber, q.query) for q in loaded.queries()] == \
+        [(q.id, q.subscriber, q.query) for q in engine.queries()]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), n=st.integers(5, 60), mix=st.sampled_from(sorted(MIXES)),
+       algorithm=st.sampled_from(["rtfs", "rtfm"]), removed=st.integers(0, 20), added=st.integers(0, 10),
+       cap=st.sampled_from([3, 10_000]))
+def test_saved_loaded_changed_and_saved_again_answers_as_the_reference(
+        dbpedia_slice, dbpedia_taxonomy, pubs, seed, n, mix, algorithm, removed, added, cap):
+    records = generate_queries(dbpedia_slice, n + added, seed=seed, mix=MIXES[mix], taxonomy=dbpedia_taxonomy)
+    engine = Engine(algorithm, taxonomy=dbpedia_taxonomy, max_solutions=cap)
+    for k, r in enumerate(records[:n]):
+        engine.register(r["query"], r["id"], r["subscriber"], metadata={"k": k} if k % 4 == 0 else None)
+    loaded = Engine.from_bytes(engine.to_bytes())
+    assert answers(loaded, pubs) == answers(engine, pubs)
+    assert_answers_as_the_reference(loaded, pubs)
+    for r in records[:n][::3][:removed]:
+        loaded.unregister(r["id"])
+    for r in records[n:]:
+        loaded.register(r["query"], r["id"], r["subscriber"])
+    assert_answers_as_the_reference(loaded, pubs)
+    again = Engine.from_bytes(loaded.to_bytes())
+    assert answers(again, pubs) == answers(loaded, pubs)
+    assert_answers_as_the_reference(again, pubs)
+    assert [(q.id, q.subscriber, q.metadata) for q in again.queries()] == \
+        [(q.id, q.subscriber, q.metadata) for q in loaded.queries()]
+
+
+SMALL = None
+
+
+def _small(dbpedia_slice, dbpedia_taxonomy) -> bytes:
+    global SMALL
+    if SMALL is None:
+        records = generate_queries(dbpedia_slice, 30, seed=11, mix=MIXES["all"], taxonomy=dbpedia_taxonomy)
+        engine = Engine("rtfs", taxonomy=dbpedia_taxonomy)
+        for r in records:
+            engine.register(r["query"], r["id"], r["subscriber"])
+        SMALL = engine.to_bytes()
+    return SMALL
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.floats(0, 1, exclude_max=True))
+def test_every_truncation_of_a_signed_file_is_refused(dbpedia_slice, dbpedia_taxonomy, cut):
+    data = _small(dbpedia_slice, dbpedia_taxonomy)
+    with pytest.raises(IndexFileError):
+        Engine.from_bytes(data[:int(cut * len(data))], "f.idx")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_altered_arrays_signed_again_are_refused_or_load_and_match_without_crashing(
+        dbpedia_slice, dbpedia_taxonomy, pubs, data):
+    """Even a file signed with this installation's key (altered by someone who holds it) is
+    never a crash: every id the matcher reads is checked to be in range."""
+    found = sections.unpack(_small(dbpedia_slice, dbpedia_taxonomy), store.FORMAT_VERSION)
+    arrays = {name: array.copy() for name, array in found.arrays.items()}
+    names = sorted(name for name, array in arrays.items() if name[:2] in ("t_", "q_") and array.size)
+    for _ in range(data.draw(st.integers(1, 3))):
+        name = data.draw(st.sampled_from(names))
+        flat = arrays[name].reshape(-1).view(np.uint8)
+        at = data.draw(st.integers(0, len(flat) - 1))
+        flat[at] ^= data.draw(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128]))
+    if data.draw(st.booleans()):  # a section cut short
+        name = data.draw(st.sampled_from(names))
+        arrays[name] = arrays[name][:-1]
+    altered = sections.pack(store.FORMAT_VERSION, arrays, sign=True)
+    try:
+        engine = Engine.from_bytes(altered, "f.idx")
+    except IndexFileError as e:
+        assert "\n" not in str(e) and str(e).startswith("f.idx: ")
+        return
+    try:
+        for pub in pubs[:10]:
+            engine.match(pub)
+        for rq in engine.queries()[:5]:
+            engine.unregister(rq.id)
+    except IndexFileError:
+        pass  # (a model that disagrees with the table, found when it is decoded)
+
+
+def test_a_version_3_file_is_refused_with_what_to_do():
+    data = Engine().to_bytes()
+    old = data[:8] + (3).to_bytes(4, "little") + data[12:]
+    with pytest.raises(IndexFileError, match=r"^f.idx: index format version 3, but this rtf reads version 4; "
+                                             r"rebuild it with `rtf index build`$"):
+        Engine.from_bytes(old, "f.idx")
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), n=st.integers(4, 40), removed=st.integers(0, 30), added=st.integers(0, 8),
+       mix=st.sampled_from(sorted(MIXES)))
+def test_a_save_after_a_load_writes_the_loaded_models_again_without_decoding_them(
+        dbpedia_slice, dbpedia_taxonomy, pubs, seed, n, removed, added, mix):
+    records = generate_queries(dbpedia_slice, n + added, seed=seed, mix=MIXES[mix], taxonomy=dbpedia_taxonomy)
+    engine = Engine("rtfs", taxonomy=dbpedia_taxonomy)
+    for k, r in enumerate(records[:n]):
+        engine.register(r["query"], r["id"], r["subscriber"], metadata={"k": k} if k % 3 == 0 else None)
+    loaded = Engine.from_bytes(engine.to_bytes())
+    gone = [r["id"] for r in records[:n][1::2][:removed]]
+    for qid in gone:
+        loaded.unregister(qid)
+        engine.unregister(qid)
+    for r in records[n:]:
+        loaded.register(r["query"], r["id"], r["subscriber"])
+        engine.register(r["query"], r["id"], r["subscriber"])
+    kept = next((rq for rq in loaded.queries() if hasattr(rq, "_models")), None)
+    # (a file with queries the table does not map had its models decoded at load)
+    reused = kept is not None and kept._models.queries is None and 2 * (n - len(gone)) >= n
+    data = loaded.to_bytes()
+    event(f"the loaded models written again as they were: {reused}")
+    if reused:  # (the loaded models were not decoded to be written again)
+        assert kept._models.queries is None
+    for again in (Engine.from_bytes(data), Engine.from_bytes(unsigned(data))):
+        assert [(q.id, q.subscriber, q.metadata, q.query) for q in again.queries()] == \
+            [(q.id, q.subscriber, q.metadata, q.query) for q in engine.queries()]
+        assert answers(again, pubs) == answers(engine, pubs)
