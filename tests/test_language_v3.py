@@ -67,6 +67,8 @@ def test_removed_version_3_queries_never_match_again(qs, pubs, data):
 
 _UNORDERED = ("SAMPLE", "GROUP_CONCAT", "LIMIT", "OFFSET", "_:n")
 _ZERO_LENGTH = re.compile(r"[\w)][*?](?![\w$])")
+#: a numeric constant of a query whose value pyoxigraph writes otherwise (2.0 is "2")
+_NON_CANONICAL_NUMBER = re.compile(r"(?<![\w.\"])\d+\.\d*0(?![\w.])")
 
 
 def _store(pub) -> ox.Store:
@@ -120,13 +122,23 @@ def _ours(text: str, pub):
 @example(text="SELECT DISTINCT ?x (STR(?x) AS ?e) WHERE { [] <http://ex.org/p> ?x . }",
          pub=Publication("http://ex.org/a", [("<http://ex.org/a>", "<http://ex.org/p>",
                                               '"2.0"^^<http://www.w3.org/2001/XMLSchema#decimal>')]))
+@example(text="ASK { [] <http://ex.org/q> 2.0 . }",
+         pub=Publication("http://ex.org/a", [("<http://ex.org/a>", "<http://ex.org/q>",
+                                              '"2.0"^^<http://www.w3.org/2001/XMLSchema#decimal>')]))
 def test_the_algebra_answers_as_pyoxigraph(text, pub):
     if any(word in text for word in _UNORDERED):
         return  # what SPARQL lets engines choose (a sample, an order, which rows a slice keeps)
     if _ZERO_LENGTH.search(text):
         return  # pyoxigraph 0.5 misses zero-length paths from a constant not in the graph
                 # (W3C property-path tests; tests/test_w3c.py holds rtf to them)
-    pub = _as_stored(pub)
+    stored = _as_stored(pub)
+    if stored.triples != pub.triples and _NON_CANONICAL_NUMBER.search(text):
+        # pyoxigraph keeps values: its store gives "2.0"^^xsd:decimal back as "2", and a
+        # pattern's constant 2.0 then finds the store's "2" (a value's match), where SPARQL's
+        # triple patterns match RDF terms ("2.0" is not "2"; rtf keeps the publication's
+        # terms, and finds "2.0" with 2.0). The two readings part only on such a pair.
+        return
+    pub = stored
     ours = _ours(text, pub)
     theirs = _oxigraph(text, pub)
     if isinstance(ours, bool):
