@@ -51,5 +51,5 @@ def test_spark_options_set_before_the_run_are_kept(monkeypatch, tmp_path):
     monkeypatch.delenv("SPARK_DAEMON_JAVA_OPTS", raising=False)
     spark_jvm.set_options(tmp_path / "a.jsa")
     assert os.environ["SPARK_SUBMIT_OPTS"] == ""
-    assert os.environ["SPARK_DAEMON_JAVA_OPTS"] == (f"{spark_jvm.SPARK_JVM_OPTIONS} "
+    assert os.environ["SPARK_DAEMON_JAVA_OPTS"] == (f"{spark_jvm.SPARK_JVM_OPTIONS} {spark_jvm.UNVERIFIED_OPTIONS} "
                                                    f"-XX:SharedArchiveFile={tmp_path / 'a.jsa'} -Xlog:cds*=off")
