@@ -12,6 +12,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+import pytest
+
 import rtf
 
 PACKAGE = Path(rtf.__file__).parent
@@ -30,6 +32,26 @@ def test_every_module_of_rtf_has_its_bytecode_before_a_test_runs():
                     + (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
         if header != expected:
             stale.append(str(source.relative_to(PACKAGE)))
+    assert not stale, stale
+
+
+def test_under_xdist_every_test_module_is_rewritten_once_before_the_workers_collect():
+    """tests/conftest.py's `compile_the_tests`: the controller writes pytest's rewritten
+    bytecode of every test module, so the workers (each collects the whole suite) read it
+    instead of rewriting all of it again, under ``PYTHONDONTWRITEBYTECODE`` too."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.skip("a serial run: its one process rewrites the modules as pytest does")
+    from _pytest.assertion.rewrite import PYC_TAIL, get_cache_dir
+
+    stale = []
+    for source in sorted(Path(__file__).parent.glob("test_*.py")):
+        cached = get_cache_dir(source) / (source.name[:-3] + PYC_TAIL)
+        header = cached.read_bytes()[:16] if cached.exists() else b""
+        # a checked-hash pyc: magic, flags 3, the source's hash (PEP 552)
+        expected = (importlib.util.MAGIC_NUMBER + b"\x03\x00\x00\x00"
+                    + importlib.util.source_hash(source.read_bytes())[:8])
+        if header != expected:
+            stale.append(source.name)
     assert not stale, stale
 
 
