@@ -12,6 +12,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+import pytest
+
 import rtf
 
 PACKAGE = Path(rtf.__file__).parent
@@ -33,6 +35,26 @@ def test_every_module_of_rtf_has_its_bytecode_before_a_test_runs():
     assert not stale, stale
 
 
+def test_under_xdist_every_test_module_is_rewritten_once_before_the_workers_collect():
+    """tests/conftest.py's `compile_the_tests`: the controller writes pytest's rewritten
+    bytecode of every test module, so the workers (each collects the whole suite) read it
+    instead of rewriting all of it again, under ``PYTHONDONTWRITEBYTECODE`` too."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.skip("a serial run: its one process rewrites the modules as pytest does")
+    from _pytest.assertion.rewrite import PYC_TAIL, get_cache_dir
+
+    stale = []
+    for source in sorted(Path(__file__).parent.glob("test_*.py")):
+        cached = get_cache_dir(source) / (source.name[:-3] + PYC_TAIL)
+        header = cached.read_bytes()[:16] if cached.exists() else b""
+        # a checked-hash pyc: magic, flags 3, the source's hash (PEP 552)
+        expected = (importlib.util.MAGIC_NUMBER + b"\x03\x00\x00\x00"
+                    + importlib.util.source_hash(source.read_bytes())[:8])
+        if header != expected:
+            stale.append(source.name)
+    assert not stale, stale
+
+
 
 def test_only_a_run_that_may_have_spark_tests_makes_the_class_archive():
     from tests import spark_jvm
@@ -51,5 +73,5 @@ def test_spark_options_set_before_the_run_are_kept(monkeypatch, tmp_path):
     monkeypatch.delenv("SPARK_DAEMON_JAVA_OPTS", raising=False)
     spark_jvm.set_options(tmp_path / "a.jsa")
     assert os.environ["SPARK_SUBMIT_OPTS"] == ""
-    assert os.environ["SPARK_DAEMON_JAVA_OPTS"] == (f"{spark_jvm.SPARK_JVM_OPTIONS} "
+    assert os.environ["SPARK_DAEMON_JAVA_OPTS"] == (f"{spark_jvm.SPARK_JVM_OPTIONS} {spark_jvm.UNVERIFIED_OPTIONS} "
                                                    f"-XX:SharedArchiveFile={tmp_path / 'a.jsa'} -Xlog:cds*=off")
