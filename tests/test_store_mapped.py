@@ -170,3 +170,29 @@ def test_a_save_after_a_load_writes_the_loaded_models_again_without_decoding_the
         assert [(q.id, q.subscriber, q.metadata, q.query) for q in again.queries()] == \
             [(q.id, q.subscriber, q.metadata, q.query) for q in engine.queries()]
         assert answers(again, pubs) == answers(engine, pubs)
+
+
+def test_the_installation_key_is_made_once_whole_and_private(tmp_path, monkeypatch):
+    """Processes saving their first index at once (xdist workers, `rtf match --workers`)
+    share one key, and none reads it half-written (then it would save unsigned)."""
+    import os
+    import stat
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.delenv(sections.KEY_VARIABLE, raising=False)
+    monkeypatch.setenv(sections.KEY_FILE_VARIABLE, str(tmp_path / "conf" / "rtf" / "index.key"))
+    assert sections.installation_key() is None  # none yet, and none made when not asked
+    real_token_bytes = sections.secrets.token_bytes
+
+    def slow_token_bytes(n):  # (widens the window in which the others look)
+        time.sleep(0.05)
+        return real_token_bytes(n)
+
+    monkeypatch.setattr(sections.secrets, "token_bytes", slow_token_bytes)
+    with ThreadPoolExecutor(8) as pool:
+        keys = list(pool.map(lambda _: sections.installation_key(create=True), range(32)))
+    assert len(set(keys)) == 1 and len(keys[0]) == 32
+    path = tmp_path / "conf" / "rtf" / "index.key"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert sorted(os.listdir(path.parent)) == ["index.key"]  # no leftover of the losers

@@ -32,6 +32,7 @@ import hmac
 import os
 import secrets
 import struct
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,9 +88,16 @@ def installation_key(create: bool = False) -> bytes | None:
         return None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(secrets.token_bytes(32))
+        # Written whole under a name of its own, then linked to its place: a process that
+        # reads the key never sees it half-written, and of two processes making one at
+        # the same time, the first link wins and both use its key.
+        fd, made = tempfile.mkstemp(dir=path.parent, prefix=".index.key.")  # (mode 0600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(32))
+            os.link(made, path)
+        finally:
+            os.unlink(made)
         return path.read_bytes()
     except FileExistsError:  # made by another process meanwhile
         return installation_key(False)
