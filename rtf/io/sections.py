@@ -183,19 +183,30 @@ def unpack(data, version: int, source: str = "<bytes>") -> Sections:
     return Sections(arrays, signed)
 
 
+def offsets(counts) -> np.ndarray:
+    """The offsets (int64, from 0) of consecutive runs of `counts` items: run k is
+    ``[offsets[k], offsets[k + 1])``."""
+    found = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=found[1:])
+    return found
+
+
+def ascending(found: np.ndarray, end: int) -> bool:
+    """Whether `found` are offsets as `offsets` makes them, of runs that end at `end`."""
+    return (len(found) > 0 and found[0] == 0 and found[-1] == end
+            and bool((np.diff(found) >= 0).all()))
+
+
 def strings(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, UTF-8 bytes) of `values`: value k is ``bytes[offsets[k]:offsets[k + 1]]``."""
     encoded = [v.encode("utf-8") for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    return offsets, np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    return offsets([len(e) for e in encoded]), np.frombuffer(b"".join(encoded), dtype=np.uint8)
 
 
 def read_strings(offsets: np.ndarray, data: np.ndarray, what: str) -> list[str]:
     """The strings `strings` made (`ValueError` naming `what` if the offsets are not
     ascending from 0 to the data's end, or a string is not UTF-8)."""
-    if (len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(data)
-            or (len(offsets) > 1 and (np.diff(offsets) < 0).any())):
+    if not ascending(offsets, len(data)):
         raise ValueError(f"the offsets of {what} are not ascending within its bytes")
     raw = data.tobytes()
     text = raw.decode("utf-8")

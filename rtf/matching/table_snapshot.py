@@ -43,7 +43,7 @@ from rtf.matching.pivots import _rebuilt
 from rtf.matching.query_table import PENDING, QueryTable, RegisteredBranch, planned_branches
 from rtf.matching.star import star_plan
 from rtf.matching.structures import grown
-from rtf.matching.tuple_shapes import TupleShape, _shared, _TYPE_PATH
+from rtf.matching.tuple_shapes import _TYPE_PATH, TupleShape, row_positions
 from rtf.query.model import FTExpr
 
 #: The prefix of the table's section names.
@@ -148,7 +148,7 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
         counts[at] = loaded.query_slot_offsets[numbers + 1] - starts[at]
     rows = _ranges(starts, counts)
     query_slots = np.concatenate((old_slots, np.array(new_slots, dtype=np.int32)))[rows]
-    branch_starts = np.concatenate((old_offsets[:-1], len(old_shapes) + _offsets(new_counts)[:-1]))[rows]
+    branch_starts = np.concatenate((old_offsets[:-1], len(old_shapes) + sections.offsets(new_counts)[:-1]))[rows]
     branch_counts = np.concatenate((np.diff(old_offsets), np.array(new_counts, dtype=np.int64)))[rows]
     branch_shapes = np.concatenate((old_shapes, np.array(new_shapes, dtype=np.int32)))[
         _ranges(branch_starts, branch_counts)]
@@ -171,13 +171,13 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
             "shapes": [None if s is None else [s.subject, s.predicate, s.object, s._keys] for s in shapes]}
     out = {"head": np.frombuffer(json.dumps(head, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
            "query_mapped": mapped.astype(np.uint8),
-           "query_slot_offsets": _offsets(query_counts), "query_slots": np.array(query_slots, dtype=np.int32),
-           "branch_shape_offsets": _offsets(branch_counts),
+           "query_slot_offsets": sections.offsets(query_counts), "query_slots": np.array(query_slots, dtype=np.int32),
+           "branch_shape_offsets": sections.offsets(branch_counts),
            "branch_shapes": np.array(branch_shapes, dtype=np.int32),
            "slot_answer": np.where(keep, table.slot_answer[:slots_count], -1).astype(np.int32),
            "pivot": pivot, "others": others,
            "extra_slots": np.array(extra_slots, dtype=np.int32),
-           "extra_offsets": _offsets([len(e) for e in extras]),
+           "extra_offsets": sections.offsets([len(e) for e in extras]),
            "extra_shapes": np.concatenate([np.zeros(0, dtype=np.int32), *extras]).astype(np.int32),
            "uses": np.bincount(counted, minlength=shape_count).astype(np.int32),
            "shape_check": table.shape_check[:shape_count].astype(bool)}
@@ -199,12 +199,6 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """The indices ``starts[k], starts[k] + 1, ... starts[k] + counts[k] - 1`` for every k, in order."""
     ends = np.cumsum(counts)
     return np.repeat(starts - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)
-
-
-def _offsets(counts: list[int]) -> np.ndarray:
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return offsets
 
 
 class MappedQueries:
@@ -300,8 +294,8 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     qoff, qslots = a["query_slot_offsets"], a["query_slots"]
     boff, bshapes = a["branch_shape_offsets"], a["branch_shapes"]
     pivot, others = a["pivot"], a["others"]
-    _expect(len(mapped) == queries and len(qoff) == queries + 1 and _ascending(qoff, len(qslots))
-            and _ascending(boff, len(bshapes)) and len(boff) == len(qslots) + 1 and _within(qslots, slots_count)
+    _expect(len(mapped) == queries and len(qoff) == queries + 1 and sections.ascending(qoff, len(qslots))
+            and sections.ascending(boff, len(bshapes)) and len(boff) == len(qslots) + 1 and _within(qslots, slots_count)
             and _within(bshapes, shape_count) and pivot.shape == (slots_count,) and others.ndim == 2
             and others.shape[0] == slots_count and len(a["shape_check"]) == shape_count
             and len(a["uses"]) == shape_count and _within(pivot, shape_count, -1)
@@ -333,8 +327,8 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
                         ("slot_confirm", False), ("slot_projected", -1), ("slot_projected_part", -1),
                         ("slot_ask", False)):
         setattr(table, name, grown(getattr(table, name)[:0], size, empty))
-    held = slot_query[live]
-    table.slot_id[:slots_count][live] = np.array(ids, dtype=object)[held]
+    held, id_objects = slot_query[live], np.array(ids, dtype=object)
+    table.slot_id[:slots_count][live] = id_objects[held]
     table.slot_subscriber[:slots_count][live] = np.array(subscribers, dtype=object)[held]
     table.subscribed = int(np.count_nonzero(table.slot_subscriber != None))  # noqa: E711 (element-wise)
     table.slot_answer[:slots_count] = slot_answer
@@ -344,7 +338,7 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     table.shape_at, table._next_shape, table._free_shapes = shape_at, shape_count, free_shapes
     table.shape_check = grown(a["shape_check"].astype(bool), len(shape_at), False)
     _restore_pivots(table.pivots, a, live, shape_count)
-    for qid, n in zip(np.array(ids, dtype=object)[mapped].tolist(), counts[mapped].tolist()):
+    for qid, n in zip(id_objects[mapped].tolist(), counts[mapped].tolist()):
         table.queries[qid] = (PENDING,) * n
     table.id_order.changed()
     table.id_column.changed()
@@ -355,7 +349,7 @@ def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None
     slots_count = len(live)
     extra_slots, eoff, eshapes = a["extra_slots"], a["extra_offsets"], a["extra_shapes"]
     _expect(_within(extra_slots, slots_count) and len(eoff) == len(extra_slots) + 1
-            and _ascending(eoff, len(eshapes)) and _within(eshapes, shape_count + 1, 1)
+            and sections.ascending(eoff, len(eshapes)) and _within(eshapes, shape_count + 1, 1)
             and bool(live[extra_slots].all()) and (a["uses"] >= 0).all(), "the saved pivots")
     pivots.pivot = grown(a["pivot"].copy(), max(slots_count, 16), -1)
     others = np.zeros((len(pivots.pivot), a["others"].shape[1]), dtype=np.int32)
@@ -374,8 +368,6 @@ def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None
     pivots.rows.reserve(max(shape_count - 1, 0))
     pivots.rows = _rebuilt(pivots.rows, pivots.pivot[slots], slots)
 
-
-_ROWS: dict[tuple, tuple] = {}
 
 
 def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool) -> MappedShape:
@@ -396,27 +388,13 @@ def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool) -> Map
         raise ValueError(f"the saved shape {sid} has a key that is not a string")
     shape.needs_check, shape.check, shape.structures = check, None, None
     shape.is_type_path = predicate == _TYPE_PATH
-    layout = (subject if subject[0] == "?" else "", predicate if predicate[0] == "?" else "",
-              obj if obj[0] == "?" else "")
-    rows = _ROWS.get(layout)
-    if rows is None:
-        firsts: dict[str, int] = {}
-        for i, c in enumerate(layout):
-            if c and c not in firsts:
-                firsts[c] = i
-        rows = _ROWS[layout] = _shared(tuple(firsts[c] for c in sorted(firsts, key=lambda c: int(c[1:]))))
-    shape.row_positions = rows
+    shape.row_positions = row_positions((subject, predicate, obj))
     return shape
 
 
 def _expect(ok: bool, what: str) -> None:
     if not ok:
         raise ValueError(f"{what} is inconsistent")
-
-
-def _ascending(offsets: np.ndarray, end: int) -> bool:
-    return (len(offsets) > 0 and offsets[0] == 0 and offsets[-1] == end
-            and bool((np.diff(offsets) >= 0).all()))
 
 
 def _within(values: np.ndarray, end: int, start: int = 0) -> bool:

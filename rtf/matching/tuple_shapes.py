@@ -63,6 +63,24 @@ def _shared(t: tuple) -> tuple:
     return _SMALL_TUPLES.setdefault(t, t)
 
 
+#: variable layout (a structure's variables, "" for its constants) -> `row_positions`
+_ROWS: dict[tuple, tuple] = {}
+
+
+def row_positions(structure: tuple[str, str, str]) -> tuple[int, ...]:
+    """Where a triple's binding row comes from, for a shape of `structure`: the first
+    position of ?1, ?2, ... (one tuple for all the shapes of a variable layout)."""
+    layout = tuple(c if is_var_content(c) else "" for c in structure)
+    rows = _ROWS.get(layout)
+    if rows is None:
+        firsts: dict[str, int] = {}
+        for i, c in enumerate(layout):
+            if c and c not in firsts:
+                firsts[c] = i
+        rows = _ROWS[layout] = _shared(tuple(firsts[c] for c in sorted(firsts, key=_var_number)))
+    return rows
+
+
 class TupleShape:
     """One distinct (S, P, O, F) with variables renamed by position.
 
@@ -100,12 +118,7 @@ class TupleShape:
         self.check = None
         self.structures: SlotList | None = None
         self.is_type_path = self.predicate == _TYPE_PATH
-        # Where a triple's binding row comes from: the first position of ?1, ?2, ...
-        firsts: dict[str, int] = {}
-        for i, c in enumerate(self.structure):
-            if is_var_content(c) and c not in firsts:
-                firsts[c] = i
-        self.row_positions = _shared(tuple(firsts[c] for c in sorted(firsts, key=_var_number)))
+        self.row_positions = row_positions(self.structure)
 
     def checker(self):
         """The whole full-text constraint as a function of a `TextIndex` (made once)."""
