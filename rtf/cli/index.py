@@ -83,23 +83,19 @@ def cmd_build(args) -> int:
 
     engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args))
     warnings = TaxonomyReport(engine.taxonomy)
-    if args.table and args.algorithm in ("rtfs", "rtfm"):
-        # Every query indexed at once, for the query table (format 4): the file then loads
-        # by mapping it back, not by registering every query again.
-        register_all(engine, iter_queries(args.queries), args.queries, workers=args.workers)
+    # With the query table (format 4), every query is indexed at once: the file then loads by
+    # mapping the table back, not by registering every query again. Without it, a chunk of
+    # queries is indexed at a time, then written out: the memory of a few queries.
+    whole = args.table and args.algorithm in ("rtfs", "rtfm")
+    target = engine if whole else IndexBuilder(engine, on_registered=lambda rq: warnings.add(rq.id, rq.query))
+    register_all(target, iter_queries(args.queries), args.queries, workers=args.workers)
+    if whole:
         for rq in engine.queries():
             warnings.add(rq.id, rq.query)
-        with _locked(args.output):
-            size = engine.save(args.output)
-        count = len(engine)
-    else:  # a chunk of queries indexed at a time, then written out: the memory of a few queries
-        builder = IndexBuilder(engine, on_registered=lambda rq: warnings.add(rq.id, rq.query))
-        register_all(builder, iter_queries(args.queries), args.queries, workers=args.workers)
-        with _locked(args.output):
-            size = builder.save(args.output)
-        count = len(builder)
+    with _locked(args.output):
+        size = target.save(args.output)
     _report(warnings)
-    log.info(f"rtf index: {args.output}: {n_queries(count)}, {args.algorithm}, {size} bytes")
+    log.info(f"rtf index: {args.output}: {n_queries(len(target))}, {args.algorithm}, {size} bytes")
     return 0
 
 
