@@ -47,6 +47,11 @@ answers exactly as `rtf match --queries` with the same queries, algorithm,
 taxonomy and options, without parsing a query. A truncated, corrupt or other-version file is refused
 (exit 1) and left as it is. Updates (build, add, remove) run one at a time:
 one started while another changes a file in the same folder waits for it.
+
+An rtfs or rtfm index is signed with this installation's key (RTF_INDEX_KEY, else
+~/.config/rtf/index.key, made on the first save): such a file is mapped back without
+registering its queries again (100K queries: about a second); any other file (another
+machine's, --no-table, naive, ibroker) loads the checked way, every query registered again.
 """
 
 
