@@ -159,6 +159,26 @@ class Pivots:
             mark[at] = False
         return candidates[holds]
 
+    def restore(self, pivot: np.ndarray, others: np.ndarray, extra: dict[int, np.ndarray], uses: np.ndarray,
+                live: np.ndarray, shape_count: int) -> None:
+        """Take the state of a saved index (`rtf.matching.table_snapshot`, checked in range
+        there): each slot's `pivot` and `others` row, the `extra` shapes of the slots that
+        have more, each shape's `uses`; `live` marks the slots counted."""
+        slots_count = len(live)
+        self.pivot = grown(pivot.copy(), max(slots_count, 16), -1)
+        self.others = np.zeros((len(self.pivot), others.shape[1]), dtype=np.int32)
+        self.others[:slots_count] = others
+        self.has_extra = np.zeros(len(self.pivot), dtype=bool)
+        self.extra = extra
+        self.has_extra[list(extra)] = True
+        self.uses = array("i", uses.astype(np.int32).tobytes()) if shape_count else array("i")
+        self.mark = np.zeros(shape_count + 2, dtype=bool)
+        self.mark[0] = True
+        self.live, self.placed = int(np.count_nonzero(live)), 0
+        slots = np.flatnonzero(live)
+        self.rows.reserve(max(shape_count - 1, 0))
+        self.rows = _rebuilt(self.rows, self.pivot[slots], slots)
+
     def repivot(self) -> None:
         """Choose every counted branch's pivot again: its shape that the fewest branches use
         (among its pivot and the shapes of its `others` row), and rebuild the rows."""

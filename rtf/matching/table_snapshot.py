@@ -39,7 +39,6 @@ import numpy as np
 from rtf.errors import IndexFileError
 from rtf.io import sections
 from rtf.io.store import CLASS_NAMES, _ValueBuilder, _ValueTable
-from rtf.matching.pivots import _rebuilt
 from rtf.matching.query_table import PENDING, QueryTable, RegisteredBranch, planned_branches
 from rtf.matching.star import star_plan
 from rtf.matching.structures import grown
@@ -346,28 +345,14 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
 
 
 def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None:
-    slots_count = len(live)
+    """The saved pivots (`snapshot`'s sections), checked in range, into the empty `pivots`."""
     extra_slots, eoff, eshapes = a["extra_slots"], a["extra_offsets"], a["extra_shapes"]
-    _expect(_within(extra_slots, slots_count) and len(eoff) == len(extra_slots) + 1
+    _expect(_within(extra_slots, len(live)) and len(eoff) == len(extra_slots) + 1
             and sections.ascending(eoff, len(eshapes)) and _within(eshapes, shape_count + 1, 1)
             and bool(live[extra_slots].all()) and (a["uses"] >= 0).all(), "the saved pivots")
-    pivots.pivot = grown(a["pivot"].copy(), max(slots_count, 16), -1)
-    others = np.zeros((len(pivots.pivot), a["others"].shape[1]), dtype=np.int32)
-    others[:slots_count] = a["others"]
-    pivots.others = others
-    pivots.has_extra = np.zeros(len(pivots.pivot), dtype=bool)
-    pivots.extra = {}
-    for k, slot in enumerate(extra_slots.tolist()):
-        pivots.extra[slot] = np.array(eshapes[eoff[k]:eoff[k + 1]], dtype=np.int32)
-        pivots.has_extra[slot] = True
-    pivots.uses = array("i", a["uses"].astype(np.int32).tobytes()) if shape_count else array("i")
-    pivots.mark = np.zeros(shape_count + 2, dtype=bool)
-    pivots.mark[0] = True
-    pivots.live, pivots.placed = int(np.count_nonzero(live)), 0
-    slots = np.flatnonzero(live)
-    pivots.rows.reserve(max(shape_count - 1, 0))
-    pivots.rows = _rebuilt(pivots.rows, pivots.pivot[slots], slots)
-
+    extra = {slot: np.array(eshapes[eoff[k]:eoff[k + 1]], dtype=np.int32)
+             for k, slot in enumerate(extra_slots.tolist())}
+    pivots.restore(a["pivot"], a["others"], extra, a["uses"], live, shape_count)
 
 
 def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool) -> MappedShape:
