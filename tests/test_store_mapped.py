@@ -52,6 +52,25 @@ def test_a_loaded_engine_is_mapped_back_not_registered_again(dbpedia_slice, dbpe
         [(q.id, q.subscriber, q.query) for q in engine.queries()]
 
 
+def test_a_loaded_engine_pickles_as_the_engine_it_stands_for(dbpedia_slice, dbpedia_taxonomy, pubs):
+    """Its shapes and records, loaded lazily, travel (as Spark ships engines) as plain ones."""
+    import pickle
+
+    from rtf.matching.tuple_shapes import TupleShape
+
+    records = generate_queries(dbpedia_slice, 200, seed=5, mix=MIXES["all"], taxonomy=dbpedia_taxonomy)
+    engine = Engine("rtfs", taxonomy=dbpedia_taxonomy)
+    for r in records:
+        engine.register(r["query"], r["id"], r["subscriber"])
+    loaded = Engine.from_bytes(engine.to_bytes())
+    assert isinstance(loaded._index.table.shape_at[0], MappedShape)
+    shipped = pickle.loads(pickle.dumps(loaded))
+    shapes = [s for s in shipped._index.table.shape_at.tolist() if s is not None]
+    assert shapes and all(type(s) is TupleShape for s in shapes)
+    assert [s.key for s in shapes] == [s.key for s in loaded._index.table.shape_at.tolist() if s is not None]
+    assert answers(shipped, pubs) == answers(engine, pubs) and any(answers(engine, pubs))
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), n=st.integers(5, 60), mix=st.sampled_from(sorted(MIXES)),

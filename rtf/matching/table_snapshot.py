@@ -94,15 +94,9 @@ class MappedShape(TupleShape):
         return (self.subject, self.predicate, self.object, self.fulltext)
 
     def __reduce__(self):  # (pickled as the plain shape it stands for)
-        return _plain, ({name: getattr(self, name) for name in TupleShape.__slots__ if name != "check"},)
-
-
-def _plain(state: dict) -> TupleShape:
-    shape = TupleShape.__new__(TupleShape)
-    shape.check = None
-    for name, value in state.items():
-        setattr(shape, name, value)
-    return shape
+        # (TupleShape's state, read through the properties: its full text decoded)
+        return TupleShape.__new__, (TupleShape,), (None, {name: getattr(self, name)
+                                                          for name in TupleShape.__slots__ if name != "check"})
 
 
 def _mapped(table: QueryTable, branches) -> bool:
