@@ -194,16 +194,102 @@ def _one_by_one(table: QueryTable, slots, codes, solver: PublicationSolver, limi
 
 
 def answer_projected_parts(table: QueryTable, slots, solver: PublicationSolver, hits: Hits, limit: int,
-                           out: dict, truncated: set[str]) -> np.ndarray:
-    """The branches of projected stars whose queries have several branches, answered into
-    `out` (a query's answer: the union of its branches'); the slots left are returned."""
+                           out: dict, truncated: set[str], parts: list) -> np.ndarray:
+    """The branches of projected stars whose queries have several branches; the slots left
+    are returned.
+
+    A query all of whose complete branches are answered by their stars' codes alone (no
+    tested variable of several values) is answered a query at a time: each of its distinct
+    answers once, the union of them when it has several, into `parts` under its first slot
+    (`QueryTable.part_leads`). The others are answered one by one (`_one_by_one`) into `out`,
+    a query's answer the union of its branches'; so are their branches answered later."""
     codes = table.slot_projected_part[slots]
     mine = codes >= 0
     if not mine.any():
         return slots
     hits.settle()
-    left, branches = [], table.branches
-    for slot, found in _one_by_one(table, slots[mine], codes[mine], solver, limit):
+    leads = table.part_leads(slots)
+    at = np.flatnonzero(mine)
+    present, where = np.unique(codes[at], return_inverse=True)
+    where = where.reshape(-1)
+    given = [_by_code(table, solver, code, limit) for code in present.tolist()]
+    usable = np.fromiter((g is not None for g in given), bool, len(given))
+    whole = usable[where]
+    # (a query with a branch answered otherwise: by its join, or by the values kept)
+    mixed = np.concatenate([leads[~mine & (leads >= 0)], leads[at[~whole]]])
+    if len(mixed):
+        whole &= ~np.isin(leads[at], mixed)
+    if whole.any():
+        _by_query(leads[at[whole]], where[whole], given, table, limit, parts, out, truncated)
+    rest = at[~whole]
+    if not len(rest):
+        return slots[~mine]
+    joined = _union_one_by_one(table, slots[rest], codes[rest], solver, limit, out, truncated)
+    return np.concatenate([slots[~mine], np.array(joined, dtype=slots.dtype)])
+
+
+def _by_code(table: QueryTable, solver: PublicationSolver, code: int, limit: int):
+    """A star's answer by its code alone (None: it needs the values kept, or is past `limit`)."""
+    answers = solver.star_answers
+    found = answers.get((code,), answers)
+    if found is answers:
+        found = answers[(code,)] = solver.projected_solutions(table.projected.by_code[code], limit)
+    return found
+
+
+def _by_query(leads: np.ndarray, which: np.ndarray, given: list, table: QueryTable, limit: int,
+              parts: list, out: dict, truncated: set[str]) -> None:
+    """Queries (by their first slot, `leads`) answered by the answers `given[which]` of their
+    branches: one distinct answer is the query's (into `parts`, all at once); several, their
+    union (past `limit`: into `out`, truncated)."""
+    seen: dict[int, int] = {}  # (answers shared between codes count once: id -> rank)
+    rank = np.fromiter((seen.setdefault(id(g), len(seen)) for g in given), np.int64, len(given))
+    distinct = [None] * len(seen)
+    for g, r in zip(given, rank.tolist()):
+        distinct[r] = g
+    n = len(distinct)
+    pairs = np.unique(leads.astype(np.int64) * n + rank[which])
+    query, answer = pairs // n, pairs % n
+    first = np.ones(len(pairs), dtype=bool)
+    first[1:] = query[1:] != query[:-1]
+    last = np.ones(len(pairs), dtype=bool)
+    last[:-1] = first[1:]
+    alone = first & last
+    column = np.empty(n, dtype=object)
+    column[:] = distinct
+    nonempty = np.fromiter(map(bool, distinct), bool, n)
+    take = alone & nonempty[answer]
+    if take.any():
+        parts.append((query[take].astype(np.intp), column[answer[take]]))
+    if alone.all():
+        return
+    unions: dict[int, frozenset] = {}
+    for q, a in zip(query[~alone].tolist(), answer[~alone].tolist()):
+        before = unions.get(q)
+        unions[q] = distinct[a] if before is None else before | distinct[a]
+    slots, found = [], []
+    for q, union in unions.items():
+        if len(union) > limit:
+            qid = table.branches[q].query_id
+            out[qid] = union
+            truncated.add(qid)
+        elif union:
+            slots.append(q)
+            found.append(union)
+    if slots:
+        column = np.empty(len(found), dtype=object)
+        column[:] = found
+        parts.append((np.array(slots, dtype=np.intp), column))
+
+
+def _union_one_by_one(table: QueryTable, slots, codes, solver: PublicationSolver, limit: int,
+                      out: dict, truncated: set[str]) -> list[int]:
+    """Branches of several-branch queries answered one by one (`_one_by_one`) into `out`,
+    a query's answer the union of its branches'; the slots left to their joins are returned
+    (their answers join the same union later)."""
+    branches = table.branches
+    left = []
+    for slot, found in _one_by_one(table, slots, codes, solver, limit):
         if found is None:
             left.append(slot)
         elif found:
@@ -212,4 +298,4 @@ def answer_projected_parts(table: QueryTable, slots, solver: PublicationSolver, 
             out[qid] = found if before is None else before | found
             if len(out[qid]) > limit:
                 truncated.add(qid)
-    return np.concatenate([slots[~mine], np.array(left, dtype=slots.dtype)])
+    return left
