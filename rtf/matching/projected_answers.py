@@ -71,6 +71,29 @@ def answered_by_codes(slots: np.ndarray, codes: np.ndarray, answers_of, parts: l
     return slots[left]
 
 
+def answers_by_code(table: QueryTable, solver: PublicationSolver, present: np.ndarray,
+                    limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """The answers of the stars of codes `present` (sorted), and whether each is usable:
+    each distinct product (`ProjectedStars.products`) read once, its value sets, size and
+    columns of several values, and made once if a star of it may use it; a star uses it
+    unless one of its tested columns has several values (its branches keep their own) or it
+    is past `limit`. Python steps once per product, never per star or branch."""
+    stars = table.projected
+    products = stars.product[present]
+    distinct, which = np.unique(products, return_inverse=True)
+    which = which.reshape(-1)
+    made = [solver.product_columns(stars.products[p][1]) for p in distinct.tolist()]
+    several = np.fromiter((m[2] for m in made), np.int64, len(made))
+    small = np.fromiter((m[1] <= limit for m in made), bool, len(made))
+    usable = small[which] & ((stars.tested[present] & several[which]) == 0)
+    answers = np.empty(len(made), dtype=object)
+    needed = np.zeros(len(made), dtype=bool)
+    needed[which[usable]] = True
+    for i in np.flatnonzero(needed).tolist():
+        answers[i] = solver.product(stars.products[int(distinct[i])][0], made[i][0])
+    return answers[which], usable
+
+
 def answer_projected(table: QueryTable, slots: np.ndarray, solver: PublicationSolver, hits: Hits,
                      limit: int, parts: list, join_groups: JoinGroups) -> np.ndarray:
     """The branches of projected stars answered a star at a time, into `parts`; the slots
@@ -82,13 +105,7 @@ def answer_projected(table: QueryTable, slots: np.ndarray, solver: PublicationSo
     if not (codes >= 0).any():
         return slots
     hits.settle()  # (the stars read their shapes' triples)
-    stars, answers = table.projected.by_code, solver.star_answers
-
-    def answer(code: int):
-        found = answers[(code,)] = solver.projected_solutions(stars[code], limit)
-        return found, found is not None
-
-    slots = answered_by_code(slots, codes, answer, parts)
+    slots = answered_by_codes(slots, codes, lambda present: answers_by_code(table, solver, present, limit), parts)
     codes = table.slot_projected[slots]
     several = codes >= 0
     if not several.any() or not solver.memo.term_masks:
@@ -195,14 +212,15 @@ def _one_by_one(table: QueryTable, slots, codes, solver: PublicationSolver, limi
 
 def answer_projected_parts(table: QueryTable, slots, solver: PublicationSolver, hits: Hits, limit: int,
                            out: dict, truncated: set[str], parts: list) -> np.ndarray:
-    """The branches of projected stars whose queries have several branches; the slots left
-    are returned.
+    """The branches of projected stars whose queries have several branches, answered a
+    query at a time; the slots left (to their joins) are returned.
 
-    A query all of whose complete branches are answered by their stars' codes alone (no
-    tested variable of several values) is answered a query at a time: each of its distinct
-    answers once, the union of them when it has several, into `parts` under its first slot
-    (`QueryTable.part_leads`). The others are answered one by one (`_one_by_one`) into `out`,
-    a query's answer the union of its branches'; so are their branches answered later."""
+    A query's answer is the union of its complete branches'. When every one of them is
+    answered by its star's code alone (no tested variable of several values), its distinct
+    answers are read off in numpy (`_by_query`); the others' branches are answered one by
+    one (`_one_by_one`, the values each keeps). Either way a query goes into `parts` under
+    its first slot (`QueryTable.part_leads`), unless one of its branches is left to its
+    join: then into `out`, which that join's answer joins later."""
     codes = table.slot_projected_part[slots]
     mine = codes >= 0
     if not mine.any():
@@ -212,11 +230,11 @@ def answer_projected_parts(table: QueryTable, slots, solver: PublicationSolver, 
     at = np.flatnonzero(mine)
     present, where = np.unique(codes[at], return_inverse=True)
     where = where.reshape(-1)
-    given = [_by_code(table, solver, code, limit) for code in present.tolist()]
-    usable = np.fromiter((g is not None for g in given), bool, len(given))
+    given, usable = answers_by_code(table, solver, present, limit)
+    given = given.tolist()
     whole = usable[where]
-    # (a query with a branch answered otherwise: by its join, or by the values kept)
-    mixed = np.concatenate([leads[~mine & (leads >= 0)], leads[at[~whole]]])
+    joined = leads[~mine & (leads >= 0)]  # (queries with a branch answered by its join)
+    mixed = np.concatenate([joined, leads[at[~whole]]])
     if len(mixed):
         whole &= ~np.isin(leads[at], mixed)
     if whole.any():
@@ -224,24 +242,26 @@ def answer_projected_parts(table: QueryTable, slots, solver: PublicationSolver, 
     rest = at[~whole]
     if not len(rest):
         return slots[~mine]
-    joined = _union_one_by_one(table, slots[rest], codes[rest], solver, limit, out, truncated)
-    return np.concatenate([slots[~mine], np.array(joined, dtype=slots.dtype)])
-
-
-def _by_code(table: QueryTable, solver: PublicationSolver, code: int, limit: int):
-    """A star's answer by its code alone (None: it needs the values kept, or is past `limit`)."""
-    answers = solver.star_answers
-    found = answers.get((code,), answers)
-    if found is answers:
-        found = answers[(code,)] = solver.projected_solutions(table.projected.by_code[code], limit)
-    return found
+    left, unions = [], {}
+    rest_leads = leads[rest].tolist()
+    for (slot, found), lead in zip(_one_by_one(table, slots[rest], codes[rest], solver, limit), rest_leads):
+        if found is None:
+            left.append(slot)
+        elif found:
+            before = unions.get(lead)
+            unions[lead] = found if before is None else before | found
+    to_join = set(joined.tolist())
+    if left:
+        to_join.update(leads[np.isin(slots, left)].tolist())
+    _into(unions, to_join, table, limit, parts, out, truncated)
+    return np.concatenate([slots[~mine], np.array(left, dtype=slots.dtype)])
 
 
 def _by_query(leads: np.ndarray, which: np.ndarray, given: list, table: QueryTable, limit: int,
               parts: list, out: dict, truncated: set[str]) -> None:
     """Queries (by their first slot, `leads`) answered by the answers `given[which]` of their
     branches: one distinct answer is the query's (into `parts`, all at once); several, their
-    union (past `limit`: into `out`, truncated)."""
+    union (`_into`)."""
     seen: dict[int, int] = {}  # (answers shared between codes count once: id -> rank)
     rank = np.fromiter((seen.setdefault(id(g), len(seen)) for g in given), np.int64, len(given))
     distinct = [None] * len(seen)
@@ -267,12 +287,21 @@ def _by_query(leads: np.ndarray, which: np.ndarray, given: list, table: QueryTab
     for q, a in zip(query[~alone].tolist(), answer[~alone].tolist()):
         before = unions.get(q)
         unions[q] = distinct[a] if before is None else before | distinct[a]
+    _into(unions, (), table, limit, parts, out, truncated)
+
+
+def _into(unions: dict, to_join, table: QueryTable, limit: int, parts: list, out: dict,
+          truncated: set[str]) -> None:
+    """Queries' answers (first slot -> the union of their branches') into `parts`, or into
+    `out` for those of `to_join` (a branch left to its join adds to it later) and those past
+    `limit` (truncated)."""
     slots, found = [], []
     for q, union in unions.items():
-        if len(union) > limit:
+        if q in to_join or len(union) > limit:
             qid = table.branches[q].query_id
             out[qid] = union
-            truncated.add(qid)
+            if len(union) > limit:
+                truncated.add(qid)
         elif union:
             slots.append(q)
             found.append(union)
@@ -280,22 +309,3 @@ def _by_query(leads: np.ndarray, which: np.ndarray, given: list, table: QueryTab
         column = np.empty(len(found), dtype=object)
         column[:] = found
         parts.append((np.array(slots, dtype=np.intp), column))
-
-
-def _union_one_by_one(table: QueryTable, slots, codes, solver: PublicationSolver, limit: int,
-                      out: dict, truncated: set[str]) -> list[int]:
-    """Branches of several-branch queries answered one by one (`_one_by_one`) into `out`,
-    a query's answer the union of its branches'; the slots left to their joins are returned
-    (their answers join the same union later)."""
-    branches = table.branches
-    left = []
-    for slot, found in _one_by_one(table, slots, codes, solver, limit):
-        if found is None:
-            left.append(slot)
-        elif found:
-            qid = branches[slot].query_id
-            before = out.get(qid)
-            out[qid] = found if before is None else before | found
-            if len(out[qid]) > limit:
-                truncated.add(qid)
-    return left
