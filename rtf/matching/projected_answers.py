@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rtf.matching.star import SUBJECT
+from rtf.matching.structures import sorted_unique
 from rtf.matching.value_tests import MASK_TERMS, TermMasks, masks_of, term_mask
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def answered_by_codes(slots: np.ndarray, codes: np.ndarray, answers_of, parts: l
     grouped = codes >= 0
     if not grouped.any():
         return slots
-    present = np.unique(codes[grouped])
+    present = sorted_unique(codes[grouped])
     answers, usable = answers_of(present)
     found = usable & np.fromiter(map(bool, answers), bool, len(answers))
     where = np.searchsorted(present, codes[grouped])
@@ -111,7 +112,7 @@ def answer_projected(table: QueryTable, slots: np.ndarray, solver: PublicationSo
     if not several.any() or not solver.memo.term_masks:
         return slots
     tested = slots[several]
-    if len(tested) >= _SHARED_JOINS * len(np.unique(join_groups.codes(tested, table))):
+    if len(tested) >= _SHARED_JOINS * len(sorted_unique(join_groups.codes(tested, table))):
         return slots
     left = _by_masks(table, tested, codes[several], solver, limit, parts)
     return np.concatenate([slots[~several], left])
@@ -268,7 +269,7 @@ def _by_query(leads: np.ndarray, which: np.ndarray, given: list, table: QueryTab
     for g, r in zip(given, rank.tolist()):
         distinct[r] = g
     n = len(distinct)
-    pairs = np.unique(leads.astype(np.int64) * n + rank[which])
+    pairs = sorted_unique(leads.astype(np.int64) * n + rank[which])
     query, answer = pairs // n, pairs % n
     first = np.ones(len(pairs), dtype=bool)
     first[1:] = query[1:] != query[:-1]

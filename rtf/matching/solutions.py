@@ -174,7 +174,7 @@ class PublicationSolver:
         key = (names, tuple(columns))  # (frozensets: hashed once, compared by identity first)
         found = self._products.get(key)
         if found is None:
-            found = self._products[key] = frozenset(tuple(zip(names, row)) for row in product(*columns))
+            found = self._products[key] = frozenset([tuple(zip(names, row)) for row in product(*columns)])
         return found
 
     @property
