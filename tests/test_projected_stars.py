@@ -267,3 +267,30 @@ def test_branches_of_different_answers_give_their_union(algorithm, monkeypatch):
     found = {m.query_id: m.solutions for m in e.match(pub)}
     assert found == {q: frozenset({(("v", '"gold"@en'),), (("v", _int(1)),)}),
                      word: frozenset({(("v", '"gold"@en'),)})}
+
+
+@pytest.mark.parametrize("algorithm", ["rtfs", "rtfm"])
+def test_a_restored_engine_answers_several_branch_queries_a_query_at_a_time(algorithm, monkeypatch, tmp_path):
+    # The query-at-a-time answer of || queries reads each slot's first slot of its query
+    # (QueryTable.part_leads), made at registration: a loaded engine (which registers such
+    # queries again from their models) has it, and answers as the engine it was saved from.
+    e = Engine(algorithm)
+    star = PREFIX + "SELECT ?x ?v WHERE {{ ?x ex:p ?v ; ex:q ?w FILTER({}) }}"
+    plain = e.register(PREFIX + "SELECT ?x WHERE { ?x ex:q ?w }")
+    either = e.register(star.format("?v <= 1 || ?w = 2"))
+    other = e.register(star.format("?v > 3 || ?w = 2"))
+    e.unregister(plain)  # (a free slot: the loaded table's slots differ from the saved one's)
+    pub = Publication(SUBJECT[1:-1], [(SUBJECT, PREDICATES[0], _int(1)), (SUBJECT, PREDICATES[0], _int(4)),
+                                      (SUBJECT, PREDICATES[1], _int(2))])
+    found = {m.query_id: m.solutions for m in e.match(pub)}
+    assert found == {either: frozenset({(("x", SUBJECT), ("v", _int(1))), (("x", SUBJECT), ("v", _int(4)))}),
+                     other: frozenset({(("x", SUBJECT), ("v", _int(1))), (("x", SUBJECT), ("v", _int(4)))})}
+    path = tmp_path / "e.idx"
+    e.save(path)
+    loaded = Engine.load(path)
+    table = loaded._index.table
+    for q in (either, other):
+        slots = [b.slot for b in table.branches_of(q)]
+        assert (table.part_leads(slots) == slots[0]).all()
+    _without_joins(monkeypatch)
+    assert {m.query_id: m.solutions for m in loaded.match(pub)} == found

@@ -2,9 +2,15 @@
 
 A branch that is a star about one subject and projects its objects
 (`rtf.matching.star.ProjectedStar`) has, on a publication of one subject, the
-product of its tuples' values for solutions: made once per distinct star and
-publication (`PublicationSolver.projected_solutions`) and handed to all its
-branches at once (`answer_projected`).
+product of its tuples' values for solutions: made once per distinct *product*
+and publication (stars that differ only in which of their columns their FILTERs
+test have one: `ProjectedStars.product`) and handed to all its branches at once
+(`answers_by_code`, `answer_projected`). A star may take its product's answer
+unless one of its tested columns has several values here: its tested columns and
+the product's columns of several values are bit masks, compared in numpy, so the
+Python steps follow the distinct products of a publication, not its stars, its
+branches or its matches (issue 43: at 100K value-star queries, ~1,800 matches a
+publication, ~200 stars and ~150 products).
 
 A variable its FILTERs test that has several values on the publication keeps
 the values its branch's conjunction holds for, which the value index already
@@ -13,9 +19,12 @@ each conjunction's bit mask of the terms that satisfy it whole
 (`EvaluationMemo.term_masks`, made when asked). A branch of one conjunction is keyed by
 (star, mask) with numpy, and the branches of one key share one answer; the
 rare others (several conjunctions, a group past 52 terms) are keyed one by one,
-and an answer past the solution cap is left to the join. The branches of
-queries with several branches (``FILTER(?v < 3 || ?v > 9)`` makes two) are
-answered the same way, one by one, into the query's union (`answer_projected_parts`).
+and an answer past the solution cap is left to the join. Queries of several
+branches (``FILTER(?v < 3 || ?v > 9)`` makes two) are answered a query at a
+time (`answer_projected_parts`): the union of their complete branches' answers,
+into the same group as the others under the query's first slot
+(`QueryTable.part_leads`), or into the per-id answers when one of its branches
+is left to its join (whose answer joins the union later).
 """
 
 from __future__ import annotations
