@@ -180,10 +180,15 @@ def _by_masks(table: QueryTable, slots, codes, solver: PublicationSolver, limit:
             taken.append(slot)
             found.append(answer)
     if taken:
-        column = np.empty(len(found), dtype=object)
-        column[:] = found
-        parts.append((np.array(taken, dtype=slots.dtype), column))
+        parts.append(_part(taken, found, slots.dtype))
     return np.array(left, dtype=slots.dtype)
+
+
+def _part(slots: list[int], found: list, dtype=np.intp) -> tuple[np.ndarray, np.ndarray]:
+    """One of `parts`: the slots, and their answers as an object column beside them."""
+    column = np.empty(len(found), dtype=object)
+    column[:] = found
+    return np.array(slots, dtype=dtype), column
 
 
 def _kept(masks: TermMasks, mask: int) -> frozenset:
@@ -316,6 +321,4 @@ def _into(unions: dict, to_join, table: QueryTable, limit: int, parts: list, out
             slots.append(q)
             found.append(union)
     if slots:
-        column = np.empty(len(found), dtype=object)
-        column[:] = found
-        parts.append((np.array(slots, dtype=np.intp), column))
+        parts.append(_part(slots, found))
