@@ -353,7 +353,8 @@ class IndexedQueries(QueryIndex):
         if subject is not None and len(slots) and table.projected.by_code:
             slots = answer_projected(self.table, slots, solver, hits, limit, parts, self.join_groups)
             if len(slots):
-                slots = answer_projected_parts(self.table, slots, solver, hits, limit, out, truncated)
+                slots = answer_projected_parts(self.table, slots, solver, hits, limit, out, truncated,
+                                               parts)
         if always or (len(slots) and table.slot_confirm[slots].any()):
             # Version-3 candidates: each query's algebra, evaluated once (rtf.matching.confirm).
             confirm = table.slot_confirm[slots]

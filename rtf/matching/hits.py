@@ -18,6 +18,8 @@ from operator import attrgetter
 
 import numpy as np
 
+from rtf.matching.structures import sorted_unique
+
 _NO_IDS = np.zeros(0, dtype=np.int64)
 _ID = attrgetter("id")
 #: Chunks of at most this many shapes go into the dict when added.
@@ -70,7 +72,7 @@ class Hits(dict):
             parts.append(np.fromiter(map(_ID, self), np.int64, n))
         if len(parts) < 2:
             return parts[0] if parts else _NO_IDS
-        return np.unique(np.concatenate(parts))
+        return sorted_unique(np.concatenate(parts))
 
     def settle(self) -> "Hits":
         """Move every chunk into the dict (shape -> triples); return self."""

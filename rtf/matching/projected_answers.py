@@ -2,9 +2,15 @@
 
 A branch that is a star about one subject and projects its objects
 (`rtf.matching.star.ProjectedStar`) has, on a publication of one subject, the
-product of its tuples' values for solutions: made once per distinct star and
-publication (`PublicationSolver.projected_solutions`) and handed to all its
-branches at once (`answer_projected`).
+product of its tuples' values for solutions: made once per distinct *product*
+and publication (stars that differ only in which of their columns their FILTERs
+test have one: `ProjectedStars.product`) and handed to all its branches at once
+(`answers_by_code`, `answer_projected`). A star may take its product's answer
+unless one of its tested columns has several values here: its tested columns and
+the product's columns of several values are bit masks, compared in numpy, so the
+Python steps follow the distinct products of a publication, not its stars, its
+branches or its matches (issue 43: at 100K value-star queries, ~1,800 matches a
+publication, ~200 stars and ~150 products).
 
 A variable its FILTERs test that has several values on the publication keeps
 the values its branch's conjunction holds for, which the value index already
@@ -13,9 +19,12 @@ each conjunction's bit mask of the terms that satisfy it whole
 (`EvaluationMemo.term_masks`, made when asked). A branch of one conjunction is keyed by
 (star, mask) with numpy, and the branches of one key share one answer; the
 rare others (several conjunctions, a group past 52 terms) are keyed one by one,
-and an answer past the solution cap is left to the join. The branches of
-queries with several branches (``FILTER(?v < 3 || ?v > 9)`` makes two) are
-answered the same way, one by one, into the query's union (`answer_projected_parts`).
+and an answer past the solution cap is left to the join. Queries of several
+branches (``FILTER(?v < 3 || ?v > 9)`` makes two) are answered a query at a
+time (`answer_projected_parts`): the union of their complete branches' answers,
+into the same group as the others under the query's first slot
+(`QueryTable.part_leads`), or into the per-id answers when one of its branches
+is left to its join (whose answer joins the union later).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rtf.matching.star import SUBJECT
+from rtf.matching.structures import sorted_unique
 from rtf.matching.value_tests import MASK_TERMS, TermMasks, masks_of, term_mask
 
 if TYPE_CHECKING:
@@ -59,7 +69,7 @@ def answered_by_codes(slots: np.ndarray, codes: np.ndarray, answers_of, parts: l
     grouped = codes >= 0
     if not grouped.any():
         return slots
-    present = np.unique(codes[grouped])
+    present = sorted_unique(codes[grouped])
     answers, usable = answers_of(present)
     found = usable & np.fromiter(map(bool, answers), bool, len(answers))
     where = np.searchsorted(present, codes[grouped])
@@ -69,6 +79,29 @@ def answered_by_codes(slots: np.ndarray, codes: np.ndarray, answers_of, parts: l
     left = ~grouped
     left[np.flatnonzero(grouped)[~usable[where]]] = True
     return slots[left]
+
+
+def answers_by_code(table: QueryTable, solver: PublicationSolver, present: np.ndarray,
+                    limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """The answers of the stars of codes `present` (sorted), and whether each is usable:
+    each distinct product (`ProjectedStars.products`) read once, its value sets, size and
+    columns of several values, and made once if a star of it may use it; a star uses it
+    unless one of its tested columns has several values (its branches keep their own) or it
+    is past `limit`. Python steps once per product, never per star or branch."""
+    stars = table.projected
+    products = stars.product[present]
+    distinct, which = np.unique(products, return_inverse=True)
+    which = which.reshape(-1)
+    made = [solver.product_columns(stars.products[p][1]) for p in distinct.tolist()]
+    several = np.fromiter((m[2] for m in made), np.int64, len(made))
+    small = np.fromiter((m[1] <= limit for m in made), bool, len(made))
+    usable = small[which] & ((stars.tested[present] & several[which]) == 0)
+    answers = np.empty(len(made), dtype=object)
+    needed = np.zeros(len(made), dtype=bool)
+    needed[which[usable]] = True
+    for i in np.flatnonzero(needed).tolist():
+        answers[i] = solver.product(stars.products[int(distinct[i])][0], made[i][0])
+    return answers[which], usable
 
 
 def answer_projected(table: QueryTable, slots: np.ndarray, solver: PublicationSolver, hits: Hits,
@@ -82,19 +115,13 @@ def answer_projected(table: QueryTable, slots: np.ndarray, solver: PublicationSo
     if not (codes >= 0).any():
         return slots
     hits.settle()  # (the stars read their shapes' triples)
-    stars, answers = table.projected.by_code, solver.star_answers
-
-    def answer(code: int):
-        found = answers[(code,)] = solver.projected_solutions(stars[code], limit)
-        return found, found is not None
-
-    slots = answered_by_code(slots, codes, answer, parts)
+    slots = answered_by_codes(slots, codes, lambda present: answers_by_code(table, solver, present, limit), parts)
     codes = table.slot_projected[slots]
     several = codes >= 0
     if not several.any() or not solver.memo.term_masks:
         return slots
     tested = slots[several]
-    if len(tested) >= _SHARED_JOINS * len(np.unique(join_groups.codes(tested, table))):
+    if len(tested) >= _SHARED_JOINS * len(sorted_unique(join_groups.codes(tested, table))):
         return slots
     left = _by_masks(table, tested, codes[several], solver, limit, parts)
     return np.concatenate([slots[~several], left])
@@ -153,10 +180,15 @@ def _by_masks(table: QueryTable, slots, codes, solver: PublicationSolver, limit:
             taken.append(slot)
             found.append(answer)
     if taken:
-        column = np.empty(len(found), dtype=object)
-        column[:] = found
-        parts.append((np.array(taken, dtype=slots.dtype), column))
+        parts.append(_part(taken, found, slots.dtype))
     return np.array(left, dtype=slots.dtype)
+
+
+def _part(slots: list[int], found: list, dtype=np.intp) -> tuple[np.ndarray, np.ndarray]:
+    """One of `parts`: the slots, and their answers as an object column beside them."""
+    column = np.empty(len(found), dtype=object)
+    column[:] = found
+    return np.array(slots, dtype=dtype), column
 
 
 def _kept(masks: TermMasks, mask: int) -> frozenset:
@@ -194,22 +226,99 @@ def _one_by_one(table: QueryTable, slots, codes, solver: PublicationSolver, limi
 
 
 def answer_projected_parts(table: QueryTable, slots, solver: PublicationSolver, hits: Hits, limit: int,
-                           out: dict, truncated: set[str]) -> np.ndarray:
-    """The branches of projected stars whose queries have several branches, answered into
-    `out` (a query's answer: the union of its branches'); the slots left are returned."""
+                           out: dict, truncated: set[str], parts: list) -> np.ndarray:
+    """The branches of projected stars whose queries have several branches, answered a
+    query at a time; the slots left (to their joins) are returned.
+
+    A query's answer is the union of its complete branches'. When every one of them is
+    answered by its star's code alone (no tested variable of several values), its distinct
+    answers are read off in numpy (`_by_query`); the others' branches are answered one by
+    one (`_one_by_one`, the values each keeps). Either way a query goes into `parts` under
+    its first slot (`QueryTable.part_leads`), unless one of its branches is left to its
+    join: then into `out`, which that join's answer joins later."""
     codes = table.slot_projected_part[slots]
     mine = codes >= 0
     if not mine.any():
         return slots
     hits.settle()
-    left, branches = [], table.branches
-    for slot, found in _one_by_one(table, slots[mine], codes[mine], solver, limit):
+    leads = table.part_leads(slots)
+    at = np.flatnonzero(mine)
+    present, where = np.unique(codes[at], return_inverse=True)
+    where = where.reshape(-1)
+    given, usable = answers_by_code(table, solver, present, limit)
+    given = given.tolist()
+    whole = usable[where]
+    joined = leads[~mine & (leads >= 0)]  # (queries with a branch answered by its join)
+    mixed = np.concatenate([joined, leads[at[~whole]]])
+    if len(mixed):
+        whole &= ~np.isin(leads[at], mixed)
+    if whole.any():
+        _by_query(leads[at[whole]], where[whole], given, table, limit, parts, out, truncated)
+    rest = at[~whole]
+    if not len(rest):
+        return slots[~mine]
+    left, unions = [], {}
+    rest_leads = leads[rest].tolist()
+    for (slot, found), lead in zip(_one_by_one(table, slots[rest], codes[rest], solver, limit), rest_leads):
         if found is None:
             left.append(slot)
         elif found:
-            qid = branches[slot].query_id
-            before = out.get(qid)
-            out[qid] = found if before is None else before | found
-            if len(out[qid]) > limit:
-                truncated.add(qid)
+            before = unions.get(lead)
+            unions[lead] = found if before is None else before | found
+    to_join = set(joined.tolist())
+    if left:
+        to_join.update(leads[np.isin(slots, left)].tolist())
+    _into(unions, to_join, table, limit, parts, out, truncated)
     return np.concatenate([slots[~mine], np.array(left, dtype=slots.dtype)])
+
+
+def _by_query(leads: np.ndarray, which: np.ndarray, given: list, table: QueryTable, limit: int,
+              parts: list, out: dict, truncated: set[str]) -> None:
+    """Queries (by their first slot, `leads`) answered by the answers `given[which]` of their
+    branches: one distinct answer is the query's (into `parts`, all at once); several, their
+    union (`_into`)."""
+    seen: dict[int, int] = {}  # (answers shared between codes count once: id -> rank)
+    rank = np.fromiter((seen.setdefault(id(g), len(seen)) for g in given), np.int64, len(given))
+    distinct = [None] * len(seen)
+    for g, r in zip(given, rank.tolist()):
+        distinct[r] = g
+    n = len(distinct)
+    pairs = sorted_unique(leads.astype(np.int64) * n + rank[which])
+    query, answer = pairs // n, pairs % n
+    first = np.ones(len(pairs), dtype=bool)
+    first[1:] = query[1:] != query[:-1]
+    last = np.ones(len(pairs), dtype=bool)
+    last[:-1] = first[1:]
+    alone = first & last
+    column = np.empty(n, dtype=object)
+    column[:] = distinct
+    nonempty = np.fromiter(map(bool, distinct), bool, n)
+    take = alone & nonempty[answer]
+    if take.any():
+        parts.append((query[take].astype(np.intp), column[answer[take]]))
+    if alone.all():
+        return
+    unions: dict[int, frozenset] = {}
+    for q, a in zip(query[~alone].tolist(), answer[~alone].tolist()):
+        before = unions.get(q)
+        unions[q] = distinct[a] if before is None else before | distinct[a]
+    _into(unions, (), table, limit, parts, out, truncated)
+
+
+def _into(unions: dict, to_join, table: QueryTable, limit: int, parts: list, out: dict,
+          truncated: set[str]) -> None:
+    """Queries' answers (first slot -> the union of their branches') into `parts`, or into
+    `out` for those of `to_join` (a branch left to its join adds to it later) and those past
+    `limit` (truncated)."""
+    slots, found = [], []
+    for q, union in unions.items():
+        if q in to_join or len(union) > limit:
+            qid = table.branches[q].query_id
+            out[qid] = union
+            if len(union) > limit:
+                truncated.add(qid)
+        elif union:
+            slots.append(q)
+            found.append(union)
+    if slots:
+        parts.append(_part(slots, found))

@@ -242,6 +242,11 @@ class QueryTable:
     slot_projected: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
     #: slot -> the same for a branch of a query of several branches (answered per slot)
     slot_projected_part: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
+    #: slot -> for every branch of a query of several branches one of which has a code in
+    #: `slot_projected_part`, its query's first slot (-1: none), so that such queries are
+    #: answered a query at a time (`rtf.matching.projected_answers`); grown when written or
+    #: read (`part_leads`), so a restored table (which registers these queries again) has it
+    slot_part_lead: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
     projected: ProjectedStars = field(default_factory=ProjectedStars)
     #: slot -> True for a branch of a version-3 query (its algebra answers it)
     slot_confirm: np.ndarray = field(default_factory=lambda: np.zeros(64, dtype=bool))
@@ -342,6 +347,9 @@ class QueryTable:
                     found = projected_star(rb, plan.variables, exact_star(plan, rb.branch, ()))
                     if found is not None:
                         codes[rb.slot] = self.projected.code(found)
+            if len(branches) > 1 and (codes[[rb.slot for rb in branches]] >= 0).any():
+                self.part_leads(())  # (grown to every slot)
+                self.slot_part_lead[[rb.slot for rb in branches]] = branches[0].slot
         self.queries[query_id] = tuple(branches)
         self.id_column.changed()
         return new_shapes, branches
@@ -377,6 +385,12 @@ class QueryTable:
         """(`slots`, `answers` beside them or None) in query-id order, one slot per query."""
         order = self.id_order.order(self.slot_id, slots, len(self.queries))
         return slots[order], (answers[order].tolist() if answers is not None else None)
+
+    def part_leads(self, slots) -> np.ndarray:
+        """`slot_part_lead` of `slots` (see it), the array grown to every slot first."""
+        if len(self.slot_part_lead) < len(self.branches):
+            self.slot_part_lead = grown(self.slot_part_lead, len(self.branches), -1)
+        return self.slot_part_lead[slots]
 
     def ids_of(self, slots: np.ndarray) -> list[str]:
         return self.slot_id[slots].tolist()
@@ -426,6 +440,8 @@ class QueryTable:
                 self.slot_subscriber[rb.slot] = None
                 self.subscribed -= 1
             self.slot_answer[rb.slot] = -1
+            if rb.slot < len(self.slot_part_lead):
+                self.slot_part_lead[rb.slot] = -1
             for codes in (self.slot_projected, self.slot_projected_part):
                 if codes[rb.slot] >= 0:
                     self.projected.release(int(codes[rb.slot]))

@@ -40,7 +40,7 @@ from rtf.matching.shared_predicates import EvaluationMemo, ResidualPlan
 #: (``limit * JOIN_ROWS_PER_SOLUTION``): the work bound of a publication.
 JOIN_ROWS_PER_SOLUTION = 10
 from rtf.matching.query_table import RegisteredBranch, TupleShape
-from rtf.matching.star import SUBJECT, ProjectedStar, star_columns
+from rtf.matching.star import LAST_COLUMN_BIT, SUBJECT, ProjectedStar, star_columns
 
 Triple = tuple[str, str, str]
 Solution = tuple[tuple[str, str], ...]
@@ -146,11 +146,35 @@ class PublicationSolver:
             size *= len(values)
         if size > limit:
             return None
-        key = (star.names, tuple(columns))  # (frozensets: hashed once, compared by identity first)
+        return self.product(star.names, columns)
+
+    def product_columns(self, columns) -> tuple[list, int, int]:
+        """A product's columns (each `SUBJECT` or (shape, position)) as value sets, the
+        product's size and the bits of its columns of several values (`column_bits`)."""
+        found, size, several = [], 1, 0
+        known, subject = self._values, self.subject_set
+        for i, column in enumerate(columns):
+            if column is SUBJECT:
+                found.append(subject)
+                continue
+            values = known.get(column)
+            if values is None:
+                values = self.values(*column)
+            n = len(values)
+            if n != 1:
+                several |= 1 << min(i, LAST_COLUMN_BIT)
+                size *= n
+            found.append(values)
+        return found, size, several
+
+    def product(self, names: tuple[str, ...], columns: list) -> frozenset[Solution]:
+        """The solutions binding `names` to every combination of the `columns`' values,
+        made once per publication for every star of those names and value sets (stars that
+        differ only in the tuples they do not project, ``?s a dbo:Person`` or ``a dbo:Place``)."""
+        key = (names, tuple(columns))  # (frozensets: hashed once, compared by identity first)
         found = self._products.get(key)
         if found is None:
-            names = star.names
-            found = self._products[key] = frozenset(tuple(zip(names, row)) for row in product(*columns))
+            found = self._products[key] = frozenset([tuple(zip(names, row)) for row in product(*columns)])
         return found
 
     @property

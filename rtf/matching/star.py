@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+import numpy as np
+
+from rtf.matching.structures import grown
 from rtf.query.terms import is_variable
 
 if TYPE_CHECKING:
@@ -134,19 +137,53 @@ def projected_star(rb: RegisteredBranch, tested: frozenset, exact: bool) -> Proj
     return ProjectedStar(rb.projection, tuple(columns))
 
 
+#: A star's columns past this one share its bit in `ProjectedStars.tested` (a conservative
+#: test: a shared bit may only send a star to the slower paths).
+LAST_COLUMN_BIT = 62
+
+
+def column_bits(flags) -> int:
+    """The bits of the columns whose flag is true (column i: bit i, at most `LAST_COLUMN_BIT`)."""
+    bits = 0
+    for i, flag in enumerate(flags):
+        if flag:
+            bits |= 1 << min(i, LAST_COLUMN_BIT)
+    return bits
+
+
 class ProjectedStars:
     """The distinct `ProjectedStar` s of the registered branches, by a small code each,
-    counted so that a code goes when its last branch does (its shapes with it)."""
+    counted so that a code goes when its last branch does (its shapes with it).
+
+    Stars that differ only in which of their columns are tested have one *product*
+    (``product[code]``, a small code too; ``products[p]``: its names and columns, each
+    `SUBJECT` or (shape, position)): on a publication it is one answer for all of them,
+    made once (`rtf.matching.projected_answers.answers_by_code`), each code's `tested`
+    bits saying which columns must have one value for it to be that answer. Made at
+    registration, so a restored table (which registers these branches again) has them.
+    """
 
     def __init__(self) -> None:
         self.by_code: dict[int, ProjectedStar] = {}
         self._codes: dict[tuple, int] = {}
         self._count: dict[int, int] = {}
         self._next = 0
+        #: code -> its product's code, and the bits of its tested columns (`column_bits`)
+        self.product = np.full(64, -1, dtype=np.int32)
+        self.tested = np.zeros(64, dtype=np.int64)
+        #: product code -> (names, columns)
+        self.products: dict[int, tuple] = {}
+        self._product_codes: dict[tuple, int] = {}
+        self._product_count: dict[int, int] = {}
+        self._free_products: list[int] = []
 
     @staticmethod
     def _key(star: ProjectedStar) -> tuple:
         return (star.names, tuple(c if c is SUBJECT else (id(c[0]), c[1], c[2]) for c in star.columns))
+
+    @staticmethod
+    def _product_key(star: ProjectedStar) -> tuple:
+        return (star.names, tuple(c if c is SUBJECT else (id(c[0]), c[1]) for c in star.columns))
 
     def code(self, star: ProjectedStar) -> int:
         key = self._key(star)
@@ -156,11 +193,35 @@ class ProjectedStars:
             self._next += 1
             self.by_code[code] = star
             self._count[code] = 0
+            if code >= len(self.product):
+                self.product = grown(self.product, code + 1, -1)
+                self.tested = grown(self.tested, code + 1, 0)
+            self.product[code] = self._product(star)
+            self.tested[code] = column_bits(c is not SUBJECT and c[2] for c in star.columns)
         self._count[code] += 1
         return code
+
+    def _product(self, star: ProjectedStar) -> int:
+        key = self._product_key(star)
+        found = self._product_codes.get(key)
+        if found is None:
+            free = self._free_products
+            found = self._product_codes[key] = free.pop() if free else len(self.products)
+            self.products[found] = (star.names, tuple(c if c is SUBJECT else c[:2] for c in star.columns))
+            self._product_count[found] = 0
+        self._product_count[found] += 1
+        return found
 
     def release(self, code: int) -> None:
         self._count[code] -= 1
         if not self._count[code]:
             star = self.by_code.pop(code)
             del self._count[code], self._codes[self._key(star)]
+            product = int(self.product[code])
+            self.product[code] = -1
+            self._product_count[product] -= 1
+            if not self._product_count[product]:
+                del self._product_count[product], self.products[product]
+                del self._product_codes[self._product_key(star)]
+                self._free_products.append(product)
+

@@ -52,6 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rtf.matching.structures import sorted_unique
 from rtf.query.values import DECIMAL, DOUBLE, FLOAT, _promote, typed_value
 
 #: The operators a test may use (``in``: equal to any of the constants).
@@ -290,7 +291,7 @@ class ValueIndex:
                     else:  # a literal against IRIs and blank nodes only (two literals: an error)
                         out.append(_ids(table.valueless_nonliteral))
         if equal:
-            parts.append(np.unique(np.concatenate(equal)))
+            parts.append(sorted_unique(np.concatenate(equal)))
         parts = [p for p in parts if len(p)]
         if not parts:
             return _EMPTY
