@@ -212,6 +212,14 @@ class ProjectedStars:
         self._product_count[found] += 1
         return found
 
+    def __setstate__(self, state: dict) -> None:
+        # The keys hold the shapes' id()s, which an unpickled copy's shapes do not have:
+        # made again from the stars themselves (else a removal after a pickle fails).
+        self.__dict__.update(state)
+        self._codes = {self._key(star): code for code, star in self.by_code.items()}
+        self._product_codes = {self._product_key(self.by_code[code]): int(self.product[code])
+                               for code in self.by_code}
+
     def release(self, code: int) -> None:
         self._count[code] -= 1
         if not self._count[code]:

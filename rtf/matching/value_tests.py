@@ -233,6 +233,12 @@ class ValueTests:
         #: only the positions written for a publication are read back)
         self._seen = np.zeros(0, dtype=np.int32)
 
+    def __setstate__(self, state: dict) -> None:
+        # `groups` is keyed by the shapes' id()s, which an unpickled copy's shapes do not
+        # have: keyed again (else removing a value-tested query after a pickle fails).
+        self.__dict__.update(state)
+        self.groups = {(id(group.shape), group.position): group for group in state["groups"].values()}
+
     def compact(self) -> None:
         """After many registrations at once: every operand's index and opaque predicate's atoms
         laid out now, so that the first publications do not pay for them (`ValueIndex.build`)."""
