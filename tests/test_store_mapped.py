@@ -52,6 +52,25 @@ def test_a_loaded_engine_is_mapped_back_not_registered_again(dbpedia_slice, dbpe
         [(q.id, q.subscriber, q.query) for q in engine.queries()]
 
 
+def test_a_loaded_query_s_model_is_decoded_alone_from_its_own_record(dbpedia_slice, dbpedia_taxonomy, pubs):
+    """`Engine.get` and a publication joining loaded branches decode the models they need, one
+    record each (rtf/io/query_models.py), never the whole body; a save copies the records."""
+    records = generate_queries(dbpedia_slice, 300, seed=7, mix=MIXES["paper"], taxonomy=dbpedia_taxonomy)
+    engine = Engine("rtfs", taxonomy=dbpedia_taxonomy)
+    for r in records:
+        engine.register(r["query"], r["id"], r["subscriber"])
+    loaded = Engine.from_bytes(engine.to_bytes())
+    models = loaded._queries[records[0]["id"]]._models
+    assert loaded.get(records[150]["id"]).query == engine.get(records[150]["id"]).query
+    assert models.queries is None and list(models.decoded) == [150]
+    merged = [t for pub in pubs for t in pub.triples]  # one publication of many subjects: joins
+    assert answers(loaded, [merged]) == answers(engine, [merged]) and any(answers(engine, [merged]))
+    assert models.queries is None and 1 < len(models.decoded) < len(records)
+    again = Engine.from_bytes(loaded.to_bytes())
+    assert models.queries is None
+    assert [q.query for q in again.queries()] == [q.query for q in engine.queries()]
+
+
 def test_a_loaded_engine_pickles_as_the_engine_it_stands_for(dbpedia_slice, dbpedia_taxonomy, pubs):
     """Its shapes and records, loaded lazily, travel (as Spark ships engines) as plain ones."""
     import pickle
@@ -128,7 +147,7 @@ def test_altered_arrays_signed_again_are_refused_or_load_and_match_without_crash
     never a crash: every id the matcher reads is checked to be in range."""
     found = sections.unpack(_small(dbpedia_slice, dbpedia_taxonomy), store.FORMAT_VERSION)
     arrays = {name: array.copy() for name, array in found.arrays.items()}
-    names = sorted(name for name, array in arrays.items() if name[:2] in ("t_", "q_") and array.size)
+    names = sorted(name for name, array in arrays.items() if name[:2] in ("t_", "q_", "m_") and array.size)
     for _ in range(data.draw(st.integers(1, 3))):
         name = data.draw(st.sampled_from(names))
         flat = arrays[name].reshape(-1).view(np.uint8)

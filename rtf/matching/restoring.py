@@ -21,7 +21,7 @@ import threading
 import numpy as np
 
 from rtf.errors import IndexFileError, RtfError
-from rtf.io import store
+from rtf.io import query_models, store
 from rtf.io.model_checks import check_head
 from rtf.io.query_columns import query_sections, read_query_sections, read_texts
 from rtf.matching import table_snapshot
@@ -36,9 +36,18 @@ SNAPSHOT = table_snapshot.PREFIX + "head"
 
 
 def snapshot(table, records: list) -> dict:
-    """The sections of `table` and of the engine's `records` (`RegisteredQuery`, in order)."""
+    """The sections of `table` and of the engine's `records` (`RegisteredQuery`, in order):
+    with each query's model as a record of its own (`rtf.io.query_models`), a loaded one's
+    copied as it was read."""
     return {**table_snapshot.snapshot(table, [rq.id for rq in records]),
-            **query_sections([(rq.id, rq.subscriber, rq.is_ask, rq.metadata, rq.text) for rq in records])}
+            **query_sections([(rq.id, rq.subscriber, rq.is_ask, rq.metadata, rq.text) for rq in records]),
+            **query_models.model_sections(_model_records(records))}
+
+
+def _model_records(records: list):
+    for rq in records:
+        models = getattr(rq, "_models", None)
+        yield models.raw(rq._k) if models is not None and models.copied else rq.query
 
 
 def saved_queries(records: list) -> tuple[store.OldValues | None, list[tuple]]:
@@ -58,15 +67,31 @@ def saved_queries(records: list) -> tuple[store.OldValues | None, list[tuple]]:
 
 
 class Models:
-    """The file's query models, by query number: every one decoded (and checked) on the
-    first call, with the ids the body gives checked against the mapped ones."""
+    """The file's query models, by query number: each decoded (and checked) from its own
+    record when first asked for (`rtf.io.query_models`), or, in a file without the
+    records, every one from the body on the first call, with the ids the body gives
+    checked against the mapped ones."""
 
-    def __init__(self, found, source: str, ids: list[str]):
+    def __init__(self, found, source: str, ids: list[str], head=None):
         self.found, self.source, self.ids = found, source, ids
         self.arrays = found.arrays  # (the texts section: kept when the models are decoded)
-        self.queries: list | None = None
+        self.queries: list | None = None  # every model, decoded from the body
         self._old: store.OldValues | None = None
         self._texts: list | None = None
+        self.records: query_models.ModelRecords | None = None
+        self.decoded: dict[int, object] = {}  # query number -> model, decoded from its record
+        if all(name in found.arrays for name in query_models.NAMES):
+            self.records = query_models.ModelRecords(found.arrays, len(ids))
+            self._decoder = store._ValueBuilder(head.classes, head.analysis)  # (the body's classes)
+        #: whether the records' class numbers are this writer's (then a save copies them as they are)
+        self.copied = self.records is not None and head.classes == store.CLASS_NAMES
+
+    def raw(self, k: int) -> bytes:
+        """Query k's record, as the file holds it (IndexFileError if malformed)."""
+        try:
+            return self.records.raw(k)
+        except (ValueError, IndexError) as e:
+            raise IndexFileError(f"{self.source}: {e}") from None
 
     def old_values(self) -> store.OldValues | None:
         """The file's values to write again as they are (`rtf.io.store.old_values`; made once)."""
@@ -78,7 +103,9 @@ class Models:
     def text(self, k: int) -> str | None:
         """Query k's text (the models' if decoded, else the texts section's, read once)."""
         if self.queries is None and "q_texts" not in self.arrays:  # (a file without them: the models')
-            self.query(k)
+            found = self.query(k)
+            if self.records is not None:
+                return found.text
         if self.queries is not None:
             return self.queries[k].text
         with _DECODING:
@@ -90,10 +117,26 @@ class Models:
         return self._texts[k]
 
     def query(self, k: int):
+        if self.records is not None:
+            found = self.decoded.get(k)
+            if found is None:
+                with _DECODING:
+                    found = self.decoded.get(k)
+                    if found is None:
+                        found = self.decoded[k] = self._decode_one(k)
+            return found
         if self.queries is None:
             with _DECODING:  # (once, whichever thread asks first: `Engine.get` takes no lock)
                 self._decode()
         return self.queries[k]
+
+    def _decode_one(self, k: int):
+        try:
+            return self.records.query(k, self._decoder)
+        except (ValueError, IndexError) as e:
+            raise IndexFileError(f"{self.source}: {e}") from None
+        except IndexFileError as e:
+            raise IndexFileError(f"{self.source}: {e}") from None
 
     def _decode(self) -> None:
         if self.queries is None:
@@ -133,7 +176,7 @@ def restored(engine_class, lazy_record, found, source: str):
                               text_analysis=head.text_analysis)
         columns = read_query_sections(found.arrays)
         ids = columns.ids
-        models = Models(found, source, ids)
+        models = Models(found, source, ids, head)
         index = engine._index
         shapes, mapped = table_snapshot.restore(index.table, found.arrays, ids, columns.subscribers,
                                                 columns.asks, models.query)

@@ -1,0 +1,138 @@
+"""Each query's model as a record of its own in a saved index (format 4): one query decoded at a time.
+
+The body (`rtf.io.store`) stores every model value once for the whole file,
+children before parents, in one zlib stream: compact, but a reader that
+needs one query's model must inflate and decode it all (seconds at 100K
+queries). A mapped load (`rtf.matching.restoring`) needs models one at a
+time -- a branch answered by a join, `Engine.get`, a query the table does
+not map -- so a file with a query table also holds every query's model as a
+record of its own: the JSON list of the value entries it reaches (the body's
+encoding, references numbered within the record, the query last), in blocks
+of `BLOCK_QUERIES` queries compressed one by one (zlib), with an offsets
+array to find each block and each record in it. Decoding query k inflates
+its block (~200 KB at most) and decodes its entries alone, with every check
+of the body's values (`rtf.io.store._ValueBuilder`).
+
+Sections (``m_``): ``m_block_queries`` [1] (B), ``m_record_offsets`` [Q+1]
+(the records' offsets in the blocks' inflated bytes one after the other,
+from 0, ascending), ``m_block_offsets`` [ceil(Q/B)+1] (each block's offset
+in ``m_blocks``, from 0, ascending, to its length) and ``m_blocks`` (the
+zlib streams). Block b holds queries [bB, min(bB+B, Q)) and inflates to
+exactly the bytes their records span, no more (checked while inflating).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable
+
+import numpy as np
+
+from rtf.errors import IndexFileError
+from rtf.io import sections
+from rtf.io.store import _ESCAPED_SURROGATE, _ValueBuilder, _ValueTable
+from rtf.query.model import Query
+
+PREFIX = "m_"
+#: Queries per compressed block: small enough that one query costs little to inflate,
+#: large enough that a block compresses about as well as the body.
+BLOCK_QUERIES = 64
+#: The sections a file holding the records has.
+NAMES = tuple(PREFIX + name for name in ("block_queries", "record_offsets", "block_offsets", "blocks"))
+
+
+def encoded(query) -> bytes:
+    """The record of `query`: the JSON list of its value entries, children first, the query last."""
+    table = _ValueTable()
+    table.ref(query)
+    return json.dumps(table.take(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def model_sections(records: Iterable) -> dict[str, np.ndarray]:
+    """The sections of the queries' `records`, each a `Query` or its record's bytes as read
+    from another file (`ModelRecords.raw`), in registration order."""
+    lengths, blocks, block_lengths, pending = [0], [], [], []
+
+    def close() -> None:
+        packed = zlib.compress(b"".join(pending), 6)
+        blocks.append(packed)
+        block_lengths.append(len(packed))
+        pending.clear()
+
+    for record in records:
+        raw = record if type(record) is bytes else encoded(record)
+        pending.append(raw)
+        lengths.append(len(raw))
+        if len(pending) == BLOCK_QUERIES:
+            close()
+    if pending:
+        close()
+    return {PREFIX + "block_queries": np.array([BLOCK_QUERIES], dtype=np.int64),
+            PREFIX + "record_offsets": np.cumsum(lengths, dtype=np.int64),
+            PREFIX + "block_offsets": sections.offsets(block_lengths),
+            PREFIX + "blocks": np.frombuffer(b"".join(blocks), dtype=np.uint8)}
+
+
+class ModelRecords:
+    """The records of a file's sections (`model_sections`'), read a block at a time.
+
+    The offsets are checked when made (ValueError if inconsistent with `queries`),
+    each block's inflated length when inflated (ValueError). The last block
+    inflated is kept: saves and registrations read records in order.
+    """
+
+    def __init__(self, arrays: dict[str, np.ndarray], queries: int):
+        per, records, blocks, data = (arrays[name] for name in NAMES)
+        if per.shape != (1,) or not 1 <= int(per[0]) <= 1 << 20:
+            raise ValueError("the saved models' block size is malformed")
+        self.per = per = int(per[0])
+        count = (queries + per - 1) // per
+        if (len(records) != queries + 1 or not sections.ascending(records, int(records[-1]))
+                or not bool((np.diff(records) > 0).all())  # (no empty record: no block inflates unbounded)
+                or len(blocks) != count + 1 or not sections.ascending(blocks, len(data))):
+            raise ValueError("the saved models' offsets are inconsistent")
+        self.records, self.blocks, self.data, self.queries = records, blocks, data, queries
+        self._last: tuple[int, bytes] = (-1, b"")  # (one attribute: read by threads at once)
+
+    def raw(self, k: int) -> bytes:
+        """Query k's record (ValueError if its block does not inflate to the length it should)."""
+        if not 0 <= k < self.queries:
+            raise IndexError(k)
+        b = k // self.per
+        first = int(self.records[b * self.per])
+        held, raw = self._last
+        if b != held:
+            length = int(self.records[min((b + 1) * self.per, self.queries)]) - first
+            inflate = zlib.decompressobj()
+            try:
+                raw = inflate.decompress(self.data[int(self.blocks[b]):int(self.blocks[b + 1])].tobytes(), length)
+            except zlib.error as e:
+                raise ValueError(f"the saved models of block {b} cannot be decoded: {e}") from None
+            if len(raw) != length or not inflate.eof or inflate.unused_data or inflate.unconsumed_tail:
+                raise ValueError(f"the saved models of block {b} are not the length their offsets give")
+            self._last = (b, raw)
+        return raw[int(self.records[k]) - first:int(self.records[k + 1]) - first]
+
+    def query(self, k: int, decoder: _ValueBuilder) -> Query:
+        """Query k's model, decoded with every check of the body's values by `decoder` (the
+        file's classes and text analysis; its numbering starts again for each record);
+        IndexFileError if the record is malformed."""
+        try:
+            raw = self.raw(k)
+            if b"\\u" in raw and _ESCAPED_SURROGATE.search(raw):
+                raise ValueError("a lone surrogate, which is not a character")
+            entries = json.loads(raw)
+            if type(entries) is not list or not entries:
+                raise ValueError("not a list of values")
+        except (ValueError, RecursionError) as e:  # (UnicodeDecodeError is a ValueError)
+            raise IndexFileError(f"the index's model of query {k} is malformed: {e}") from None
+        decoder.values, decoder.memo = [], {}
+        try:
+            decoder.add(entries)
+            found = decoder.values[-1]
+        finally:
+            decoder.values, decoder.memo = [], {}
+        if type(found) is not Query:
+            raise IndexFileError(f"the index's model of query {k} is not a query")
+        return found
