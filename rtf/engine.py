@@ -498,7 +498,7 @@ class Engine:
         indexed engine's query table: `rtf.matching.table_snapshot`)."""
         if self.algorithm not in restoring.ALGORITHMS:
             return None
-        return restoring.snapshot(self._index.table, list(self._queries.values()))
+        return restoring.snapshot(self._index, list(self._queries.values()))
 
     def _saved(self) -> store.SavedIndex:
         reuse, queries = restoring.saved_queries(list(self._queries.values()))  # (loaded ones as they were)

@@ -35,11 +35,13 @@ ALGORITHMS = ("rtfs", "rtfm")
 SNAPSHOT = table_snapshot.PREFIX + "head"
 
 
-def snapshot(table, records: list) -> dict:
-    """The sections of `table` and of the engine's `records` (`RegisteredQuery`, in order):
-    with each query's model as a record of its own (`rtf.io.query_models`), a loaded one's
-    copied as it was read."""
-    return {**table_snapshot.snapshot(table, [rq.id for rq in records]),
+def snapshot(index, records: list) -> dict:
+    """The sections of `index` (an `IndexedQueries`: its query table and, for RTFs, its word
+    index) and of the engine's `records` (`RegisteredQuery`, in order): with each query's
+    model as a record of its own (`rtf.io.query_models`), a loaded one's copied as it was read."""
+    saved = getattr(index.index, "saved", None)  # (RTFs: its word index, `RTFsIndex.saved`)
+    return {**table_snapshot.snapshot(index.table, [rq.id for rq in records]),
+            **{table_snapshot.PREFIX + name: array for name, array in (saved() if saved else {}).items()},
             **query_sections([(rq.id, rq.subscriber, rq.is_ask, rq.metadata, rq.text) for rq in records]),
             **query_models.model_sections(_model_records(records))}
 
@@ -190,8 +192,12 @@ def restored(engine_class, lazy_record, found, source: str):
         index = engine._index
         shapes, mapped = table_snapshot.restore(index.table, found.arrays, ids, columns.subscribers,
                                                 columns.asks, models.query)
-        for shape in shapes:
-            index.index.add(shape)
+        restore = getattr(index.index, "restore_saved", None)  # (RTFs: `RTFsIndex.restore_saved`)
+        prefix = table_snapshot.PREFIX
+        if restore is None or not restore({name[len(prefix):]: array for name, array in found.arrays.items()
+                                           if name.startswith(prefix)}, shapes, index.table._next_shape):
+            for shape in shapes:
+                index.index.add(shape)
         queries = engine._queries
         metadata, subscribers, asks = columns.metadata, columns.subscribers, columns.asks.tolist()
         for k in np.flatnonzero(mapped).tolist():

@@ -31,6 +31,7 @@ to be *right* only when the file is signed by this installation
 from __future__ import annotations
 
 import json
+import sys
 from array import array
 from collections.abc import Callable
 
@@ -302,12 +303,12 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     texts = sections.read_strings(a["fulltext_offsets"], a["fulltexts"], "the shapes' full texts")
     _expect(len(texts) == shape_count, "the saved shapes")
     shape_at = np.full(max(shape_count, 64), None, dtype=object)
-    made, free_shapes = [], array("i")
+    made, free_shapes, structures = [], array("i"), {}
     for sid, (raw, text, check) in enumerate(zip(raw_shapes, texts, a["shape_check"].tolist())):
         if raw is None:
             free_shapes.append(sid)
             continue
-        shape_at[sid] = shape = _shape(sid, raw, text, decoder, check)
+        shape_at[sid] = shape = _shape(sid, raw, text, decoder, check, structures)
         made.append(shape)
     table.mapped = MappedQueries(ids, models, slot_query, qoff, qslots, boff, bshapes)
     live = slot_query >= 0
@@ -349,26 +350,38 @@ def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None
     pivots.restore(a["pivot"], a["others"], extra, a["uses"], live, shape_count)
 
 
-def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool) -> MappedShape:
-    subject, predicate, obj, keys = raw
-    if (type(subject) is not str or type(predicate) is not str or type(obj) is not str
-            or not (subject and predicate and obj) or type(keys) is not list or (check and not text)):
+def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool, structures: dict) -> MappedShape:
+    """The shape saved as `raw` (``[subject, predicate, object, keys]``), its structure's
+    fields made once for all its shapes (`structures`: (s, p, o) -> them)."""
+    if type(raw) is not list or len(raw) != 4:
         raise ValueError(f"the saved shape {sid} is malformed")
-    shape = MappedShape.__new__(MappedShape)
-    shape.id, shape.subject, shape.predicate, shape.object = sid, subject, predicate, obj
-    shape._entries, shape._decoder, shape._fulltext = text, decoder, PENDING if text else None
-    if keys and type(keys[0]) is str:
+    subject, predicate, obj, keys = raw
+    layout = structures.get((subject, predicate, obj))
+    if layout is None:
+        if (type(subject) is not str or type(predicate) is not str or type(obj) is not str
+                or not (subject and predicate and obj)):
+            raise ValueError(f"the saved shape {sid} is malformed")
+        layout = structures[(subject, predicate, obj)] = (
+            sys.intern(subject), sys.intern(predicate), sys.intern(obj), predicate == _TYPE_PATH,
+            row_positions((subject, predicate, obj)))
+    if type(keys) is not list or (check and not text):
+        raise ValueError(f"the saved shape {sid} is malformed")
+    shape = _new(MappedShape)
+    shape.subject, shape.predicate, shape.object, shape.is_type_path, shape.row_positions = layout
+    shape.id, shape._entries, shape._decoder, shape._fulltext = sid, text, decoder, PENDING if text else None
+    if not keys or type(keys[0]) is str:
         shape._keys = keys = tuple(keys)
-        words = keys
+        if not all(type(w) is str for w in keys):
+            raise ValueError(f"the saved shape {sid} has a key that is not a string")
     else:
         shape._keys = keys = tuple((tuple(words), tuple(prefixes)) for words, prefixes in keys)
-        words = [w for alternative in keys for part in alternative for w in part]
-    if not all(type(w) is str for w in words):
-        raise ValueError(f"the saved shape {sid} has a key that is not a string")
+        if not all(type(w) is str for alternative in keys for part in alternative for w in part):
+            raise ValueError(f"the saved shape {sid} has a key that is not a string")
     shape.needs_check, shape.check, shape.structures = check, None, None
-    shape.is_type_path = predicate == _TYPE_PATH
-    shape.row_positions = row_positions((subject, predicate, obj))
     return shape
+
+
+_new = object.__new__
 
 
 def _expect(ok: bool, what: str) -> None:
