@@ -174,10 +174,11 @@ def head_of(found, source: str):
         lines.close()
 
 
-def restored(engine_class, lazy_record, found, source: str):
+def restored(engine_class, lazy_records, found, source: str):
     """The engine of a signed file with a query table (`found`: its sections), or None if
-    its algorithm keeps none; `lazy_record(id, models, k, subscriber, is_ask, metadata)`
-    makes a query's record whose model is read from `models` when first asked for."""
+    its algorithm keeps none; `lazy_records(models, ids, numbers, subscribers, asks, metadata)`
+    makes the records of queries `numbers` whose models are read from `models` when first
+    asked for (`rtf.matching.registered.loaded_records`)."""
     head = head_of(found, source)
     if head.algorithm not in ALGORITHMS:
         return None
@@ -200,8 +201,7 @@ def restored(engine_class, lazy_record, found, source: str):
                 index.index.add(shape)
         queries = engine._queries
         metadata, subscribers, asks = columns.metadata, columns.subscribers, columns.asks.tolist()
-        for k in np.flatnonzero(mapped).tolist():
-            queries[ids[k]] = lazy_record(ids[k], models, k, subscribers[k], asks[k], metadata.get(k))
+        queries.update(lazy_records(models, ids, np.flatnonzero(mapped).tolist(), subscribers, asks, metadata))
         rest = np.flatnonzero(~mapped).tolist()
         if rest:
             models.prefetch(len(rest))

@@ -303,17 +303,17 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     texts = sections.read_strings(a["fulltext_offsets"], a["fulltexts"], "the shapes' full texts")
     _expect(len(texts) == shape_count, "the saved shapes")
     shape_at = np.full(max(shape_count, 64), None, dtype=object)
-    made, free_shapes, structures = [], array("i"), {}
-    for sid, (raw, text, check) in enumerate(zip(raw_shapes, texts, a["shape_check"].tolist())):
-        if raw is None:
-            free_shapes.append(sid)
-            continue
-        shape_at[sid] = shape = _shape(sid, raw, text, decoder, check, structures)
-        made.append(shape)
+    structures: dict = {}
+    made = [_shape(sid, raw, text, decoder, check, structures) for sid, raw, text, check
+            in zip(range(shape_count), raw_shapes, texts, a["shape_check"].tolist()) if raw is not None]
+    free_shapes = array("i", [sid for sid, raw in enumerate(raw_shapes) if raw is None])
+    shape_at[np.array([shape.id for shape in made], dtype=np.int64)] = np.fromiter(made, dtype=object, count=len(made))
     table.mapped = MappedQueries(ids, models, slot_query, qoff, qslots, boff, bshapes)
     live = slot_query >= 0
     size = max(slots_count, 64)
-    branches = LazyBranches([PENDING if held else None for held in live.tolist()])
+    pending = np.full(slots_count, None, dtype=object)
+    pending[live] = PENDING
+    branches = LazyBranches(pending.tolist())
     branches.table = table
     table.branches = branches
     table._free = array("i", np.flatnonzero(~live)[::-1].tolist())
@@ -332,8 +332,8 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     table.shape_at, table._next_shape, table._free_shapes = shape_at, shape_count, free_shapes
     table.shape_check = grown(a["shape_check"].astype(bool), len(shape_at), False)
     _restore_pivots(table.pivots, a, live, shape_count)
-    for qid, n in zip(id_objects[mapped].tolist(), counts[mapped].tolist()):
-        table.queries[qid] = (PENDING,) * n
+    runs = [(PENDING,) * n for n in range(int(counts.max()) + 1 if len(counts) else 0)]  # (one tuple a length)
+    table.queries.update(zip(id_objects[mapped].tolist(), map(runs.__getitem__, counts[mapped].tolist())))
     table.id_order.changed()
     table.id_column.changed()
     return made, mapped
