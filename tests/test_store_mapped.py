@@ -291,3 +291,26 @@ def test_the_installation_key_is_made_once_whole_and_private(tmp_path, monkeypat
     path = tmp_path / "conf" / "rtf" / "index.key"
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert sorted(os.listdir(path.parent)) == ["index.key"]  # no leftover of the losers
+
+
+def test_a_model_block_inflating_to_more_than_its_offsets_give_is_refused_before_it_is_decoded():
+    """A zlib bomb in `m_blocks` (re-signed) is refused when its query's model is read, having
+    inflated no more than the record offsets give (rtf/io/query_models.py)."""
+    import zlib
+
+    from rtf.io.query_models import ModelRecords, model_sections
+
+    engine = Engine("rtfs")
+    for k in range(40):
+        engine.register(f'SELECT ?s WHERE {{ ?s <http://ex/p{k}> ?o FILTER ftcontains(?o, "w{k}") }}', f"q{k}")
+    arrays = model_sections(rq.query for rq in engine.queries())
+    records = ModelRecords(arrays, 40)
+    assert [records.raw(k) for k in range(40)] == [ModelRecords(arrays, 40).raw(k) for k in range(40)]
+    bomb = zlib.compress(b" " * (64 << 20), 9)
+    arrays["m_block_offsets"] = np.array([0, len(bomb), len(bomb) + 1, len(bomb) + 2], dtype=np.int64)
+    arrays["m_blocks"] = np.frombuffer(bomb + b"xy", dtype=np.uint8)
+    with pytest.raises(ValueError, match="not the length their offsets give"):
+        ModelRecords(arrays, 40).raw(3)
+    arrays["m_record_offsets"][5] = arrays["m_record_offsets"][4]  # an empty record: refused
+    with pytest.raises(ValueError, match="offsets are inconsistent"):
+        ModelRecords(arrays, 40)
