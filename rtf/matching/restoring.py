@@ -191,12 +191,12 @@ def restored(engine_class, lazy_records, found, source: str):
         ids = columns.ids
         models = Models(found, source, ids, head)
         index = engine._index
-        shapes, mapped = table_snapshot.restore(index.table, found.arrays, ids, columns.subscribers,
+        shapes, groups, mapped = table_snapshot.restore(index.table, found.arrays, ids, columns.subscribers,
                                                 columns.asks, models.query)
         restore = getattr(index.index, "restore_saved", None)  # (RTFs: `RTFsIndex.restore_saved`)
         prefix = table_snapshot.PREFIX
         if restore is None or not restore({name[len(prefix):]: array for name, array in found.arrays.items()
-                                           if name.startswith(prefix)}, shapes, index.table._next_shape):
+                                           if name.startswith(prefix)}, groups, index.table._next_shape):
             for shape in shapes:
                 index.index.add(shape)
         queries = engine._queries

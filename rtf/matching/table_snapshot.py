@@ -231,7 +231,7 @@ class MappedQueries:
     def number_of(self, query_id: str) -> int:
         """The restored query's number in the file."""
         if self.number is None:
-            self.number = {qid: k for k, qid in enumerate(self.ids)}
+            self.number = dict(zip(self.ids, range(len(self.ids))))
         return self.number[query_id]
 
     def slots_of(self, query_id: str) -> tuple[int, int]:
@@ -273,10 +273,11 @@ class MappedQueries:
 
 
 def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], subscribers: list,
-            asks: np.ndarray, models: Callable[[int], object]) -> tuple[list[TupleShape], np.ndarray]:
+            asks: np.ndarray, models: Callable[[int], object]) -> tuple[list[TupleShape], list[list], np.ndarray]:
     """Fill the empty `table` with the saved arrays (`snapshot`'s, names without `PREFIX`)
     of the queries `ids` (with their `subscribers` and ASK flags, in file order); return
-    the shapes to index and which queries were restored (the others are to register).
+    the shapes to index (in id order, and grouped by structure) and which queries were
+    restored (the others are to register).
     ValueError if an array is missing, of the wrong size, or holds an id out of range."""
     a = {name[len(PREFIX):]: array for name, array in arrays.items() if name.startswith(PREFIX)}
     head = json.loads(a["head"].tobytes())
@@ -298,8 +299,9 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     counts = np.diff(qoff)
     slot_query = np.full(slots_count, -1, dtype=np.int64)
     slot_query[qslots] = np.repeat(np.arange(queries), counts)
-    _expect(len(np.unique(qslots)) == len(qslots) and ((pivot >= 0) == (slot_query >= 0)).all()
-            and ((slot_answer < 0) | (slot_query >= 0)).all(), "the saved slots")
+    _expect((not len(qslots) or int(np.bincount(qslots).max()) == 1)  # (each slot of one query)
+            and ((pivot >= 0) == (slot_query >= 0)).all() and ((slot_answer < 0) | (slot_query >= 0)).all(),
+            "the saved slots")
     texts = sections.read_strings(a["fulltext_offsets"], a["fulltexts"], "the shapes' full texts")
     _expect(len(texts) == shape_count, "the saved shapes")
     shape_at = np.full(max(shape_count, 64), None, dtype=object)
@@ -336,7 +338,7 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     table.queries.update(zip(id_objects[mapped].tolist(), map(runs.__getitem__, counts[mapped].tolist())))
     table.id_order.changed()
     table.id_column.changed()
-    return made, mapped
+    return made, [members for _, members in structures.values()], mapped
 
 
 def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None:
@@ -352,21 +354,24 @@ def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None
 
 def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool, structures: dict) -> MappedShape:
     """The shape saved as `raw` (``[subject, predicate, object, keys]``), its structure's
-    fields made once for all its shapes (`structures`: (s, p, o) -> them)."""
+    fields made once for all its shapes (`structures`: (s, p, o) -> them and the shapes of
+    that structure, which it joins)."""
     if type(raw) is not list or len(raw) != 4:
         raise ValueError(f"the saved shape {sid} is malformed")
     subject, predicate, obj, keys = raw
-    layout = structures.get((subject, predicate, obj))
-    if layout is None:
+    found = structures.get((subject, predicate, obj))
+    if found is None:
         if (type(subject) is not str or type(predicate) is not str or type(obj) is not str
                 or not (subject and predicate and obj)):
             raise ValueError(f"the saved shape {sid} is malformed")
-        layout = structures[(subject, predicate, obj)] = (
-            sys.intern(subject), sys.intern(predicate), sys.intern(obj), predicate == _TYPE_PATH,
-            row_positions((subject, predicate, obj)))
+        found = structures[(subject, predicate, obj)] = (
+            (sys.intern(subject), sys.intern(predicate), sys.intern(obj), predicate == _TYPE_PATH,
+             row_positions((subject, predicate, obj))), [])
     if type(keys) is not list or (check and not text):
         raise ValueError(f"the saved shape {sid} is malformed")
+    layout, members = found
     shape = _new(MappedShape)
+    members.append(shape)
     shape.subject, shape.predicate, shape.object, shape.is_type_path, shape.row_positions = layout
     shape.id, shape._entries, shape._decoder, shape._fulltext = sid, text, decoder, PENDING if text else None
     if not keys or type(keys[0]) is str:

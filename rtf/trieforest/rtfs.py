@@ -68,44 +68,36 @@ class RTFsIndex(ShapeIndex):
         (`rtf.trieforest.words.snapshot`), so that a load need not index every key again."""
         return words.snapshot(self.words)
 
-    def restore_saved(self, arrays: dict[str, np.ndarray], shapes: list[TupleShape], shape_count: int) -> bool:
-        """Index the `shapes` restored from a saved index (in id order, of `shape_count` ids)
-        into this empty index, with the word index `saved` wrote (`arrays`, checked against
-        the shapes: ValueError); False, nothing done, if the file has none."""
+    def restore_saved(self, arrays: dict[str, np.ndarray], groups: list[list[TupleShape]], shape_count: int) -> bool:
+        """Index the shapes restored from a saved index (of `shape_count` ids, in `groups`
+        of one structure each) into this empty index, with the word index `saved` wrote
+        (`arrays`, checked against the shapes: ValueError); False, nothing done, if the
+        file has none. Each structure's path is made once, its shapes put at its object
+        node at once."""
         if not all(name in arrays for name in words.SAVED):
             return False
+        worded_ids = [shape.id for group in groups for shape in group if shape._keys]
         worded = np.zeros(shape_count, dtype=bool)
-        worded[[shape.id for shape in shapes if shape._keys]] = True
-        several = sum(1 for shape in shapes if shape._keys and type(shape._keys[0]) is not str
-                      and len(shape._keys) > 1)
-        self._restore(shapes, words.restore(arrays, shape_count, worded, several))
-        return True
-
-    def _restore(self, shapes: list[TupleShape], index: WordIndex) -> None:
-        """Put the `shapes` into the forest, their words already in `index`: each
-        structure's path made once, its shapes put at its object node all at once."""
-        by_structure: dict[tuple, list] = {}
-        for shape in shapes:
-            found = by_structure.get(shape.structure)
-            if found is None:
-                by_structure[shape.structure] = [shape]
-            else:
-                found.append(shape)
-        node_of = np.full(max(16, shapes[-1].id + 1 if shapes else 0), -1, dtype=np.int32)
+        worded[worded_ids] = True
+        several = sum(1 for group in groups for shape in group
+                      if shape._keys and type(shape._keys[0]) is not str and len(shape._keys) > 1)
+        index = words.restore(arrays, shape_count, worded, several)
+        node_of = np.full(max(16, shape_count), -1, dtype=np.int32)
         numbers = self.numbers
-        for group in by_structure.values():
+        for group in groups:
             node = self.forest.insert(group[0])
-            worded = [shape for shape in group if shape._keys]
-            if worded:
-                node.worded = set(worded)
+            with_words = [shape for shape in group if shape._keys]
+            if with_words:
+                node.worded = set(with_words)
                 numbers[node] = number = len(numbers)
-                node_of[[shape.id for shape in worded]] = number
-                self.worded_shapes += len(worded)
-            if len(worded) < len(group):
+                node_of[[shape.id for shape in with_words]] = number
+                self.worded_shapes += len(with_words)
+            if len(with_words) < len(group):
                 node.shapes = [shape for shape in group if not shape._keys]
         self._next_number = len(numbers)
         self.node_of = node_of
         self.words = index
+        return True
 
     def remove(self, shape: TupleShape) -> None:
         steps = self.forest.path(shape)
