@@ -74,7 +74,7 @@ class Models:
     records, every one from the body on the first call, with the ids the body gives
     checked against the mapped ones."""
 
-    def __init__(self, found, source: str, ids: list[str], head=None):
+    def __init__(self, found, source: str, ids: list[str], head):
         self.found, self.source, self.ids = found, source, ids
         self.arrays = found.arrays  # (the texts section: kept when the models are decoded)
         self.queries: list | None = None  # every model, decoded from the body
@@ -137,17 +137,14 @@ class Models:
                     if found is None:
                         found = self.decoded[k] = self._decode_one(k)
             return found
-        if self.queries is None:
-            with _DECODING:  # (once, whichever thread asks first: `Engine.get` takes no lock)
-                self._decode()
+        with _DECODING:  # (once, whichever thread asks first: `Engine.get` takes no lock)
+            self._decode()
         return self.queries[k]
 
     def _decode_one(self, k: int):
         try:
             return self.records.query(k, self._decoder)
-        except (ValueError, IndexError) as e:
-            raise IndexFileError(f"{self.source}: {e}") from None
-        except IndexFileError as e:
+        except (ValueError, IndexError) as e:  # (an IndexFileError too: named after the file)
             raise IndexFileError(f"{self.source}: {e}") from None
 
     def _decode(self) -> None:
@@ -192,7 +189,7 @@ def restored(engine_class, lazy_records, found, source: str):
         models = Models(found, source, ids, head)
         index = engine._index
         shapes, groups, mapped = table_snapshot.restore(index.table, found.arrays, ids, columns.subscribers,
-                                                columns.asks, models.query)
+                                                        columns.asks, models.query)
         restore = getattr(index.index, "restore_saved", None)  # (RTFs: `RTFsIndex.restore_saved`)
         prefix = table_snapshot.PREFIX
         if restore is None or not restore({name[len(prefix):]: array for name, array in found.arrays.items()
