@@ -314,3 +314,26 @@ def test_a_model_block_inflating_to_more_than_its_offsets_give_is_refused_before
     arrays["m_record_offsets"][5] = arrays["m_record_offsets"][4]  # an empty record: refused
     with pytest.raises(ValueError, match="offsets are inconsistent"):
         ModelRecords(arrays, 40)
+
+
+def test_a_save_after_a_load_copies_the_unchanged_model_blocks_still_compressed(monkeypatch):
+    """`rtf index add` of one query compresses the models of the blocks that changed, not all."""
+    from rtf.io import query_models
+
+    engine = Engine("rtfs")
+    for k in range(40 * query_models.BLOCK_QUERIES + 3):
+        engine.register(f'SELECT ?s WHERE {{ ?s <http://ex/p{k % 7}> ?o FILTER ftcontains(?o, "w{k}") }}', f"q{k}")
+    loaded = Engine.from_bytes(engine.to_bytes())
+    loaded.register('SELECT ?s WHERE { ?s <http://ex/p> ?o FILTER ftcontains(?o, "new") }', "new")
+    engine.register('SELECT ?s WHERE { ?s <http://ex/p> ?o FILTER ftcontains(?o, "new") }', "new")
+    read, raw = set(), query_models.ModelRecords.raw
+    monkeypatch.setattr(query_models.ModelRecords, "raw",
+                        lambda self, k: read.add(k // self.per) or raw(self, k))
+    data = loaded.to_bytes()
+    # (the first 256 records make the dictionary; the last block, partial, has the new query)
+    assert read == set(range(query_models.DICTIONARY_QUERIES // query_models.BLOCK_QUERIES)) | {40}
+    monkeypatch.undo()
+    again = Engine.from_bytes(data)
+    assert [q.query for q in again.queries()] == [q.query for q in engine.queries()]
+    assert again._queries["q5"]._models.records.data.tobytes() == \
+        sections.unpack(engine.to_bytes(), store.FORMAT_VERSION).arrays["m_blocks"].tobytes()

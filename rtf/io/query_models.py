@@ -59,26 +59,40 @@ def encoded(query) -> bytes:
     return json.dumps(table.take(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def model_sections(records: Iterable) -> dict[str, np.ndarray]:
-    """The sections of the queries' `records`, each a `Query` or its record's bytes as read
-    from another file (`ModelRecords.raw`), in registration order."""
-    raws = (record if type(record) is bytes else encoded(record) for record in records)
-    first = [raw for _, raw in zip(range(DICTIONARY_QUERIES), raws)]
-    dictionary = b"".join(first)[-DICTIONARY_BYTES:]
+def model_sections(records: Iterable, source: ModelRecords | None = None) -> dict[str, np.ndarray]:
+    """The sections of the queries' `records`, in registration order, each a `Query` or the
+    number of a record of `source` (a loaded file's records, copied as they are: a whole
+    block of them in a row, from the same dictionary, is copied still compressed, so that
+    a save after a load, as `rtf index add` makes, compresses only what changed)."""
+    def raw(record) -> bytes:
+        return source.raw(record) if type(record) is int else encoded(record)
+
+    records = iter(records)
+    first = list(itertools.islice(records, DICTIONARY_QUERIES))
+    dictionary = b"".join(map(raw, first))[-DICTIONARY_BYTES:]
+    copying = source is not None and source.per == BLOCK_QUERIES and source.dictionary == dictionary
     lengths, blocks, block_lengths, pending = [0], [], [], []
     primed = zlib.compressobj(6, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY, dictionary) \
         if dictionary else zlib.compressobj(6)  # (copied for each block: the dictionary read once)
 
     def close() -> None:
-        deflate = primed.copy()
-        packed = deflate.compress(b"".join(pending)) + deflate.flush()
+        start = pending[0]
+        if (copying and type(start) is int and start % BLOCK_QUERIES == 0
+                and pending == list(range(start, min(start + BLOCK_QUERIES, source.queries)))):
+            b = start // BLOCK_QUERIES  # (source's block b, whole)
+            packed = source.data[int(source.blocks[b]):int(source.blocks[b + 1])].tobytes()
+            lengths.extend(np.diff(source.records[start:start + len(pending) + 1]).tolist())
+        else:
+            made = list(map(raw, pending))
+            lengths.extend(map(len, made))
+            deflate = primed.copy()
+            packed = deflate.compress(b"".join(made)) + deflate.flush()
         blocks.append(packed)
         block_lengths.append(len(packed))
         pending.clear()
 
-    for raw in itertools.chain(first, raws):
-        pending.append(raw)
-        lengths.append(len(raw))
+    for record in itertools.chain(first, records):
+        pending.append(record)
         if len(pending) == BLOCK_QUERIES:
             close()
     if pending:

@@ -43,13 +43,21 @@ def snapshot(index, records: list) -> dict:
     return {**table_snapshot.snapshot(index.table, [rq.id for rq in records]),
             **{table_snapshot.PREFIX + name: array for name, array in (saved() if saved else {}).items()},
             **query_sections([(rq.id, rq.subscriber, rq.is_ask, rq.metadata, rq.text) for rq in records]),
-            **query_models.model_sections(_model_records(records))}
+            **_model_sections(records)}
 
 
-def _model_records(records: list):
-    for rq in records:
-        models = getattr(rq, "_models", None)
-        yield models.raw(rq._k) if models is not None and models.copied else rq.query
+def _model_sections(records: list) -> dict:
+    """The model records of `records`: a loaded query's copied from its file, as it is."""
+    source = next((m for rq in records if (m := getattr(rq, "_models", None)) is not None and m.copied), None)
+    if source is None:
+        return query_models.model_sections(rq.query for rq in records)
+    try:
+        return query_models.model_sections((rq._k if getattr(rq, "_models", None) is source else rq.query
+                                            for rq in records), source.records)
+    except IndexFileError:
+        raise
+    except ValueError as e:  # (a loaded block that does not inflate as its offsets say)
+        raise IndexFileError(f"{source.source}: {e}") from None
 
 
 def saved_queries(records: list) -> tuple[store.OldValues | None, list[tuple]]:
@@ -87,13 +95,6 @@ class Models:
             self._decoder = store._ValueBuilder(head.classes, head.analysis)  # (the body's classes)
         #: whether the records' class numbers are this writer's (then a save copies them as they are)
         self.copied = self.records is not None and head.classes == store.CLASS_NAMES
-
-    def raw(self, k: int) -> bytes:
-        """Query k's record, as the file holds it (IndexFileError if malformed)."""
-        try:
-            return self.records.raw(k)
-        except (ValueError, IndexError) as e:
-            raise IndexFileError(f"{self.source}: {e}") from None
 
     def old_values(self) -> store.OldValues | None:
         """The file's values to write again as they are (`rtf.io.store.old_values`; made once)."""
