@@ -126,6 +126,12 @@ def test_a_re_signed_word_index_whose_keys_are_not_its_shapes_removes_them_all_t
         loaded.unregister(r["id"])
     words = loaded._index.index.words
     assert words.is_empty() and (words.shape_id == -1).all()
+    # An alternative given to another shape leaves one shape with none: refused at load.
+    arrays = {name: array.copy() for name, array in sections.unpack(engine.to_bytes(), store.FORMAT_VERSION)
+              .arrays.items()}
+    arrays["t_alt_shape"][0] = arrays["t_alt_shape"][1]
+    with pytest.raises(IndexFileError, match="^f.idx: .*the saved word index's alternatives are inconsistent"):
+        Engine.from_bytes(sections.pack(store.FORMAT_VERSION, arrays, sign=True), "f.idx")
 
 
 def test_a_loaded_engine_pickles_as_the_engine_it_stands_for(dbpedia_slice, dbpedia_taxonomy, pubs):

@@ -76,12 +76,11 @@ class RTFsIndex(ShapeIndex):
         node at once."""
         if not all(name in arrays for name in words.SAVED):
             return False
-        worded_ids = [shape.id for group in groups for shape in group if shape._keys]
-        worded = np.zeros(shape_count, dtype=bool)
-        worded[worded_ids] = True
-        several = sum(1 for group in groups for shape in group
-                      if shape._keys and type(shape._keys[0]) is not str and len(shape._keys) > 1)
-        index = words.restore(arrays, shape_count, worded, several)
+        worded = [shape for group in groups for shape in group if shape._keys]
+        alternatives = np.zeros(shape_count, dtype=np.int64)  # shape id -> its number of alternatives
+        alternatives[[shape.id for shape in worded]] = [1 if type(shape._keys[0]) is str else len(shape._keys)
+                                                         for shape in worded]
+        index = words.restore(arrays, alternatives)
         node_of = np.full(max(16, shape_count), -1, dtype=np.int32)
         numbers = self.numbers
         for group in groups:

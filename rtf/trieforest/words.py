@@ -233,20 +233,19 @@ def snapshot(index: WordIndex) -> dict[str, np.ndarray]:
     return out
 
 
-def restore(arrays: dict[str, np.ndarray], shape_count: int, worded: np.ndarray, several: int) -> WordIndex:
+def restore(arrays: dict[str, np.ndarray], alternatives: np.ndarray) -> WordIndex:
     """The word index `snapshot` saved, every id in it checked first: postings within the
-    alternatives, each live alternative's shape one of the `worded` (bool per shape id, of
-    `shape_count` ids) and each worded shape with one; ValueError naming what is wrong.
-    `several`: the shapes with more than one alternative."""
+    alternatives, and each shape with as many live alternatives as `alternatives` (per
+    shape id, its keys' ``ftor`` alternatives: 0 for a shape without words) says;
+    ValueError naming what is wrong."""
     from rtf.io import sections
 
     need, shape = arrays["alt_need"], arrays["alt_shape"]
-    alts = len(need)
+    alts, shape_count = len(need), len(alternatives)
     live = need > 0
     if (len(shape) != alts or not _within(need, 0, 1 << 15) or not _within(shape, -1, shape_count)
             or not (shape[live] >= 0).all() or (shape[~live] != -1).any()
-            or not worded[shape[live]].all() or len(worded) != shape_count
-            or not np.isin(np.flatnonzero(worded), shape[live]).all()):
+            or not (np.bincount(shape[live], minlength=shape_count) == alternatives).all()):
         raise ValueError("the saved word index's alternatives are inconsistent")
     index = WordIndex()
     for name, saved, table in (("word", "words", index.words), ("prefix", "prefixes", index.prefixes)):
@@ -267,7 +266,7 @@ def restore(arrays: dict[str, np.ndarray], shape_count: int, worded: np.ndarray,
     index.shape_id = grown(shape.astype(np.int64), max(alts, 4), -1)
     index._free = array("l", np.flatnonzero(~live)[::-1].tolist())
     index._next = alts
-    index._several = several
+    index._several = int(np.count_nonzero(alternatives > 1))
     return index
 
 
