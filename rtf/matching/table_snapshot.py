@@ -290,12 +290,13 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     boff, bshapes = a["branch_shape_offsets"], a["branch_shapes"]
     pivot, others = a["pivot"], a["others"]
     _expect(len(mapped) == queries and len(qoff) == queries + 1 and sections.ascending(qoff, len(qslots))
-            and sections.ascending(boff, len(bshapes)) and len(boff) == len(qslots) + 1 and _within(qslots, slots_count)
-            and _within(bshapes, shape_count) and pivot.shape == (slots_count,) and others.ndim == 2
+            and sections.ascending(boff, len(bshapes)) and len(boff) == len(qslots) + 1
+            and sections.within(qslots, slots_count)
+            and sections.within(bshapes, shape_count) and pivot.shape == (slots_count,) and others.ndim == 2
             and others.shape[0] == slots_count and len(a["shape_check"]) == shape_count
-            and len(a["uses"]) == shape_count and _within(pivot, shape_count, -1)
-            and _within(others, shape_count + 1) and (np.diff(qoff)[~mapped] == 0).all()
-            and _within(slot_answer, len(head["answer_vars"]), -1), "the saved query table")
+            and len(a["uses"]) == shape_count and sections.within(pivot, shape_count, -1)
+            and sections.within(others, shape_count + 1) and (np.diff(qoff)[~mapped] == 0).all()
+            and sections.within(slot_answer, len(head["answer_vars"]), -1), "the saved query table")
     counts = np.diff(qoff)
     slot_query = np.full(slots_count, -1, dtype=np.int64)
     slot_query[qslots] = np.repeat(np.arange(queries), counts)
@@ -344,8 +345,8 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
 def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None:
     """The saved pivots (`snapshot`'s sections), checked in range, into the empty `pivots`."""
     extra_slots, eoff, eshapes = a["extra_slots"], a["extra_offsets"], a["extra_shapes"]
-    _expect(_within(extra_slots, len(live)) and len(eoff) == len(extra_slots) + 1
-            and sections.ascending(eoff, len(eshapes)) and _within(eshapes, shape_count + 1, 1)
+    _expect(sections.within(extra_slots, len(live)) and len(eoff) == len(extra_slots) + 1
+            and sections.ascending(eoff, len(eshapes)) and sections.within(eshapes, shape_count + 1, 1)
             and bool(live[extra_slots].all()) and (a["uses"] >= 0).all(), "the saved pivots")
     extra = {slot: np.array(eshapes[eoff[k]:eoff[k + 1]], dtype=np.int32)
              for k, slot in enumerate(extra_slots.tolist())}
@@ -392,7 +393,3 @@ _new = object.__new__
 def _expect(ok: bool, what: str) -> None:
     if not ok:
         raise ValueError(f"{what} is inconsistent")
-
-
-def _within(values: np.ndarray, end: int, start: int = 0) -> bool:
-    return not values.size or (int(values.min()) >= start and int(values.max()) < end)

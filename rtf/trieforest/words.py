@@ -32,6 +32,7 @@ from array import array
 
 import numpy as np
 
+from rtf.io import sections
 from rtf.matching.query_table import TupleShape
 from rtf.matching.structures import grown
 from rtf.query.text import TextIndex
@@ -221,8 +222,6 @@ SAVED = ("word_offsets", "words", "word_post_offsets", "word_postings", "prefix_
 def snapshot(index: WordIndex) -> dict[str, np.ndarray]:
     """The arrays of `index`: its keys (strings with offsets, as `rtf.io.sections.strings`),
     their postings one after the other with offsets, and each alternative's need and shape."""
-    from rtf.io import sections  # (the file's layout helpers)
-
     out = {}
     for name, keys, table in (("word", "words", index.words), ("prefix", "prefixes", index.prefixes)):
         out[name + "_offsets"], out[keys] = sections.strings(list(table))
@@ -238,12 +237,10 @@ def restore(arrays: dict[str, np.ndarray], alternatives: np.ndarray) -> WordInde
     alternatives, and each shape with as many live alternatives as `alternatives` (per
     shape id, its keys' ``ftor`` alternatives: 0 for a shape without words) says;
     ValueError naming what is wrong."""
-    from rtf.io import sections
-
     need, shape = arrays["alt_need"], arrays["alt_shape"]
     alts, shape_count = len(need), len(alternatives)
     live = need > 0
-    if (len(shape) != alts or not _within(need, 0, 1 << 15) or not _within(shape, -1, shape_count)
+    if (len(shape) != alts or not sections.within(need, 1 << 15) or not sections.within(shape, shape_count, -1)
             or not (shape[live] >= 0).all() or (shape[~live] != -1).any()
             or not (np.bincount(shape[live], minlength=shape_count) == alternatives).all()):
         raise ValueError("the saved word index's alternatives are inconsistent")
@@ -252,10 +249,10 @@ def restore(arrays: dict[str, np.ndarray], alternatives: np.ndarray) -> WordInde
         keys = sections.read_strings(arrays[name + "_offsets"], arrays[saved], f"the saved {name} keys")
         offsets, postings = arrays[name + "_post_offsets"], arrays[name + "_postings"]
         if (len(offsets) != len(keys) + 1 or not sections.ascending(offsets, len(postings))
-                or not (np.diff(offsets) > 0).all() or not _within(postings, 0, alts)
+                or not (np.diff(offsets) > 0).all() or not sections.within(postings, alts)
                 or not live[postings].all()):
             raise ValueError(f"the saved {name} postings are inconsistent")
-        raw, bounds = postings.tobytes(), (4 * offsets).tolist()
+        raw, bounds = postings.astype(np.int32, copy=False).tobytes(), (4 * offsets).tolist()  # (native order)
         table.update(zip(keys, [array(_ID, raw[a:b]) for a, b in zip(bounds, bounds[1:])]))
         if len(table) != len(keys):
             raise ValueError(f"the saved {name} keys are not distinct")
@@ -268,7 +265,3 @@ def restore(arrays: dict[str, np.ndarray], alternatives: np.ndarray) -> WordInde
     index._next = alts
     index._several = int(np.count_nonzero(alternatives > 1))
     return index
-
-
-def _within(values: np.ndarray, start: int, end: int) -> bool:
-    return not values.size or (int(values.min()) >= start and int(values.max()) < end)
