@@ -36,7 +36,7 @@ from rtf.io.parse_ahead import Ahead, original, parsed_ahead
 from rtf.io.publication import PublicationLike, as_publication
 from rtf.io.taxonomy import Taxonomy
 from rtf.matching.query_table import bulk_memos
-from rtf.matching.registered import _NO_METADATA, RegisteredQuery, _loaded_record  # noqa: F401 (rtf.engine.RegisteredQuery)
+from rtf.matching.registered import _NO_METADATA, RegisteredQuery, loaded_records  # noqa: F401 (rtf.engine.RegisteredQuery)
 from rtf.matching.structures import shrunk
 from rtf.matching.results import Match, Matches, merged  # noqa: F401 (Match: rtf.engine.Match, the public name)
 from rtf.parser import parse_query
@@ -498,7 +498,7 @@ class Engine:
         indexed engine's query table: `rtf.matching.table_snapshot`)."""
         if self.algorithm not in restoring.ALGORITHMS:
             return None
-        return restoring.snapshot(self._index.table, list(self._queries.values()))
+        return restoring.snapshot(self._index, list(self._queries.values()))
 
     def _saved(self) -> store.SavedIndex:
         reuse, queries = restoring.saved_queries(list(self._queries.values()))  # (loaded ones as they were)
@@ -525,7 +525,7 @@ class Engine:
         """
         found = store.sections.unpack(data, store.FORMAT_VERSION, source)
         if found.signed and restoring.SNAPSHOT in found.arrays:  # this installation's: mapped back
-            engine = restoring.restored(cls, _loaded_record, found, source)
+            engine = restoring.restored(cls, loaded_records, found, source)
             if engine is not None:
                 return engine
         saved = store.decode_index(data, source, found)

@@ -197,6 +197,11 @@ def ascending(found: np.ndarray, end: int) -> bool:
             and bool((np.diff(found) >= 0).all()))
 
 
+def within(values: np.ndarray, end: int, start: int = 0) -> bool:
+    """Whether every one of `values` (ids read from a file) is in [start, end)."""
+    return not values.size or (int(values.min()) >= start and int(values.max()) < end)
+
+
 def strings(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, UTF-8 bytes) of `values`: value k is ``bytes[offsets[k]:offsets[k + 1]]``."""
     encoded = [v.encode("utf-8") for v in values]

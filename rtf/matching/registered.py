@@ -36,11 +36,18 @@ class RegisteredQuery:
 
 
 class _LoadedQuery(RegisteredQuery):
-    """A query of a saved index, its model decoded when first read (`rtf.matching.restoring`)."""
+    """A query of a saved index, its model decoded when first read (`rtf.matching.restoring`).
 
-    __slots__ = ("_models", "_k")
+    Each load makes a subclass of its own (`loaded_records`) holding the file's models
+    and metadata, so that a record sets three fields, not six: a million are made at load.
+    """
+
+    __slots__ = ("_k",)
+    _models = None  # (the load's subclass: the file's `rtf.matching.restoring.Models`)
+    _metadata: dict = {}  # (query number -> metadata, the queries with some)
     query = property(lambda self: self._models.query(self._k))  # type: ignore[assignment]
     text = property(lambda self: self._models.text(self._k))  # type: ignore[assignment]
+    metadata = property(lambda self: self._metadata.get(self._k, _NO_METADATA))  # type: ignore[assignment]
 
     def __eq__(self, other):
         if not isinstance(other, RegisteredQuery):
@@ -54,13 +61,26 @@ class _LoadedQuery(RegisteredQuery):
         return RegisteredQuery, (self.id, self.query, self.subscriber, self.is_ask, self.metadata)
 
 
-def _loaded_record(query_id, models, k, subscriber, is_ask, metadata, _new=object.__new__,
-                   _set=object.__setattr__) -> RegisteredQuery:
-    record = _new(_LoadedQuery)
-    _set(record, "id", query_id)
-    _set(record, "subscriber", subscriber)
-    _set(record, "is_ask", is_ask)
-    _set(record, "metadata", metadata or _NO_METADATA)
-    _set(record, "_models", models)
-    _set(record, "_k", k)
-    return record
+_SET_ID, _SET_SUBSCRIBER, _SET_ASK = (RegisteredQuery.id.__set__, RegisteredQuery.subscriber.__set__,
+                                      RegisteredQuery.is_ask.__set__)
+_SET_K = _LoadedQuery._k.__set__
+
+
+def loaded_records(models, ids: list[str], numbers: list[int], subscribers: list, asks: list,
+                   metadata: dict) -> dict[str, RegisteredQuery]:
+    """The records of queries `numbers` of a loaded file (id -> record, in that order): ids,
+    subscribers and ASK flags by query number, `metadata` by number for those with some,
+    models read from `models` (`rtf.matching.restoring.Models`) when first asked for."""
+    cls = type("_LoadedQuery", (_LoadedQuery,), {"__slots__": (), "_models": models,
+                                                  "_metadata": metadata})
+    new = object.__new__
+
+    def record(k: int) -> RegisteredQuery:
+        made = new(cls)
+        _SET_ID(made, ids[k])
+        _SET_SUBSCRIBER(made, subscribers[k])
+        _SET_ASK(made, asks[k])
+        _SET_K(made, k)
+        return made
+
+    return dict(zip(map(ids.__getitem__, numbers), map(record, numbers)))

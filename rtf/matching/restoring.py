@@ -21,7 +21,7 @@ import threading
 import numpy as np
 
 from rtf.errors import IndexFileError, RtfError
-from rtf.io import store
+from rtf.io import query_models, store
 from rtf.io.model_checks import check_head
 from rtf.io.query_columns import query_sections, read_query_sections, read_texts
 from rtf.matching import table_snapshot
@@ -35,10 +35,29 @@ ALGORITHMS = ("rtfs", "rtfm")
 SNAPSHOT = table_snapshot.PREFIX + "head"
 
 
-def snapshot(table, records: list) -> dict:
-    """The sections of `table` and of the engine's `records` (`RegisteredQuery`, in order)."""
-    return {**table_snapshot.snapshot(table, [rq.id for rq in records]),
-            **query_sections([(rq.id, rq.subscriber, rq.is_ask, rq.metadata, rq.text) for rq in records])}
+def snapshot(index, records: list) -> dict:
+    """The sections of `index` (an `IndexedQueries`: its query table and, for RTFs, its word
+    index) and of the engine's `records` (`RegisteredQuery`, in order): with each query's
+    model as a record of its own (`rtf.io.query_models`), a loaded one's copied as it was read."""
+    saved = getattr(index.index, "saved", None)  # (RTFs: its word index, `RTFsIndex.saved`)
+    return {**table_snapshot.snapshot(index.table, [rq.id for rq in records]),
+            **{table_snapshot.PREFIX + name: array for name, array in (saved() if saved else {}).items()},
+            **query_sections([(rq.id, rq.subscriber, rq.is_ask, rq.metadata, rq.text) for rq in records]),
+            **_model_sections(records)}
+
+
+def _model_sections(records: list) -> dict:
+    """The model records of `records`: a loaded query's copied from its file, as it is."""
+    source = next((m for rq in records if (m := getattr(rq, "_models", None)) is not None and m.copied), None)
+    if source is None:
+        return query_models.model_sections(rq.query for rq in records)
+    try:
+        return query_models.model_sections((rq._k if getattr(rq, "_models", None) is source else rq.query
+                                            for rq in records), source.records)
+    except IndexFileError:
+        raise
+    except ValueError as e:  # (a loaded block that does not inflate as its offsets say)
+        raise IndexFileError(f"{source.source}: {e}") from None
 
 
 def saved_queries(records: list) -> tuple[store.OldValues | None, list[tuple]]:
@@ -58,15 +77,24 @@ def saved_queries(records: list) -> tuple[store.OldValues | None, list[tuple]]:
 
 
 class Models:
-    """The file's query models, by query number: every one decoded (and checked) on the
-    first call, with the ids the body gives checked against the mapped ones."""
+    """The file's query models, by query number: each decoded (and checked) from its own
+    record when first asked for (`rtf.io.query_models`), or, in a file without the
+    records, every one from the body on the first call, with the ids the body gives
+    checked against the mapped ones."""
 
-    def __init__(self, found, source: str, ids: list[str]):
+    def __init__(self, found, source: str, ids: list[str], head):
         self.found, self.source, self.ids = found, source, ids
         self.arrays = found.arrays  # (the texts section: kept when the models are decoded)
-        self.queries: list | None = None
+        self.queries: list | None = None  # every model, decoded from the body
         self._old: store.OldValues | None = None
         self._texts: list | None = None
+        self.records: query_models.ModelRecords | None = None
+        self.decoded: dict[int, object] = {}  # query number -> model, decoded from its record
+        if all(name in found.arrays for name in query_models.NAMES):
+            self.records = query_models.ModelRecords(found.arrays, len(ids))
+            self._decoder = store._ValueBuilder(head.classes, head.analysis)  # (the body's classes)
+        #: whether the records' class numbers are this writer's (then a save copies them as they are)
+        self.copied = self.records is not None and head.classes == store.CLASS_NAMES
 
     def old_values(self) -> store.OldValues | None:
         """The file's values to write again as they are (`rtf.io.store.old_values`; made once)."""
@@ -78,7 +106,9 @@ class Models:
     def text(self, k: int) -> str | None:
         """Query k's text (the models' if decoded, else the texts section's, read once)."""
         if self.queries is None and "q_texts" not in self.arrays:  # (a file without them: the models')
-            self.query(k)
+            found = self.query(k)
+            if self.records is not None:
+                return found.text
         if self.queries is not None:
             return self.queries[k].text
         with _DECODING:
@@ -89,11 +119,34 @@ class Models:
                     raise IndexFileError(f"{self.source}: the index content is malformed: {e}") from None
         return self._texts[k]
 
-    def query(self, k: int):
-        if self.queries is None:
-            with _DECODING:  # (once, whichever thread asks first: `Engine.get` takes no lock)
+    def prefetch(self, count: int) -> None:
+        """`count` models are about to be read: over half the file's, the body is decoded
+        whole (a record decodes ~1.25x slower than its share of the body: the body
+        stores the values queries share once)."""
+        if 2 * count > len(self.ids) and self.queries is None:
+            with _DECODING:
                 self._decode()
+
+    def query(self, k: int):
+        if self.queries is not None:
+            return self.queries[k]
+        if self.records is not None:
+            found = self.decoded.get(k)
+            if found is None:
+                with _DECODING:
+                    found = self.decoded.get(k)
+                    if found is None:
+                        found = self.decoded[k] = self._decode_one(k)
+            return found
+        with _DECODING:  # (once, whichever thread asks first: `Engine.get` takes no lock)
+            self._decode()
         return self.queries[k]
+
+    def _decode_one(self, k: int):
+        try:
+            return self.records.query(k, self._decoder)
+        except (ValueError, IndexError) as e:  # (an IndexFileError too: named after the file)
+            raise IndexFileError(f"{self.source}: {e}") from None
 
     def _decode(self) -> None:
         if self.queries is None:
@@ -119,10 +172,11 @@ def head_of(found, source: str):
         lines.close()
 
 
-def restored(engine_class, lazy_record, found, source: str):
+def restored(engine_class, lazy_records, found, source: str):
     """The engine of a signed file with a query table (`found`: its sections), or None if
-    its algorithm keeps none; `lazy_record(id, models, k, subscriber, is_ask, metadata)`
-    makes a query's record whose model is read from `models` when first asked for."""
+    its algorithm keeps none; `lazy_records(models, ids, numbers, subscribers, asks, metadata)`
+    makes the records of queries `numbers` whose models are read from `models` when first
+    asked for (`rtf.matching.registered.loaded_records`)."""
     head = head_of(found, source)
     if head.algorithm not in ALGORITHMS:
         return None
@@ -133,18 +187,22 @@ def restored(engine_class, lazy_record, found, source: str):
                               text_analysis=head.text_analysis)
         columns = read_query_sections(found.arrays)
         ids = columns.ids
-        models = Models(found, source, ids)
+        models = Models(found, source, ids, head)
         index = engine._index
-        shapes, mapped = table_snapshot.restore(index.table, found.arrays, ids, columns.subscribers,
-                                                columns.asks, models.query)
-        for shape in shapes:
-            index.index.add(shape)
+        shapes, groups, mapped = table_snapshot.restore(index.table, found.arrays, ids, columns.subscribers,
+                                                        columns.asks, models.query)
+        restore = getattr(index.index, "restore_saved", None)  # (RTFs: `RTFsIndex.restore_saved`)
+        prefix = table_snapshot.PREFIX
+        if restore is None or not restore({name[len(prefix):]: array for name, array in found.arrays.items()
+                                           if name.startswith(prefix)}, groups, index.table._next_shape):
+            for shape in shapes:
+                index.index.add(shape)
         queries = engine._queries
         metadata, subscribers, asks = columns.metadata, columns.subscribers, columns.asks.tolist()
-        for k in np.flatnonzero(mapped).tolist():
-            queries[ids[k]] = lazy_record(ids[k], models, k, subscribers[k], asks[k], metadata.get(k))
+        queries.update(lazy_records(models, ids, np.flatnonzero(mapped).tolist(), subscribers, asks, metadata))
         rest = np.flatnonzero(~mapped).tolist()
         if rest:
+            models.prefetch(len(rest))
             with bulk_memos():
                 engine.register_parsed([(models.query(k), ids[k], subscribers[k], metadata.get(k))
                                         for k in rest])

@@ -31,6 +31,7 @@ to be *right* only when the file is signed by this installation
 from __future__ import annotations
 
 import json
+import sys
 from array import array
 from collections.abc import Callable
 
@@ -230,7 +231,7 @@ class MappedQueries:
     def number_of(self, query_id: str) -> int:
         """The restored query's number in the file."""
         if self.number is None:
-            self.number = {qid: k for k, qid in enumerate(self.ids)}
+            self.number = dict(zip(self.ids, range(len(self.ids))))
         return self.number[query_id]
 
     def slots_of(self, query_id: str) -> tuple[int, int]:
@@ -272,10 +273,11 @@ class MappedQueries:
 
 
 def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], subscribers: list,
-            asks: np.ndarray, models: Callable[[int], object]) -> tuple[list[TupleShape], np.ndarray]:
+            asks: np.ndarray, models: Callable[[int], object]) -> tuple[list[TupleShape], list[list], np.ndarray]:
     """Fill the empty `table` with the saved arrays (`snapshot`'s, names without `PREFIX`)
     of the queries `ids` (with their `subscribers` and ASK flags, in file order); return
-    the shapes to index and which queries were restored (the others are to register).
+    the shapes to index (in id order, and grouped by structure) and which queries were
+    restored (the others are to register).
     ValueError if an array is missing, of the wrong size, or holds an id out of range."""
     a = {name[len(PREFIX):]: array for name, array in arrays.items() if name.startswith(PREFIX)}
     head = json.loads(a["head"].tobytes())
@@ -288,31 +290,33 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     boff, bshapes = a["branch_shape_offsets"], a["branch_shapes"]
     pivot, others = a["pivot"], a["others"]
     _expect(len(mapped) == queries and len(qoff) == queries + 1 and sections.ascending(qoff, len(qslots))
-            and sections.ascending(boff, len(bshapes)) and len(boff) == len(qslots) + 1 and _within(qslots, slots_count)
-            and _within(bshapes, shape_count) and pivot.shape == (slots_count,) and others.ndim == 2
+            and sections.ascending(boff, len(bshapes)) and len(boff) == len(qslots) + 1
+            and sections.within(qslots, slots_count)
+            and sections.within(bshapes, shape_count) and pivot.shape == (slots_count,) and others.ndim == 2
             and others.shape[0] == slots_count and len(a["shape_check"]) == shape_count
-            and len(a["uses"]) == shape_count and _within(pivot, shape_count, -1)
-            and _within(others, shape_count + 1) and (np.diff(qoff)[~mapped] == 0).all()
-            and _within(slot_answer, len(head["answer_vars"]), -1), "the saved query table")
+            and len(a["uses"]) == shape_count and sections.within(pivot, shape_count, -1)
+            and sections.within(others, shape_count + 1) and (np.diff(qoff)[~mapped] == 0).all()
+            and sections.within(slot_answer, len(head["answer_vars"]), -1), "the saved query table")
     counts = np.diff(qoff)
     slot_query = np.full(slots_count, -1, dtype=np.int64)
     slot_query[qslots] = np.repeat(np.arange(queries), counts)
-    _expect(len(np.unique(qslots)) == len(qslots) and ((pivot >= 0) == (slot_query >= 0)).all()
-            and ((slot_answer < 0) | (slot_query >= 0)).all(), "the saved slots")
+    _expect((not len(qslots) or int(np.bincount(qslots).max()) == 1)  # (each slot of one query)
+            and ((pivot >= 0) == (slot_query >= 0)).all() and ((slot_answer < 0) | (slot_query >= 0)).all(),
+            "the saved slots")
     texts = sections.read_strings(a["fulltext_offsets"], a["fulltexts"], "the shapes' full texts")
     _expect(len(texts) == shape_count, "the saved shapes")
     shape_at = np.full(max(shape_count, 64), None, dtype=object)
-    made, free_shapes = [], array("i")
-    for sid, (raw, text, check) in enumerate(zip(raw_shapes, texts, a["shape_check"].tolist())):
-        if raw is None:
-            free_shapes.append(sid)
-            continue
-        shape_at[sid] = shape = _shape(sid, raw, text, decoder, check)
-        made.append(shape)
+    structures: dict = {}
+    made = [_shape(sid, raw, text, decoder, check, structures) for sid, raw, text, check
+            in zip(range(shape_count), raw_shapes, texts, a["shape_check"].tolist()) if raw is not None]
+    free_shapes = array("i", [sid for sid, raw in enumerate(raw_shapes) if raw is None])
+    shape_at[np.array([shape.id for shape in made], dtype=np.int64)] = np.fromiter(made, dtype=object, count=len(made))
     table.mapped = MappedQueries(ids, models, slot_query, qoff, qslots, boff, bshapes)
     live = slot_query >= 0
     size = max(slots_count, 64)
-    branches = LazyBranches([PENDING if held else None for held in live.tolist()])
+    pending = np.full(slots_count, None, dtype=object)
+    pending[live] = PENDING
+    branches = LazyBranches(pending.tolist())
     branches.table = table
     table.branches = branches
     table._free = array("i", np.flatnonzero(~live)[::-1].tolist())
@@ -331,50 +335,61 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     table.shape_at, table._next_shape, table._free_shapes = shape_at, shape_count, free_shapes
     table.shape_check = grown(a["shape_check"].astype(bool), len(shape_at), False)
     _restore_pivots(table.pivots, a, live, shape_count)
-    for qid, n in zip(id_objects[mapped].tolist(), counts[mapped].tolist()):
-        table.queries[qid] = (PENDING,) * n
+    runs = [(PENDING,) * n for n in range(int(counts.max()) + 1 if len(counts) else 0)]  # (one tuple a length)
+    table.queries.update(zip(id_objects[mapped].tolist(), map(runs.__getitem__, counts[mapped].tolist())))
     table.id_order.changed()
     table.id_column.changed()
-    return made, mapped
+    return made, [members for _, members in structures.values()], mapped
 
 
 def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None:
     """The saved pivots (`snapshot`'s sections), checked in range, into the empty `pivots`."""
     extra_slots, eoff, eshapes = a["extra_slots"], a["extra_offsets"], a["extra_shapes"]
-    _expect(_within(extra_slots, len(live)) and len(eoff) == len(extra_slots) + 1
-            and sections.ascending(eoff, len(eshapes)) and _within(eshapes, shape_count + 1, 1)
+    _expect(sections.within(extra_slots, len(live)) and len(eoff) == len(extra_slots) + 1
+            and sections.ascending(eoff, len(eshapes)) and sections.within(eshapes, shape_count + 1, 1)
             and bool(live[extra_slots].all()) and (a["uses"] >= 0).all(), "the saved pivots")
     extra = {slot: np.array(eshapes[eoff[k]:eoff[k + 1]], dtype=np.int32)
              for k, slot in enumerate(extra_slots.tolist())}
     pivots.restore(a["pivot"], a["others"], extra, a["uses"], live, shape_count)
 
 
-def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool) -> MappedShape:
-    subject, predicate, obj, keys = raw
-    if (type(subject) is not str or type(predicate) is not str or type(obj) is not str
-            or not (subject and predicate and obj) or type(keys) is not list or (check and not text)):
+def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool, structures: dict) -> MappedShape:
+    """The shape saved as `raw` (``[subject, predicate, object, keys]``), its structure's
+    fields made once for all its shapes (`structures`: (s, p, o) -> them and the shapes of
+    that structure, which it joins)."""
+    if type(raw) is not list or len(raw) != 4:
         raise ValueError(f"the saved shape {sid} is malformed")
-    shape = MappedShape.__new__(MappedShape)
-    shape.id, shape.subject, shape.predicate, shape.object = sid, subject, predicate, obj
-    shape._entries, shape._decoder, shape._fulltext = text, decoder, PENDING if text else None
-    if keys and type(keys[0]) is str:
+    subject, predicate, obj, keys = raw
+    found = structures.get((subject, predicate, obj))
+    if found is None:
+        if (type(subject) is not str or type(predicate) is not str or type(obj) is not str
+                or not (subject and predicate and obj)):
+            raise ValueError(f"the saved shape {sid} is malformed")
+        found = structures[(subject, predicate, obj)] = (
+            (sys.intern(subject), sys.intern(predicate), sys.intern(obj), predicate == _TYPE_PATH,
+             row_positions((subject, predicate, obj))), [])
+    if type(keys) is not list or (check and not text):
+        raise ValueError(f"the saved shape {sid} is malformed")
+    layout, members = found
+    shape = _new(MappedShape)
+    members.append(shape)
+    shape.subject, shape.predicate, shape.object, shape.is_type_path, shape.row_positions = layout
+    shape.id, shape._entries, shape._decoder, shape._fulltext = sid, text, decoder, PENDING if text else None
+    if not keys or type(keys[0]) is str:
         shape._keys = keys = tuple(keys)
-        words = keys
+        if not all(type(w) is str for w in keys):
+            raise ValueError(f"the saved shape {sid} has a key that is not a string")
     else:
         shape._keys = keys = tuple((tuple(words), tuple(prefixes)) for words, prefixes in keys)
-        words = [w for alternative in keys for part in alternative for w in part]
-    if not all(type(w) is str for w in words):
-        raise ValueError(f"the saved shape {sid} has a key that is not a string")
+        if not all(type(w) is str for alternative in keys for part in alternative for w in part):
+            raise ValueError(f"the saved shape {sid} has a key that is not a string")
     shape.needs_check, shape.check, shape.structures = check, None, None
-    shape.is_type_path = predicate == _TYPE_PATH
-    shape.row_positions = row_positions((subject, predicate, obj))
     return shape
+
+
+_new = object.__new__
 
 
 def _expect(ok: bool, what: str) -> None:
     if not ok:
         raise ValueError(f"{what} is inconsistent")
-
-
-def _within(values: np.ndarray, end: int, start: int = 0) -> bool:
-    return not values.size or (int(values.min()) >= start and int(values.max()) < end)

@@ -32,6 +32,7 @@ from rtf.matching.structures import shrunk
 from rtf.matching.structures import grown
 from rtf.query.text import literal_text_index
 from rtf.trieforest.forest import StructuralForest, add_shape, prune_path, remove_shape_and_prune
+from rtf.trieforest import words
 from rtf.trieforest.words import WordIndex
 
 
@@ -61,6 +62,41 @@ class RTFsIndex(ShapeIndex):
             self.worded_shapes += 1
         else:
             add_shape(node, shape)
+
+    def saved(self) -> dict[str, np.ndarray]:
+        """What a saved index holds of this one besides its shapes: the word index's postings
+        (`rtf.trieforest.words.snapshot`), so that a load need not index every key again."""
+        return words.snapshot(self.words)
+
+    def restore_saved(self, arrays: dict[str, np.ndarray], groups: list[list[TupleShape]], shape_count: int) -> bool:
+        """Index the shapes restored from a saved index (of `shape_count` ids, in `groups`
+        of one structure each) into this empty index, with the word index `saved` wrote
+        (`arrays`, checked against the shapes: ValueError); False, nothing done, if the
+        file has none. Each structure's path is made once, its shapes put at its object
+        node at once."""
+        if not all(name in arrays for name in words.SAVED):
+            return False
+        worded = [shape for group in groups for shape in group if shape._keys]
+        alternatives = np.zeros(shape_count, dtype=np.int64)  # shape id -> its number of alternatives
+        alternatives[[shape.id for shape in worded]] = [1 if type(shape._keys[0]) is str else len(shape._keys)
+                                                         for shape in worded]
+        index = words.restore(arrays, alternatives)
+        node_of = np.full(max(16, shape_count), -1, dtype=np.int32)
+        numbers = self.numbers
+        for group in groups:
+            node = self.forest.insert(group[0])
+            with_words = [shape for shape in group if shape._keys]
+            if with_words:
+                node.worded = set(with_words)
+                numbers[node] = number = len(numbers)
+                node_of[[shape.id for shape in with_words]] = number
+                self.worded_shapes += len(with_words)
+            if len(with_words) < len(group):
+                node.shapes = [shape for shape in group if not shape._keys]
+        self._next_number = len(numbers)
+        self.node_of = node_of
+        self.words = index
+        return True
 
     def remove(self, shape: TupleShape) -> None:
         steps = self.forest.path(shape)

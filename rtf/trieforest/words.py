@@ -32,6 +32,7 @@ from array import array
 
 import numpy as np
 
+from rtf.io import sections
 from rtf.matching.query_table import TupleShape
 from rtf.matching.structures import grown
 from rtf.query.text import TextIndex
@@ -108,21 +109,35 @@ class WordIndex:
         for table, keys in ((self.words, {w for ws, _ in shape.alternatives for w in ws}),
                             (self.prefixes, {p for _, ps in shape.alternatives for p in ps})):
             for key in keys:  # each once: alternatives may share keys
-                ids = np.frombuffer(table[key], dtype=np.int32)
-                mine = self.shape_id[ids] == shape.id
-                freed.update(ids[mine].tolist())
-                kept = ids[~mine]
-                if len(kept):
-                    table[key] = array(_ID, kept.tobytes())
-                else:
-                    del table[key]
-                    if table is self.prefixes:
-                        self._count_length(len(key), -1)
-                        self._word_prefixes.clear()
+                self._drop(table, key, shape.id, freed)
+        if len(freed) != len(shape.alternatives):  # (a saved index whose keys are not its shapes': `restore`)
+            for table in (self.words, self.prefixes):
+                for key in list(table):
+                    self._drop(table, key, shape.id, freed)
+            freed.update(np.flatnonzero(self.shape_id[:self._next] == shape.id).tolist())
         for alt in freed:
             self.need[alt] = 0
             self.shape_id[alt] = -1
             self._free.append(alt)
+
+    def _drop(self, table: dict, key: str, shape_id: int, freed: set) -> None:
+        """Take the alternatives of shape `shape_id` out of `key`'s postings (into `freed`)."""
+        postings = table.get(key)
+        if postings is None:
+            return
+        ids = np.frombuffer(postings, dtype=np.int32)
+        mine = self.shape_id[ids] == shape_id
+        if not mine.any():
+            return
+        freed.update(ids[mine].tolist())
+        kept = ids[~mine]
+        if len(kept):
+            table[key] = array(_ID, kept.tobytes())
+        else:
+            del table[key]
+            if table is self.prefixes:
+                self._count_length(len(key), -1)
+                self._word_prefixes.clear()
 
     def _take(self) -> int:
         if self._free:
@@ -195,3 +210,58 @@ class WordIndex:
         for table in (self.words, self.prefixes):
             size += sum(map(sys.getsizeof, table.values()))
         return size
+
+
+# ------------------------------------------------------------------ saved (rtf.matching.table_snapshot)
+
+#: The arrays of a saved word index (`snapshot`, `restore`), named without their section prefix.
+SAVED = ("word_offsets", "words", "word_post_offsets", "word_postings", "prefix_offsets", "prefixes",
+         "prefix_post_offsets", "prefix_postings", "alt_need", "alt_shape")
+
+
+def snapshot(index: WordIndex) -> dict[str, np.ndarray]:
+    """The arrays of `index`: its keys (strings with offsets, as `rtf.io.sections.strings`),
+    their postings one after the other with offsets, and each alternative's need and shape."""
+    out = {}
+    for name, keys, table in (("word", "words", index.words), ("prefix", "prefixes", index.prefixes)):
+        out[name + "_offsets"], out[keys] = sections.strings(list(table))
+        out[name + "_post_offsets"] = sections.offsets([len(p) for p in table.values()])
+        out[name + "_postings"] = np.frombuffer(b"".join(table.values()), dtype=np.int32)
+    out["alt_need"] = index.need[:index._next].astype(np.int32)
+    out["alt_shape"] = index.shape_id[:index._next].astype(np.int32)
+    return out
+
+
+def restore(arrays: dict[str, np.ndarray], alternatives: np.ndarray) -> WordIndex:
+    """The word index `snapshot` saved, every id in it checked first: postings within the
+    alternatives, and each shape with as many live alternatives as `alternatives` (per
+    shape id, its keys' ``ftor`` alternatives: 0 for a shape without words) says;
+    ValueError naming what is wrong."""
+    need, shape = arrays["alt_need"], arrays["alt_shape"]
+    alts, shape_count = len(need), len(alternatives)
+    live = need > 0
+    if (len(shape) != alts or not sections.within(need, 1 << 15) or not sections.within(shape, shape_count, -1)
+            or not (shape[live] >= 0).all() or (shape[~live] != -1).any()
+            or not (np.bincount(shape[live], minlength=shape_count) == alternatives).all()):
+        raise ValueError("the saved word index's alternatives are inconsistent")
+    index = WordIndex()
+    for name, saved, table in (("word", "words", index.words), ("prefix", "prefixes", index.prefixes)):
+        keys = sections.read_strings(arrays[name + "_offsets"], arrays[saved], f"the saved {name} keys")
+        offsets, postings = arrays[name + "_post_offsets"], arrays[name + "_postings"]
+        if (len(offsets) != len(keys) + 1 or not sections.ascending(offsets, len(postings))
+                or not (np.diff(offsets) > 0).all() or not sections.within(postings, alts)
+                or not live[postings].all()):
+            raise ValueError(f"the saved {name} postings are inconsistent")
+        raw, bounds = postings.astype(np.int32, copy=False).tobytes(), (4 * offsets).tolist()  # (native order)
+        table.update(zip(keys, [array(_ID, raw[a:b]) for a, b in zip(bounds, bounds[1:])]))
+        if len(table) != len(keys):
+            raise ValueError(f"the saved {name} keys are not distinct")
+    for p in index.prefixes:
+        index._prefix_lengths[len(p)] = index._prefix_lengths.get(len(p), 0) + 1
+    index._lengths = tuple(sorted(index._prefix_lengths))
+    index.need = grown(need.astype(np.int16), max(alts, 4), 0)
+    index.shape_id = grown(shape.astype(np.int64), max(alts, 4), -1)
+    index._free = array("l", np.flatnonzero(~live)[::-1].tolist())
+    index._next = alts
+    index._several = int(np.count_nonzero(alternatives > 1))
+    return index

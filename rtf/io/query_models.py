@@ -1,0 +1,169 @@
+"""Each query's model as a record of its own in a saved index (format 4): one query decoded at a time.
+
+The body (`rtf.io.store`) stores every model value once for the whole file,
+children before parents, in one zlib stream: compact, but a reader that
+needs one query's model must inflate and decode it all (seconds at 100K
+queries). A mapped load (`rtf.matching.restoring`) needs models one at a
+time -- a branch answered by a join, `Engine.get`, a query the table does
+not map -- so a file with a query table also holds every query's model as a
+record of its own: the JSON list of the value entries it reaches (the body's
+encoding, references numbered within the record, the query last), in blocks
+of `BLOCK_QUERIES` queries compressed one by one (zlib, from a preset
+dictionary of the file's first records), with an offsets array to find each
+block and each record in it. Decoding query k inflates its block (~8 KB)
+and decodes its entries alone, with every check of the body's values
+(`rtf.io.store._ValueBuilder`).
+
+Sections (``m_``): ``m_block_queries`` [1] (B), ``m_dictionary`` (the preset
+dictionary, at most 32 KiB; empty: none), ``m_record_offsets`` [Q+1]
+(the records' offsets in the blocks' inflated bytes one after the other,
+from 0, ascending), ``m_block_offsets`` [ceil(Q/B)+1] (each block's offset
+in ``m_blocks``, from 0, ascending, to its length) and ``m_blocks`` (the
+zlib streams). Block b holds queries [bB, min(bB+B, Q)) and inflates to
+exactly the bytes their records span, no more (checked while inflating).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import zlib
+from collections.abc import Iterable
+
+import numpy as np
+
+from rtf.errors import IndexFileError
+from rtf.io import sections
+from rtf.io.store import _ESCAPED_SURROGATE, _ValueBuilder, _ValueTable
+from rtf.query.model import Query
+
+PREFIX = "m_"
+#: Queries per compressed block: few, so that one query costs little to inflate; they
+#: compress well all the same with the preset dictionary (100K selective queries: 16 a
+#: block 4.3 MB, 24 us to inflate one; 64 a block without the dictionary 5.3 MB, 51 us).
+BLOCK_QUERIES = 16
+#: The preset dictionary (zlib's ``zdict``: the bytes every block's compression starts from)
+#: is the last `DICTIONARY_BYTES` of the first `DICTIONARY_QUERIES` records: the IRIs,
+#: classes and field layouts that recur in every block.
+DICTIONARY_QUERIES = 256
+DICTIONARY_BYTES = 32768
+#: The sections a file holding the records has.
+NAMES = tuple(PREFIX + name for name in ("block_queries", "dictionary", "record_offsets", "block_offsets",
+                                         "blocks"))
+
+
+def encoded(query) -> bytes:
+    """The record of `query`: the JSON list of its value entries, children first, the query last."""
+    table = _ValueTable()
+    table.ref(query)
+    return json.dumps(table.take(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def model_sections(records: Iterable, source: ModelRecords | None = None) -> dict[str, np.ndarray]:
+    """The sections of the queries' `records`, in registration order, each a `Query` or the
+    number of a record of `source` (a loaded file's records, copied as they are: a whole
+    block of them in a row, from the same dictionary, is copied still compressed, so that
+    a save after a load, as `rtf index add` makes, compresses only what changed)."""
+    def raw(record) -> bytes:
+        return source.raw(record) if type(record) is int else encoded(record)
+
+    records = iter(records)
+    first = list(itertools.islice(records, DICTIONARY_QUERIES))
+    dictionary = b"".join(map(raw, first))[-DICTIONARY_BYTES:]
+    copying = source is not None and source.per == BLOCK_QUERIES and source.dictionary == dictionary
+    lengths, blocks, block_lengths, pending = [0], [], [], []
+    primed = zlib.compressobj(6, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY, dictionary) \
+        if dictionary else zlib.compressobj(6)  # (copied for each block: the dictionary read once)
+
+    def close() -> None:
+        start = pending[0]
+        if (copying and type(start) is int and start % BLOCK_QUERIES == 0
+                and pending == list(range(start, min(start + BLOCK_QUERIES, source.queries)))):
+            b = start // BLOCK_QUERIES  # (source's block b, whole)
+            packed = source.data[int(source.blocks[b]):int(source.blocks[b + 1])].tobytes()
+            lengths.extend(np.diff(source.records[start:start + len(pending) + 1]).tolist())
+        else:
+            made = list(map(raw, pending))
+            lengths.extend(map(len, made))
+            deflate = primed.copy()
+            packed = deflate.compress(b"".join(made)) + deflate.flush()
+        blocks.append(packed)
+        block_lengths.append(len(packed))
+        pending.clear()
+
+    for record in itertools.chain(first, records):
+        pending.append(record)
+        if len(pending) == BLOCK_QUERIES:
+            close()
+    if pending:
+        close()
+    return {PREFIX + "block_queries": np.array([BLOCK_QUERIES], dtype=np.int64),
+            PREFIX + "dictionary": np.frombuffer(dictionary, dtype=np.uint8),
+            PREFIX + "record_offsets": np.cumsum(lengths, dtype=np.int64),
+            PREFIX + "block_offsets": sections.offsets(block_lengths),
+            PREFIX + "blocks": np.frombuffer(b"".join(blocks), dtype=np.uint8)}
+
+
+class ModelRecords:
+    """The records of a file's sections (`model_sections`'), read a block at a time.
+
+    The offsets are checked when made (ValueError if inconsistent with `queries`),
+    each block's inflated length when inflated (ValueError). The last block
+    inflated is kept: saves and registrations read records in order.
+    """
+
+    def __init__(self, arrays: dict[str, np.ndarray], queries: int):
+        per, dictionary, records, blocks, data = (arrays[name] for name in NAMES)
+        if per.shape != (1,) or not 1 <= int(per[0]) <= 1 << 20 or len(dictionary) > DICTIONARY_BYTES:
+            raise ValueError("the saved models' block size or dictionary is malformed")
+        self.dictionary = dictionary.tobytes()
+        self.per = per = int(per[0])
+        count = (queries + per - 1) // per
+        if (len(records) != queries + 1 or not sections.ascending(records, int(records[-1]))
+                or not bool((np.diff(records) > 0).all())  # (no empty record: no block inflates unbounded)
+                or len(blocks) != count + 1 or not sections.ascending(blocks, len(data))):
+            raise ValueError("the saved models' offsets are inconsistent")
+        self.records, self.blocks, self.data, self.queries = records, blocks, data, queries
+        self._last: tuple[int, bytes] = (-1, b"")  # (one attribute: read by threads at once)
+
+    def raw(self, k: int) -> bytes:
+        """Query k's record (ValueError if its block does not inflate to the length it should)."""
+        if not 0 <= k < self.queries:
+            raise IndexError(k)
+        b = k // self.per
+        first = int(self.records[b * self.per])
+        held, raw = self._last
+        if b != held:
+            length = int(self.records[min((b + 1) * self.per, self.queries)]) - first
+            inflate = zlib.decompressobj(zdict=self.dictionary) if self.dictionary else zlib.decompressobj()
+            try:
+                raw = inflate.decompress(self.data[int(self.blocks[b]):int(self.blocks[b + 1])].tobytes(), length)
+            except zlib.error as e:
+                raise ValueError(f"the saved models of block {b} cannot be decoded: {e}") from None
+            if len(raw) != length or not inflate.eof or inflate.unused_data or inflate.unconsumed_tail:
+                raise ValueError(f"the saved models of block {b} are not the length their offsets give")
+            self._last = (b, raw)
+        return raw[int(self.records[k]) - first:int(self.records[k + 1]) - first]
+
+    def query(self, k: int, decoder: _ValueBuilder) -> Query:
+        """Query k's model, decoded with every check of the body's values by `decoder` (the
+        file's classes and text analysis; its numbering starts again for each record);
+        IndexFileError if the record is malformed."""
+        try:
+            raw = self.raw(k)
+            if b"\\u" in raw and _ESCAPED_SURROGATE.search(raw):
+                raise ValueError("a lone surrogate, which is not a character")
+            entries = json.loads(raw)
+            if type(entries) is not list or not entries:
+                raise ValueError("not a list of values")
+        except (ValueError, RecursionError) as e:  # (UnicodeDecodeError is a ValueError)
+            raise IndexFileError(f"the index's model of query {k} is malformed: {e}") from None
+        decoder.values, decoder.memo = [], {}
+        try:
+            decoder.add(entries)
+            found = decoder.values[-1]
+        finally:
+            decoder.values, decoder.memo = [], {}
+        if type(found) is not Query:
+            raise IndexFileError(f"the index's model of query {k} is not a query")
+        return found
