@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import compileall
 import itertools
 import os
@@ -12,7 +11,7 @@ import pytest
 
 import rtf
 from rtf.io import datasets
-from tests import spark_jvm
+from tests import module_order, spark_jvm
 from tests.heartbeat import Heartbeat, period_from_environment
 
 
@@ -71,6 +70,8 @@ def pytest_configure(config):
         config.stash[SPARK_ARCHIVING] = spark_jvm.start_archive(archive)
     compile_the_package(config)
     compile_the_tests(config)
+    if os.environ.get("RTF_TEST_RECORD_COSTS") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(module_order.CostRecorder(), "rtf-module-costs")
     every = period_from_environment()
     if every > 0:
         config.stash[HEARTBEAT] = beat = Heartbeat.on_stderr(every)
@@ -106,16 +107,15 @@ SPARK_ARCHIVING = pytest.StashKey["threading.Thread | None"]()
 def pytest_collection_modifyitems(config, items):
     """Soak tests are slow too. Under pytest-xdist (``--dist loadscope``: a module's tests run on
     one worker, so that its module-scoped fixtures -- a Spark session, a server, a browser, a
-    big workload -- are built once, as in a serial run), the modules with the most tests
-    marked slow come first: the longest work starts at once and the quick modules fill the
-    workers at the end, instead of one Spark module running alone after everything else."""
+    big workload -- are built once, as in a serial run), the modules are handed out from the
+    longest (tests/module_order.py: the seconds each took in a recorded run), so that the
+    quick ones fill the workers at the end instead of a long one running on alone."""
     for item in items:
         if item.get_closest_marker("soak") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return  # a serial run keeps the files' order
-    slow = collections.Counter(item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow"))
-    items.sort(key=lambda item: -slow[item.nodeid.split("::", 1)[0]])  # stable: a module's order is kept
+    module_order.order_by_cost(items, module_order.load_costs())
 
 
 def pytest_xdist_auto_num_workers(config):

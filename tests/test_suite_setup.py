@@ -75,3 +75,62 @@ def test_spark_options_set_before_the_run_are_kept(monkeypatch, tmp_path):
     assert os.environ["SPARK_SUBMIT_OPTS"] == ""
     assert os.environ["SPARK_DAEMON_JAVA_OPTS"] == (f"{spark_jvm.SPARK_JVM_OPTIONS} {spark_jvm.UNVERIFIED_OPTIONS} "
                                                    f"-XX:SharedArchiveFile={tmp_path / 'a.jsa'} -Xlog:cds*=off")
+
+
+class _Item:
+    """What `order_by_cost` reads of a pytest item."""
+
+    def __init__(self, nodeid: str, slow: bool = False):
+        self.nodeid, self.slow = nodeid, slow
+
+    def get_closest_marker(self, name):
+        return object() if name == "slow" and self.slow else None
+
+
+def test_modules_are_handed_out_from_the_longest_and_keep_their_tests_order():
+    """tests/module_order.py: the recorded seconds order the modules; a module the record
+    does not know is counted by its slow tests, so a new slow module is not left for last."""
+    from tests.module_order import SECONDS_PER_SLOW_TEST, order_by_cost
+
+    items = [_Item("tests/test_a.py::t1"), _Item("tests/test_a.py::t2"),
+             _Item("tests/test_b.py::t1", slow=True), _Item("tests/test_c.py::t[1]"),
+             _Item("tests/test_new.py::t1", slow=True), _Item("tests/test_new.py::t2", slow=True),
+             _Item("tests/test_c.py::t[0]"), _Item("tests/test_quick.py::t")]
+    costs = {"tests/test_a.py": 3 * SECONDS_PER_SLOW_TEST, "tests/test_b.py": 1.0,
+             "tests/test_c.py": 100.0}
+    order_by_cost(items, costs)
+    assert [item.nodeid for item in items] == [
+        "tests/test_c.py::t[1]", "tests/test_c.py::t[0]", "tests/test_a.py::t1", "tests/test_a.py::t2",
+        "tests/test_new.py::t1", "tests/test_new.py::t2", "tests/test_b.py::t1", "tests/test_quick.py::t"]
+
+
+def test_the_recorded_costs_are_read_back_and_a_partial_run_keeps_the_others(tmp_path):
+    from types import SimpleNamespace
+
+    from tests.module_order import CostRecorder, load_costs
+
+    path = tmp_path / "costs.json"
+    assert load_costs(path) == {}  # none yet: the slow marks order the run
+    path.write_text('{"tests/test_old.py": 7.0, "tests/test_a.py": 1.0}')
+    recorder = CostRecorder(path)
+    for nodeid, duration in [("tests/test_a.py::t1", 2.0), ("tests/test_a.py::t1", 0.5),
+                             ("tests/test_b.py::t[x::y]", 1.25)]:
+        recorder.pytest_runtest_logreport(SimpleNamespace(nodeid=nodeid, duration=duration))
+    recorder.pytest_sessionfinish(None)
+    assert load_costs(path) == {"tests/test_old.py": 7.0, "tests/test_a.py": 2.5, "tests/test_b.py": 1.2}
+    path.write_text("not json")
+    assert load_costs(path) == {}
+
+
+def test_a_parallel_run_orders_its_modules_by_the_recorded_costs(request):
+    """The file the repository holds is read, knows the Spark modules (among the longest),
+    and orders the run's collection under xdist (tests/conftest.py)."""
+    from tests.module_order import COSTS_FILE, load_costs, module_of
+
+    costs = load_costs()
+    assert "tests/test_spark_stream.py" in costs and "tests/test_spark.py" in costs, COSTS_FILE
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a serial run keeps the files' order
+    known = [module_of(item.nodeid) for item in request.session.items if module_of(item.nodeid) in costs]
+    seen = [costs[m] for m in dict.fromkeys(known)]
+    assert seen == sorted(seen, reverse=True)
