@@ -468,15 +468,27 @@ class QueryTable:
             # structure is complete, then each candidate's structure looked up.
             done = self.structures.complete(satisfied)
             if done is not None:
-                conjunctions = self.values.satisfied_slots(satisfied, memo)
-                if conjunctions:
-                    parts.append(self.structures.holding(self._counted(conjunctions[0]), done))
+                marks, decided = self.values.satisfied_slots(satisfied, memo)
+                held = self._counted(marks) if len(marks) else marks
+                if len(decided):
+                    held = np.concatenate((held, decided)) if len(held) else decided
+                if len(held):
+                    parts.append(self.structures.holding(held, done))
         parts = [p for p in parts if len(p)]
         if len(parts) < 2:
             return parts[0] if parts else _NO_SLOTS
         return np.concatenate(parts)  # two disjoint sets of slots
 
     def _counted(self, marks: np.ndarray) -> np.ndarray:
+        """The slots whose marks in `marks` (one per conjunction) reach their `need`: a slot
+        needing one is there once and complete; the others are counted."""
+        one = self.need[marks] == 1
+        if one.all():
+            return marks
+        counted = self._counted_all(marks[~one])
+        return np.concatenate((marks[one], counted)) if one.any() else counted
+
+    def _counted_all(self, marks: np.ndarray) -> np.ndarray:
         """The slots whose marks in `marks` reach their `need`, ascending."""
         need = self.need
         if len(marks) * 8 < len(need):
