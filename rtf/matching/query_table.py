@@ -480,15 +480,6 @@ class QueryTable:
         return np.concatenate(parts)  # two disjoint sets of slots
 
     def _counted(self, marks: np.ndarray) -> np.ndarray:
-        """The slots whose marks in `marks` (one per conjunction) reach their `need`: a slot
-        needing one is there once and complete; the others are counted."""
-        one = self.need[marks] == 1
-        if one.all():
-            return marks
-        counted = self._counted_all(marks[~one])
-        return np.concatenate((marks[one], counted)) if one.any() else counted
-
-    def _counted_all(self, marks: np.ndarray) -> np.ndarray:
         """The slots whose marks in `marks` reach their `need`, ascending."""
         need = self.need
         if len(marks) * 8 < len(need):
