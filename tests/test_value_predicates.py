@@ -127,6 +127,50 @@ def test_every_engine_equals_the_reference_on_value_predicates(qs, pubs, removed
             assert answers(e, pub) == want, (name, pub.triples)
 
 
+@pytest.mark.slow
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(qs=st.lists(value_queries(), min_size=1, max_size=6),
+       steps=st.lists(st.tuples(st.sampled_from(["register", "unregister", "publish"]), st.integers(0, 5),
+                                value_publications()), min_size=1, max_size=10))
+def test_registrations_and_removals_between_publications_equal_the_reference(qs, steps):
+    """Queries registered, removed and registered again while publications stream: the value
+    tests' ids (atoms, conjunctions, the slots one atom decides) are freed and taken again."""
+    engines = {a: Engine(a) for a in ALGORITHMS}
+    live, n = [], 0
+    for step, k, pub in steps:
+        if step == "register":
+            n += 1
+            try:
+                for e in engines.values():
+                    e.register(qs[k % len(qs)], f"r{n}")
+            except QueryError:
+                continue
+            live.append(f"r{n}")
+        elif step == "unregister" and live:
+            gone = live.pop(k % len(live))
+            for e in engines.values():
+                e.unregister(gone)
+        else:
+            want = answers(engines["naive"], pub)
+            for name, e in engines.items():
+                assert answers(e, pub) == want, (name, pub.triples)
+
+
+def test_a_test_freed_and_taken_again_decides_only_its_new_branch():
+    """A branch of one test is decided by its atom alone; once removed, the atom's id taken
+    again by a branch of two tests must wait for both (`ValueTests.atom_slot` cleared)."""
+    one = f"PREFIX ex: <{EX}> SELECT ?s WHERE {{ ?s ex:p ?v FILTER(?v > 1) }}"
+    two = f"PREFIX ex: <{EX}> SELECT ?s WHERE {{ ?s ex:p ?v . ?s ex:q ?w FILTER(?v > 1) FILTER(?w > 100) }}"
+    pub = Publication(S[0][1:-1], [(S[0], P[0], typed("2", "integer")), (S[0], P[1], typed("3", "integer"))])
+    for algorithm in ALGORITHMS:
+        engine = Engine(algorithm)
+        engine.register(one, "one")
+        assert [m.query_id for m in engine.match(pub)] == ["one"], algorithm
+        engine.unregister("one")
+        engine.register(two, "two")
+        assert engine.match(pub) == [], algorithm
+
+
 def _residual(query: str):
     return parse_query(f"PREFIX xsd: <{XSD}> " + query).branches[0].residual
 

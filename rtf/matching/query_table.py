@@ -468,9 +468,12 @@ class QueryTable:
             # structure is complete, then each candidate's structure looked up.
             done = self.structures.complete(satisfied)
             if done is not None:
-                conjunctions = self.values.satisfied_slots(satisfied, memo)
-                if conjunctions:
-                    parts.append(self.structures.holding(self._counted(conjunctions[0]), done))
+                marks, decided = self.values.satisfied_slots(satisfied, memo)
+                held = self._counted(marks) if len(marks) else marks
+                if len(decided):
+                    held = np.concatenate((held, decided)) if len(held) else decided
+                if len(held):
+                    parts.append(self.structures.holding(held, done))
         parts = [p for p in parts if len(p)]
         if len(parts) < 2:
             return parts[0] if parts else _NO_SLOTS

@@ -130,21 +130,33 @@ class _Table:
         self.by_kind: dict[int, _Sorted] = {}
         self.valueless: dict[str, list[int]] = {}  # key -> ids (RDFterm-equal only)
         self.valueless_nonliteral: list[int] = []  # ids whose constant is an IRI or blank node
-        #: the valueless ids grouped by key in one array, and each key's span: made on first use
-        self._grouped: tuple[np.ndarray, dict[str, tuple[int, int]]] | None = None
+        #: the valueless ids grouped by key in one array, each key's span, and the ids of the
+        #: nonliteral constants: made on first use after a change (`grouped`)
+        self._grouped: tuple[np.ndarray, dict[str, tuple[int, int]], np.ndarray] | None = None
+
+    def grouped(self) -> tuple[np.ndarray, dict[str, tuple[int, int]], np.ndarray]:
+        """The valueless ids in one array grouped by key, each key's span in it, and the ids
+        whose constant is not a literal: arrays made once after a change, not per publication."""
+        grouped = getattr(self, "_grouped", None)  # (a table pickled by an older rtf has none)
+        if grouped is None or len(grouped) != 3:
+            spans, ids = {}, []
+            for k, posted in self.valueless.items():
+                spans[k] = (len(ids), len(ids) + len(posted))
+                ids.extend(posted)
+            grouped = self._grouped = (_ids(ids), spans, _ids(self.valueless_nonliteral))
+        return grouped
+
+    def equal(self, key: str) -> np.ndarray:
+        """The ids of the valueless constants equal to `key` (a slice of `grouped`)."""
+        ids, spans, _ = self.grouped()
+        span = spans.get(key)
+        return _EMPTY if span is None else ids[span[0]:span[1]]
 
     def unequal(self, key: str) -> np.ndarray:
         """The ids of the valueless constants but `key`'s: ``?o != dbo:Agent`` for an IRI. Two
         slices of one array made once after a change, not a Python step per test (at 100K
         multi-valued queries, listing them per term was most of a publication's time)."""
-        grouped = getattr(self, "_grouped", None)  # (a table pickled by an older rtf has none)
-        if grouped is None:
-            spans, ids = {}, []
-            for k, posted in self.valueless.items():
-                spans[k] = (len(ids), len(ids) + len(posted))
-                ids.extend(posted)
-            grouped = self._grouped = (_ids(ids), spans)
-        ids, spans = grouped
+        ids, spans, _ = self.grouped()
         span = spans.get(key)
         return ids if span is None else np.concatenate((ids[:span[0]], ids[span[1]:]))
 
@@ -282,14 +294,12 @@ class ValueIndex:
                     out.append(sorted_.nan_ids)
             if table.valueless:
                 if op == "=":
-                    found = table.valueless.get(key)
-                    if found:
-                        out.append(_ids(found))
+                    out.append(table.equal(key))
                 elif op == "!=":
                     if not is_literal:  # unequal to every other term
                         out.append(table.unequal(key))
                     else:  # a literal against IRIs and blank nodes only (two literals: an error)
-                        out.append(_ids(table.valueless_nonliteral))
+                        out.append(table.grouped()[2])
         if equal:
             parts.append(sorted_unique(np.concatenate(equal)))
         parts = [p for p in parts if len(p)]
