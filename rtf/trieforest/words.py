@@ -34,7 +34,7 @@ import numpy as np
 
 from rtf.io import sections
 from rtf.matching.query_table import TupleShape
-from rtf.matching.structures import grown
+from rtf.matching.structures import grown, sorted_unique
 from rtf.query.text import TextIndex
 
 _ID = "i"  # the typecode of a postings array: native int32, as numpy reads it
@@ -198,8 +198,7 @@ class WordIndex:
         object per shape."""
         ids = self.shape_id[self.satisfied(self.postings(text))]
         if self._several and len(ids) > 1:  # some shape has several alternatives
-            ids = np.sort(ids)
-            ids = ids[np.concatenate(([True], ids[1:] != ids[:-1]))]
+            ids = sorted_unique(ids)
         return ids
 
     def size_bytes(self) -> int:
