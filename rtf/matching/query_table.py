@@ -348,7 +348,7 @@ class QueryTable:
                     if found is not None:
                         codes[rb.slot] = self.projected.code(found)
             if len(branches) > 1 and (codes[[rb.slot for rb in branches]] >= 0).any():
-                self.part_leads(())  # (grown to every slot)
+                self._grow_part_leads()
                 self.slot_part_lead[[rb.slot for rb in branches]] = branches[0].slot
         self.queries[query_id] = tuple(branches)
         self.id_column.changed()
@@ -388,9 +388,12 @@ class QueryTable:
 
     def part_leads(self, slots) -> np.ndarray:
         """`slot_part_lead` of `slots` (see it), the array grown to every slot first."""
+        self._grow_part_leads()
+        return self.slot_part_lead[slots]
+
+    def _grow_part_leads(self) -> None:
         if len(self.slot_part_lead) < len(self.branches):
             self.slot_part_lead = grown(self.slot_part_lead, len(self.branches), -1)
-        return self.slot_part_lead[slots]
 
     def ids_of(self, slots: np.ndarray) -> list[str]:
         return self.slot_id[slots].tolist()

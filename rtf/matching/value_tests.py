@@ -250,8 +250,7 @@ class ValueTests:
         if "atom_slot" not in state:  # pickled by an rtf without it: made from the branches
             self.atom_slot = np.full(len(self.atom_conj), -1, dtype=np.int32)
             for slot, held in self.branch_conj.items():
-                if len(held) == 1 and len(held[0][2]) == 1:
-                    self.atom_slot[held[0][2][0]] = slot
+                self._decided_alone(slot, held)
 
     def compact(self) -> None:
         """After many registrations at once: every operand's index and opaque predicate's atoms
@@ -329,11 +328,15 @@ class ValueTests:
             held.append((group, conj, tuple(ids), var))
         if held:
             self.branch_conj[slot] = tuple(held)
-            if len(held) == 1 and len(held[0][2]) == 1:
-                self.atom_slot[held[0][2][0]] = slot
+            self._decided_alone(slot, held)
         if slot >= len(self.slot_conj):
             self.slot_conj = grown(self.slot_conj, slot + 1, -1)
         self.slot_conj[slot] = held[0][1] if len(held) == 1 else -1
+
+    def _decided_alone(self, slot: int, held) -> None:
+        """Note in `atom_slot` the branch at `slot` if its `held` conjunctions are one of one atom."""
+        if len(held) == 1 and len(held[0][2]) == 1:
+            self.atom_slot[held[0][2][0]] = slot
 
     def remove(self, slot: int) -> None:
         """Forget the conjunctions of the branch at `slot`."""
