@@ -11,7 +11,7 @@ import pytest
 
 import rtf
 from rtf.io import datasets
-from tests import module_order, spark_jvm
+from tests import module_order, spark_jvm, warm_server
 from tests.heartbeat import Heartbeat, period_from_environment
 
 
@@ -60,7 +60,8 @@ def compile_the_tests(config) -> None:
 def pytest_configure(config):
     """Start the heartbeat (tests/heartbeat.py): a line on the terminal every 30 s while a test
     runs; quick-starting Spark JVMs (tests/spark_jvm.py); rtf's and the tests' bytecode written
-    once (`compile_the_package`, `compile_the_tests`)."""
+    once (`compile_the_package`, `compile_the_tests`); servers forked from a warm interpreter
+    (tests/warm_server.py)."""
     archive = None
     if getattr(config, "cache", None) is not None:  # (none under -p no:cacheprovider)
         archive = spark_jvm.archive_path(config.cache.mkdir("spark-class-archive"))
@@ -70,6 +71,9 @@ def pytest_configure(config):
         config.stash[SPARK_ARCHIVING] = spark_jvm.start_archive(archive)
     compile_the_package(config)
     compile_the_tests(config)
+    if warm_server.enabled():
+        from rtf.server.process import ServerProcess
+        ServerProcess.launch = staticmethod(warm_server.popen)
     if os.environ.get("RTF_TEST_RECORD_COSTS") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(module_order.CostRecorder(), "rtf-module-costs")
     every = period_from_environment()

@@ -18,7 +18,7 @@ import pytest
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("pydantic_settings")
 
-from rtf.server.process import ServerProcess, _env  # noqa: E402
+from rtf.server.process import ServerProcess, run_command  # noqa: E402
 from rtf.server.settings import NAMES, ServeSettings, SettingsError, serve_settings  # noqa: E402
 
 NT = "application/n-triples"
@@ -43,8 +43,7 @@ def body_limit(server: ServerProcess) -> int | None:
 
 
 def serve(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtf.cli", "serve", *args], capture_output=True,
-                          text=True, timeout=60, env=_env(env), stdin=subprocess.DEVNULL)
+    return run_command([sys.executable, "-m", "rtf.cli", "serve", *args], timeout=60, env=env)
 
 
 @pytest.mark.slow
@@ -111,9 +110,8 @@ def test_a_setting_not_understood_is_one_line_and_exit_2(tmp_path, args, env, sa
     for name, text in files.items():
         (tmp_path / f"{name}.toml").write_text(text)
     fill = {name: str(tmp_path / f"{name}.toml") for name in files}
-    done = subprocess.run([sys.executable, "-m", "rtf.cli", "serve",
-                           *(a.format(**fill) for a in args)], capture_output=True, text=True,
-                          timeout=60, env=_env(env), stdin=subprocess.DEVNULL, cwd=tmp_path)
+    done = run_command([sys.executable, "-m", "rtf.cli", "serve", *(a.format(**fill) for a in args)],
+                       timeout=60, env=env, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith(says.format(**fill)), done.stderr
     assert not (tmp_path / "d").exists()  # nothing started

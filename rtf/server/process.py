@@ -59,11 +59,27 @@ def run_serve(data: str | os.PathLike, *args, timeout: float = START_TIMEOUT,
     stdout and stderr (text). A server that keeps running is killed and
     `ServerFailed` raised."""
     try:
-        return subprocess.run(serve_command(data, *args), capture_output=True, text=True,
-                              timeout=timeout, env=_env(env), stdin=subprocess.DEVNULL)
+        return run_command(serve_command(data, *args), timeout=timeout, env=env)
     except subprocess.TimeoutExpired as e:
         raise ServerFailed(f"rtf serve {' '.join(map(str, args))} did not exit within {timeout} s; "
                            f"stderr: {e.stderr!r}") from None
+
+
+def run_command(command: list[str], *, timeout: float, env: dict | None = None,
+                cwd: str | os.PathLike | None = None) -> subprocess.CompletedProcess:
+    """`subprocess.run` (text, both outputs captured, no stdin) of a command such as
+    `serve_command`'s, started by `ServerProcess.launch`; killed after `timeout` s
+    (`subprocess.TimeoutExpired`, with what it wrote)."""
+    process = ServerProcess.launch(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env=_env(env), cwd=cwd)
+    with process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+            raise subprocess.TimeoutExpired(command, timeout, stdout, stderr) from None
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def _env(extra: dict | None) -> dict:
@@ -76,6 +92,10 @@ def _env(extra: dict | None) -> dict:
 
 class ServerProcess:
     """One ``rtf serve`` process on a free loopback port (started by `start`)."""
+
+    #: How the process is started: `subprocess.Popen`'s signature and answers. (The test
+    #: suite forks its servers from an interpreter that has imported them: tests/warm_server.py.)
+    launch = staticmethod(subprocess.Popen)
 
     def __init__(self, data: str | os.PathLike, *args, token: str | None = None,
                  env: dict | None = None, start_timeout: float = START_TIMEOUT,
@@ -131,10 +151,10 @@ class ServerProcess:
         self._lines = []
         self._listening.clear()
         self.url = None
-        self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                        text=True, encoding="utf-8", errors="replace",
-                                        env=_env(self.env), start_new_session=self.new_session)
+        self.process = self.launch(self.command, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True, encoding="utf-8", errors="replace",
+                                   env=_env(self.env), start_new_session=self.new_session)
         _running.add(self)
         self._reader = threading.Thread(target=self._read_stderr, args=(self.process,),
                                         name=f"rtf-serve-{self.process.pid}-stderr", daemon=True)
