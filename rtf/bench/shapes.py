@@ -148,14 +148,18 @@ class ShapeBuilder:
     def chance(self, p: float) -> bool:
         return self.rng.random() < p
 
-    def model(self, family: "ShapeFamily") -> Publication:
+    def models(self, family: "ShapeFamily") -> list[Publication]:
+        """The publications `family`'s queries are modelled on; `MissingShapeError` if none."""
         models = self._models.get(family.name)
         if models is None:
             models = self._models[family.name] = family.models(self)
             if not models:
                 raise MissingShapeError(f"no publication has the {family.name} shape "
-                                 f"({family.summary}): give publications that do")
-        return self.rng.choice(models)
+                                        f"({family.summary}): give publications that do")
+        return models
+
+    def model(self, family: "ShapeFamily") -> Publication:
+        return self.rng.choice(self.models(family))
 
     def values_like(self, predicate: str, key: str) -> list[str]:
         """The values of `predicate` in the sample with the datatype (or tag) of `key`, with
@@ -404,7 +408,7 @@ class ShapeBuilder:
     def paper_dbpedia(self, family: "ShapeFamily") -> str:
         if self._paper is None:
             from rtf.bench.workload import Mix, Vocabulary, _Builder
-            self._paper = _Builder(Vocabulary(family.models(self)), self.rng, Mix.paper(self.ft_pr))
+            self._paper = _Builder(Vocabulary(self.models(family)), self.rng, Mix.paper(self.ft_pr))
         return self._paper.query()
 
     def constants_star(self, family: "ShapeFamily", rare: bool) -> str:
