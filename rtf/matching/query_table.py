@@ -383,8 +383,10 @@ class QueryTable:
 
     def by_id(self, slots: np.ndarray, answers: np.ndarray | None = None) -> tuple[np.ndarray, list | None]:
         """(`slots`, `answers` beside them or None) in query-id order, one slot per query."""
+        if answers is None:
+            return self.id_order.ordered(self.slot_id, slots, len(self.queries)), None
         order = self.id_order.order(self.slot_id, slots, len(self.queries))
-        return slots[order], (answers[order].tolist() if answers is not None else None)
+        return slots[order], answers[order].tolist()
 
     def part_leads(self, slots) -> np.ndarray:
         """`slot_part_lead` of `slots` (see it), the array grown to every slot first."""
