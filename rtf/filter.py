@@ -334,8 +334,13 @@ class IndexedQueries(QueryIndex):
             # the stars that project their objects, one per ProjectedStar. All of them
             # are put in query-id order at once.
             codes = table.slot_answer[slots]
-            known = codes >= 0
-            if known.any():
+            lowest, highest = int(codes.min()), int(codes.max())
+            if lowest == highest >= 0:  # all known, one answer (a paper-style mix): no mask
+                var = table.answer_vars[lowest]
+                parts.append((slots, solver.subject_solutions(var) if var else UNIT))
+                slots = slots[:0]
+            elif highest >= 0:
+                known = codes >= 0
                 known_slots, known_codes = slots[known], codes[known]
                 present = np.flatnonzero(np.bincount(known_codes))  # a few codes: no sort
                 if len(present) == 1:
