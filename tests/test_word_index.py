@@ -49,6 +49,7 @@ def found(index, tokens) -> list[int]:
     """What the index finds (`matched_ids`), which must give each id once; its two ways
     of counting the postings (sorted, or counted per alternative) must agree."""
     text = TextIndex(list(tokens))
+    assert index._bigram_keys == sum(" " in key for key in index.words)  # (0: bigrams not looked up)
     if index._next:
         postings = np.frombuffer(index.postings(text), dtype=np.int32)
         assert index._counted(postings).tolist() == index._sorted(postings).tolist()

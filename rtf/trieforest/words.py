@@ -55,6 +55,7 @@ class WordIndex:
     """
 
     _wanted = None  # (for an index pickled before it was kept: see __init__)
+    _bigram_keys = None  # (the same: not known, so a text's bigrams are looked up)
 
     def __init__(self, known_words: int = 1 << 15):
         #: word or bigram -> postings (int32 alternative ids)
@@ -79,6 +80,8 @@ class WordIndex:
         #: `need` of the ids in use, a free id's -1 (never a count): made when first wanted
         #: after a change (`_counted`)
         self._wanted: np.ndarray | None = None
+        #: how many keys of `words` are bigrams: with none, a text's bigrams are not made
+        self._bigram_keys: int | None = 0
 
     def __len__(self) -> int:
         """The number of distinct keys."""
@@ -101,6 +104,8 @@ class WordIndex:
                 postings = words.get(w)
                 if postings is None:
                     postings = words[w] = array(_ID)
+                    if " " in w and self._bigram_keys is not None:
+                        self._bigram_keys += 1
                 postings.append(alt)
             prefixes = self.prefixes
             for p in ps:
@@ -146,6 +151,8 @@ class WordIndex:
             table[key] = array(_ID, kept.tobytes())
         else:
             del table[key]
+            if table is self.words and " " in key and self._bigram_keys is not None:
+                self._bigram_keys -= 1
             if table is self.prefixes:
                 self._count_length(len(key), -1)
                 self._word_prefixes.clear()
@@ -171,7 +178,10 @@ class WordIndex:
     def postings(self, text: TextIndex) -> bytes:
         """The joined postings of every key `text` holds."""
         # One lookup per key, in C: a key the index lacks gives None, which `filter` drops.
-        found = b"".join(filter(None, map(self.words.get, text.keys)))
+        # Without bigram keys (as in a workload of plain words), the text's words alone: its bigrams
+        # are neither made nor looked up.
+        keys = text.positions if self._bigram_keys == 0 else text.keys
+        found = b"".join(filter(None, map(self.words.get, keys)))
         if self.prefixes:
             prefixes = self.prefixes
             found += b"".join(map(prefixes.__getitem__, self._prefixes_in(text.positions)))
@@ -281,6 +291,7 @@ def restore(arrays: dict[str, np.ndarray], alternatives: np.ndarray) -> WordInde
         table.update(zip(keys, [array(_ID, raw[a:b]) for a, b in zip(bounds, bounds[1:])]))
         if len(table) != len(keys):
             raise ValueError(f"the saved {name} keys are not distinct")
+    index._bigram_keys = sum(1 for w in index.words if " " in w)
     for p in index.prefixes:
         index._prefix_lengths[len(p)] = index._prefix_lengths.get(len(p), 0) + 1
     index._lengths = tuple(sorted(index._prefix_lengths))
