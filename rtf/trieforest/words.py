@@ -225,7 +225,8 @@ class WordIndex:
         count per alternative id in use."""
         wanted = self._wanted
         if wanted is None:
-            wanted = self._wanted = np.where(self.need[:self._next] > 0, self.need[:self._next], -1)
+            need = self.need[:self._next]
+            wanted = self._wanted = np.where(need > 0, need, -1).astype(np.intp)  # (as counts: no cast)
         return np.flatnonzero(np.bincount(ids, minlength=len(wanted)) == wanted)
 
     def matched_ids(self, text: TextIndex) -> np.ndarray:
