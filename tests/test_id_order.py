@@ -37,3 +37,13 @@ def test_slots_come_out_in_id_order_every_way(query_ids, data):
         expected = sorted(picked, key=lambda s: slot_id[s])
         assert order.ordered(slot_id, slots, len(left)).tolist() == expected  # sorted or flagged
         assert slots[order.order(slot_id, slots, len(left))].tolist() == expected  # argsort
+
+
+def test_a_pickle_of_an_older_rtf_is_ranked_again():
+    slot_id = np.array(["b", None, "a", "c"], dtype=object)
+    order = IdOrder()
+    order.ordered(slot_id, np.array([0, 2, 3]), 3)
+    old = IdOrder.__new__(IdOrder)
+    old.__setstate__((None, {"ranks": order.ranks, "debt": 0}))  # (before slot_of_rank)
+    assert old.ranks is None
+    assert old.ordered(slot_id, np.array([3, 0, 2]), 3).tolist() == [2, 0, 3]

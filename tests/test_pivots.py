@@ -88,6 +88,25 @@ def test_branches_of_one_shape_are_listed_apart():
     assert table.complete(np.array([0, 1])).tolist() == [1]
 
 
+def test_a_pickle_of_an_older_rtf_answers_the_same():
+    """Pickled before `alone` existed, every branch was in `rows`: unpickled, the
+    branches of one shape move to `alone` and the answers do not change."""
+    table = Pivots()
+    for sid in range(4):
+        table.reserve(sid)
+    for slot, shapes in enumerate([[0], [0, 1], [2], [1, 2, 3], [3]]):
+        table.add(slot, shapes)
+    live = np.flatnonzero(table.pivot >= 0)
+    state = {name: getattr(table, name) for name in Pivots.__slots__ if name != "alone"}
+    state["rows"] = pivots_module._rebuilt(table.rows, table.pivot[live], live)  # the old layout
+    old = Pivots.__new__(Pivots)
+    old.__setstate__((None, state))
+    assert sorted(old.alone.gather(np.arange(4)).tolist()) == [0, 2, 4]
+    for satisfied in ([0], [0, 1], [1, 2, 3], [0, 1, 2, 3]):
+        ids = np.array(satisfied)
+        assert sorted(old.complete(ids).tolist()) == sorted(table.complete(ids).tolist())
+
+
 def test_a_branch_is_pivoted_on_its_rarest_shape():
     """Placed on the shape fewest branches use; re-pivoted as uses change."""
     table = Pivots()

@@ -37,6 +37,14 @@ class IdOrder:
         self.slot_of_rank: np.ndarray | None = None
         self.debt = 0  # records sorted by id since the ranks were dropped
 
+    def __setstate__(self, state) -> None:
+        """Unpickle; one pickled by an older rtf has no `slot_of_rank`: ranked again."""
+        slots = state[1] if isinstance(state, tuple) else state
+        for name, value in slots.items():
+            setattr(self, name, value)
+        if "slot_of_rank" not in slots:
+            self.changed()
+
     def changed(self) -> None:
         """A query was registered: its id has no rank."""
         self.ranks = self.slot_of_rank = None

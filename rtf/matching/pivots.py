@@ -73,6 +73,15 @@ class Pivots:
         self.live = 0  # counted branches
         self.placed = 0  # branches placed since the pivots were last chosen for all
 
+    def __setstate__(self, state) -> None:
+        """Unpickle; a `Pivots` pickled by an older rtf has every branch in `rows`: its
+        branches of one shape are moved to `alone`."""
+        slots = state[1] if isinstance(state, tuple) else state
+        for name, value in slots.items():
+            setattr(self, name, value)
+        if "alone" not in slots:
+            self._lay_out(np.flatnonzero(self.pivot >= 0))
+
     def reserve(self, shape_id: int) -> None:
         """Make `shape_id` known (with no branch)."""
         self.rows.reserve(shape_id)
