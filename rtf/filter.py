@@ -333,9 +333,16 @@ class IndexedQueries(QueryIndex):
             # without looking, and is given to all of them at once; so is the answer of
             # the stars that project their objects, one per ProjectedStar. All of them
             # are put in query-id order at once.
-            codes = table.slot_answer[slots]
-            known = codes >= 0
-            if known.any():
+            code = table.one_answer()
+            codes = table.slot_answer[slots] if code < 0 else None
+            if code < 0 and codes.min() == codes.max() >= 0:
+                code = int(codes[0])
+            if code >= 0:  # all known, one answer (a paper-style mix): no mask
+                var = table.answer_vars[code]
+                parts.append((slots, solver.subject_solutions(var) if var else UNIT))
+                slots = slots[:0]
+            elif codes.max() >= 0:
+                known = codes >= 0
                 known_slots, known_codes = slots[known], codes[known]
                 present = np.flatnonzero(np.bincount(known_codes))  # a few codes: no sort
                 if len(present) == 1:

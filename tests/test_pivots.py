@@ -52,12 +52,59 @@ def test_complete_branches_follow_a_plain_dict(steps, publications, min_repivot)
         for satisfied in publications:
             ids = np.array(sorted(satisfied), dtype=np.int64)
             expected = sorted(slot for slot, shapes in model.items() if shapes <= satisfied)
-            for t in (table, copy):
+            for t in (table, copy, restored(table)):
                 got = t.complete(ids).tolist()
                 assert sorted(got) == expected and len(set(got)) == len(got)
             assert not table.mark[1:].any()  # the marks are cleared after each publication
     finally:
         pivots_module._MIN_REPIVOT = saved
+
+
+def restored(table: Pivots) -> Pivots:
+    """A fresh `Pivots` given `table`'s state as a saved index gives it (`Pivots.restore`)."""
+    live = table.pivot >= 0
+    fresh = Pivots()
+    fresh.restore(table.pivot.copy(), table.others.copy(), {s: e.copy() for s, e in table.extra.items()},
+                  np.frombuffer(table.uses, dtype=np.int32)[:SHAPES].copy(), live, SHAPES)
+    return fresh
+
+
+def test_branches_of_one_shape_are_listed_apart():
+    """A branch of one shape is complete when its shape is satisfied: it is listed in
+    `alone`, which no row of `others` is read for, and goes back with its removal."""
+    table = Pivots()
+    for sid in range(3):
+        table.reserve(sid)
+    table.add(0, [0])
+    table.add(1, [0, 1])
+    table.add(2, [2])
+    assert sorted(table.alone.gather(np.arange(3)).tolist()) == [0, 2]
+    assert table.rows.gather(np.arange(3)).tolist() == [1]
+    assert sorted(table.complete(np.array([0, 2])).tolist()) == [0, 2]
+    table.repivot()
+    assert sorted(restored(table).alone.gather(np.arange(3)).tolist()) == [0, 2]
+    table.remove(0)
+    assert table.alone.gather(np.arange(3)).tolist() == [2]
+    assert table.complete(np.array([0, 1])).tolist() == [1]
+
+
+def test_a_pickle_of_an_older_rtf_answers_the_same():
+    """Pickled before `alone` existed, every branch was in `rows`: unpickled, the
+    branches of one shape move to `alone` and the answers do not change."""
+    table = Pivots()
+    for sid in range(4):
+        table.reserve(sid)
+    for slot, shapes in enumerate([[0], [0, 1], [2], [1, 2, 3], [3]]):
+        table.add(slot, shapes)
+    live = np.flatnonzero(table.pivot >= 0)
+    state = {name: getattr(table, name) for name in Pivots.__slots__ if name != "alone"}
+    state["rows"] = pivots_module._rebuilt(table.rows, table.pivot[live], live)  # the old layout
+    old = Pivots.__new__(Pivots)
+    old.__setstate__((None, state))
+    assert sorted(old.alone.gather(np.arange(4)).tolist()) == [0, 2, 4]
+    for satisfied in ([0], [0, 1], [1, 2, 3], [0, 1, 2, 3]):
+        ids = np.array(satisfied)
+        assert sorted(old.complete(ids).tolist()) == sorted(table.complete(ids).tolist())
 
 
 def test_a_branch_is_pivoted_on_its_rarest_shape():

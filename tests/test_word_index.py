@@ -3,6 +3,7 @@ its contract: a shape is found when every key of one of its alternatives occurs.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,8 +46,14 @@ def expected(shapes, tokens) -> list[int]:
 
 
 def found(index, tokens) -> list[int]:
-    """What the index finds (`matched_ids`), which must give each id once."""
-    ids = index.matched_ids(TextIndex(list(tokens))).tolist()
+    """What the index finds (`matched_ids`), which must give each id once; its two ways
+    of counting the postings (sorted, or counted per alternative) must agree."""
+    text = TextIndex(list(tokens))
+    assert index._bigram_keys == sum(" " in key for key in index.words)  # (0: bigrams not looked up)
+    if index._next:
+        postings = np.frombuffer(index.postings(text), dtype=np.int32)
+        assert index._counted(postings).tolist() == index._sorted(postings).tolist()
+    ids = index.matched_ids(text).tolist()
     assert len(set(ids)) == len(ids), ids
     return sorted(ids)
 

@@ -217,6 +217,9 @@ class QueryTable:
     #: subject: {var: subject}, or the unit solution for ""); -1 for the others
     slot_answer: np.ndarray = field(default_factory=lambda: np.full(64, -1, dtype=np.int32))
     answer_vars: list[str] = field(default_factory=list)
+    #: code -> the live slots whose `slot_answer` it is (None: not counted yet; counted
+    #: from the arrays when first asked for, after a restore or an old pickle): `one_answer`
+    _answer_tally: list | None = None
     tuple_count: int = 0
     #: The branches' FILTER comparisons on one variable, indexed (`rtf.matching.value_tests`)
     values: ValueTests = field(default_factory=ValueTests)
@@ -336,7 +339,8 @@ class QueryTable:
             if exact_star(plans[0], branches[0].branch, query.projection):
                 star = star_plan(branches[0], plans[0].variables)
         if star is not None and (star.var is None or star.on_subject):
-            self.slot_answer[branches[0].slot] = self._answer_code(star.var if star.projected else "")
+            code = self.slot_answer[branches[0].slot] = self._answer_code(star.var if star.projected else "")
+            self._tally_answer(code, 1)
         elif optional is None and algebra is None:
             # A star that projects its objects: answered per ProjectedStar (rtf.matching.star),
             # all the branches of one at once when it is its query's only branch (the
@@ -376,6 +380,29 @@ class QueryTable:
         self.shape_at[sid] = shape
         self.shape_check[sid] = shape.needs_check
 
+    def _tally_answer(self, code: int, delta: int) -> None:
+        tally = self._answer_tally
+        if tally is not None:
+            tally.extend([0] * (code + 1 - len(tally)))
+            tally[code] += delta
+
+    def one_answer(self) -> int:
+        """The code in `slot_answer` of every live slot, when they all have the same one
+        (a paper-style mix: stars that project their subject), else -1: complete slots
+        then need no look-up of their answers."""
+        tally = self._answer_tally
+        if tally is None:
+            n = len(self.branches)
+            codes = self.slot_answer[:n]
+            live = self.slot_id[:n] != None  # noqa: E711 (element-wise: free slots hold None)
+            tally = self._answer_tally = np.bincount(codes[live & (codes >= 0)]).tolist()
+        live_slots = len(self.branches) - len(self._free)
+        if live_slots:
+            for code, slots in enumerate(tally):
+                if slots == live_slots:
+                    return code
+        return -1
+
     def _answer_code(self, var: str) -> int:
         if var not in self.answer_vars:
             self.answer_vars.append(var)
@@ -383,8 +410,10 @@ class QueryTable:
 
     def by_id(self, slots: np.ndarray, answers: np.ndarray | None = None) -> tuple[np.ndarray, list | None]:
         """(`slots`, `answers` beside them or None) in query-id order, one slot per query."""
+        if answers is None:
+            return self.id_order.ordered(self.slot_id, slots, len(self.queries)), None
         order = self.id_order.order(self.slot_id, slots, len(self.queries))
-        return slots[order], (answers[order].tolist() if answers is not None else None)
+        return slots[order], answers[order].tolist()
 
     def part_leads(self, slots) -> np.ndarray:
         """`slot_part_lead` of `slots` (see it), the array grown to every slot first."""
@@ -442,7 +471,9 @@ class QueryTable:
             if self.slot_subscriber[rb.slot] is not None:
                 self.slot_subscriber[rb.slot] = None
                 self.subscribed -= 1
-            self.slot_answer[rb.slot] = -1
+            if self.slot_answer[rb.slot] >= 0:
+                self._tally_answer(int(self.slot_answer[rb.slot]), -1)
+                self.slot_answer[rb.slot] = -1
             if rb.slot < len(self.slot_part_lead):
                 self.slot_part_lead[rb.slot] = -1
             for codes in (self.slot_projected, self.slot_projected_part):
