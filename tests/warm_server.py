@@ -119,6 +119,10 @@ class WarmProcess:
         self.wait(None if deadline is None else max(deadline - time.monotonic(), 0.01))
         return got.get("out"), got.get("err")
 
+    def __del__(self):
+        if self.returncode is None:  # never waited for: the pipe is not left open
+            os.close(self._status_fd)
+
     def __enter__(self):
         return self
 
