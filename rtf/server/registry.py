@@ -140,7 +140,7 @@ class Registry:
         for registered in engine.queries():  # the snapshot's queries that are not the table's
             row = rows.get(registered.id)
             if (row is None or row.seq > through or row.problem
-                    or row.query != registered.query.text or row.subscriber != registered.subscriber):
+                    or row.query != registered.text or row.subscriber != registered.subscriber):
                 engine.unregister(registered.id)
                 removed += 1
         replayed = failed = 0
@@ -204,7 +204,7 @@ class Registry:
         write_atomically(self.snapshot_path, data)
         pending = self.store.begin()
         try:
-            pending.insert_all((q.id, q.query.text, q.subscriber, q.metadata or None)
+            pending.insert_all((q.id, q.text, q.subscriber, q.metadata or None)
                                for q in queries)
             through = pending.max_seq()
             pending.set_setting("snapshot", json.dumps({**self._identity, "through": through,
