@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rtf.query.model import FTAnd, FTNear, FTNot, FTOr, FTTerm, FTWord
-from rtf.query.text import FullTextError, TextIndex, compile_ft, parse_ft_string, required_words, words
+from rtf.query.text import FullTextError, TextIndex, bigram, compile_ft, parse_ft_string, required_words, words
 
 
 def T(s):
@@ -59,13 +59,16 @@ def _spec_words(text: str) -> list[str]:
 
 
 # Texts rich in what the rule is about: combining marks, Indic vowel signs, letters whose
-# casefold is several characters, punctuation between them.
+# casefold is several characters, a mark that casefolds to a letter (U+0345: the words are
+# casefolded, not the text), capitals, punctuation between them.
 _MARKED = st.text(st.sampled_from("ae iu\u0301\u0308\u0323\u093f\u094d\u0915\u0937\u0947"
-                                  "\u0130\u1f50\u03c2\u00df\u212b.-_*\u2014 \u00e9\u1ebd\u0e31"),
+                                  "\u0130\u1f50\u03c2\u00df\u212b.-_*\u2014 \u00e9\u1ebd\u0e31"
+                                  "\u0345\u1e9e\u01c5AZ\u03a3"),
                   max_size=24)
+_ASCII = st.text(st.characters(max_codepoint=127), max_size=40)
 
 
-@given(st.one_of(st.text(), _MARKED))
+@given(st.one_of(st.text(), _MARKED, _ASCII))
 def test_words_agree_with_the_character_by_character_definition(text):
     assert words(text) == _spec_words(text)
 
@@ -248,3 +251,15 @@ def test_ftnear_of_phrases_agrees_with_the_spec(left, right, lo, extra, ordered,
     expr = FTNear(a, b, lo, hi, ordered)
     assert TextIndex(tokens).matches(expr) is expected
     assert compile_ft(expr)(TextIndex(tokens)) is expected
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c", "dd"]), max_size=12))
+def test_a_text_index_makes_its_positions_only_when_read(tokens):
+    """A stream's literals are looked up word by word (`word_set`, `keys`, `has_word`)
+    and most never have their positions read: those are made when first read, and
+    are then each word's increasing positions."""
+    ti = TextIndex(list(tokens))
+    assert ti.word_set == set(tokens) and ti.keys == set(tokens) | set(map(bigram, tokens, tokens[1:]))
+    assert ti.has_word(FTWord("a")) == ("a" in tokens) and ti.sorted_words == sorted(set(tokens))
+    assert ti._positions is None
+    assert ti.positions == {w: [i for i, t in enumerate(tokens) if t == w] for w in tokens}
