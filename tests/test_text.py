@@ -263,3 +263,43 @@ def test_a_text_index_makes_its_positions_only_when_read(tokens):
     assert ti.has_word(FTWord("a")) == ("a" in tokens) and ti.sorted_words == sorted(set(tokens))
     assert ti._positions is None
     assert ti.positions == {w: [i for i, t in enumerate(tokens) if t == w] for w in tokens}
+
+
+_KEY_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+
+
+def _unescaped_by_hand(body: str) -> str:
+    """A literal key's body decoded character by character, left to right."""
+    out, i = [], 0
+    while i < len(body):
+        if body[i] != "\\":
+            out.append(body[i])
+            i += 1
+        elif body[i + 1] in "uU":
+            n = 4 if body[i + 1] == "u" else 8
+            out.append(chr(int(body[i + 2:i + 2 + n], 16)))
+            i += 2 + n
+        else:
+            out.append(_KEY_ESCAPES[body[i + 1]])
+            i += 2
+    return "".join(out)
+
+
+_BODIES = st.lists(st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters='"\\')),
+    st.integers(0, 0x10FFFF).filter(lambda c: not 0xD800 <= c <= 0xDFFF).flatmap(
+        lambda c: st.sampled_from([f"\\U{c:08X}", f"\\u{c & 0xFFFF:04x}" if not 0xD800 <= c & 0xFFFF <= 0xDFFF
+                                   else "\\t"])),
+    st.sampled_from(["\\t", "\\b", "\\n", "\\r", "\\f", '\\"', "\\'", "\\\\", "\\\\u0041", "\\\\\\u0041",
+                     "\\\\U0001F600", "u0041"])), max_size=8).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_BODIES, st.text(st.characters(blacklist_categories=("Cs",))))
+def test_a_literal_keys_text_is_its_body_unescaped(body, text):
+    """The text full-text operators see (`lexical_form`) is the key's body with each escape
+    decoded, left to right; the key `literal_key` writes for a text gives that text back."""
+    from rtf.query.terms import literal_key, literal_parts
+    literal_parts.cache_clear()
+    assert literal_parts(f'"{body}"@en').lexical == _unescaped_by_hand(body)
+    assert literal_parts(literal_key(text)).lexical == text
