@@ -159,6 +159,23 @@ def test_matches_stay_in_query_id_order_as_queries_come_and_go(algorithm):
     assert ranked == {True, False}  # both ways were taken
 
 
+@pytest.mark.parametrize("algorithm", ["rtfs", "rtfm"])  # (the engines whose index file keeps their table)
+def test_a_loaded_engine_has_its_ids_ranked_before_its_first_publication(tmp_path, algorithm):
+    """A load is followed by a stream of publications: the ids are ranked as the index is
+    loaded, so that the first publications do not sort their matches' ids (they used to,
+    until their sorting had cost what ranking does). The matches stay in id order."""
+    ex = "http://ex/"
+    engine = Engine(algorithm)
+    for n in range(50):
+        engine.register(f"SELECT ?s WHERE {{ ?s <{ex}p{n % 3}> ?o }}", f"q{(n * 37) % 50}-{n}")
+    engine.save(tmp_path / "i.idx")
+    loaded = Engine.load(tmp_path / "i.idx")
+    assert loaded._index.table.id_order.ranks is not None
+    pub = Publication(f"{ex}a", [(f"<{ex}a>", f"<{ex}p{k}>", f'"{k}"') for k in range(3)])
+    got = [m.query_id for m in loaded.match(pub)]
+    assert got == sorted(got) == [m.query_id for m in engine.match(pub)] and len(got) == 50
+
+
 @pytest.mark.parametrize("algorithm", ["naive", "rtfm", "rtfs", "ibroker"])
 def test_star_answers_of_several_variables_on_one_subject(algorithm):
     """A one-subject publication completes star queries answered without a join, by

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rtf.query.model import FTAnd, FTNear, FTNot, FTOr, FTTerm, FTWord
-from rtf.query.text import FullTextError, TextIndex, compile_ft, parse_ft_string, required_words, words
+from rtf.query.text import FullTextError, TextIndex, bigram, compile_ft, parse_ft_string, required_words, words
 
 
 def T(s):
@@ -59,13 +59,16 @@ def _spec_words(text: str) -> list[str]:
 
 
 # Texts rich in what the rule is about: combining marks, Indic vowel signs, letters whose
-# casefold is several characters, punctuation between them.
+# casefold is several characters, a mark that casefolds to a letter (U+0345: the words are
+# casefolded, not the text), capitals, punctuation between them.
 _MARKED = st.text(st.sampled_from("ae iu\u0301\u0308\u0323\u093f\u094d\u0915\u0937\u0947"
-                                  "\u0130\u1f50\u03c2\u00df\u212b.-_*\u2014 \u00e9\u1ebd\u0e31"),
+                                  "\u0130\u1f50\u03c2\u00df\u212b.-_*\u2014 \u00e9\u1ebd\u0e31"
+                                  "\u0345\u1e9e\u01c5AZ\u03a3"),
                   max_size=24)
+_ASCII = st.text(st.characters(max_codepoint=127), max_size=40)
 
 
-@given(st.one_of(st.text(), _MARKED))
+@given(st.one_of(st.text(), _MARKED, _ASCII))
 def test_words_agree_with_the_character_by_character_definition(text):
     assert words(text) == _spec_words(text)
 
@@ -248,3 +251,55 @@ def test_ftnear_of_phrases_agrees_with_the_spec(left, right, lo, extra, ordered,
     expr = FTNear(a, b, lo, hi, ordered)
     assert TextIndex(tokens).matches(expr) is expected
     assert compile_ft(expr)(TextIndex(tokens)) is expected
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c", "dd"]), max_size=12))
+def test_a_text_index_makes_its_positions_only_when_read(tokens):
+    """A stream's literals are looked up word by word (`word_set`, `keys`, `has_word`)
+    and most never have their positions read: those are made when first read, and
+    are then each word's increasing positions."""
+    ti = TextIndex(list(tokens))
+    assert ti.word_set == set(tokens) and ti.keys == set(tokens) | set(map(bigram, tokens, tokens[1:]))
+    assert ti.has_word(FTWord("a")) == ("a" in tokens) and ti.sorted_words == sorted(set(tokens))
+    assert ti._positions is None
+    assert ti.positions == {w: [i for i, t in enumerate(tokens) if t == w] for w in tokens}
+
+
+_KEY_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+
+
+def _unescaped_by_hand(body: str) -> str:
+    """A literal key's body decoded character by character, left to right."""
+    out, i = [], 0
+    while i < len(body):
+        if body[i] != "\\":
+            out.append(body[i])
+            i += 1
+        elif body[i + 1] in "uU":
+            n = 4 if body[i + 1] == "u" else 8
+            out.append(chr(int(body[i + 2:i + 2 + n], 16)))
+            i += 2 + n
+        else:
+            out.append(_KEY_ESCAPES[body[i + 1]])
+            i += 2
+    return "".join(out)
+
+
+_BODIES = st.lists(st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters='"\\')),
+    st.integers(0, 0x10FFFF).filter(lambda c: not 0xD800 <= c <= 0xDFFF).flatmap(
+        lambda c: st.sampled_from([f"\\U{c:08X}", f"\\u{c & 0xFFFF:04x}" if not 0xD800 <= c & 0xFFFF <= 0xDFFF
+                                   else "\\t"])),
+    st.sampled_from(["\\t", "\\b", "\\n", "\\r", "\\f", '\\"', "\\'", "\\\\", "\\\\u0041", "\\\\\\u0041",
+                     "\\\\U0001F600", "u0041"])), max_size=8).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_BODIES, st.text(st.characters(blacklist_categories=("Cs",))))
+def test_a_literal_keys_text_is_its_body_unescaped(body, text):
+    """The text full-text operators see (`lexical_form`) is the key's body with each escape
+    decoded, left to right; the key `literal_key` writes for a text gives that text back."""
+    from rtf.query.terms import literal_key, literal_parts
+    literal_parts.cache_clear()
+    assert literal_parts(f'"{body}"@en').lexical == _unescaped_by_hand(body)
+    assert literal_parts(literal_key(text)).lexical == text

@@ -19,6 +19,9 @@ done since the change has cost about what ranking costs (sorting as many
 ids as are registered): a bulk registration followed by a stream of
 publications pays the ranking once; a registration before every
 publication is never worse than twice the plain sorting (ski rental).
+A saved index is ranked as it is loaded (`rank`): what follows a load is a
+stream of publications, whose first few would otherwise each sort the ids
+of their thousands of matches before the ranks pay for themselves.
 """
 
 from __future__ import annotations
@@ -50,6 +53,11 @@ class IdOrder:
         self.ranks = self.slot_of_rank = None
         self.debt = 0
 
+    def rank(self, slot_id: np.ndarray) -> None:
+        """Make the ranks of every slot now (a loaded table: a stream follows)."""
+        self.ranks, self.slot_of_rank = _ranks(slot_id)
+        self.debt = 0
+
     def ordered(self, slot_id: np.ndarray, slots: np.ndarray, registered: int) -> np.ndarray:
         """`slots` (one slot per query; `slot_id` gives their ids) in query-id order;
         `registered` is the number of queries in the table."""
@@ -77,7 +85,7 @@ class IdOrder:
         order = sorted(range(len(ids)), key=ids.__getitem__)
         self.debt += len(ids)
         if self.debt >= registered:
-            self.ranks, self.slot_of_rank = _ranks(slot_id)
+            self.rank(slot_id)
         return np.array(order, dtype=np.intp)
 
 

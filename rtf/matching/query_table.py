@@ -391,11 +391,11 @@ class QueryTable:
         (a paper-style mix: stars that project their subject), else -1: complete slots
         then need no look-up of their answers."""
         tally = self._answer_tally
-        if tally is None:
-            n = len(self.branches)
-            codes = self.slot_answer[:n]
-            live = self.slot_id[:n] != None  # noqa: E711 (element-wise: free slots hold None)
-            tally = self._answer_tally = np.bincount(codes[live & (codes >= 0)]).tolist()
+        if tally is None:  # (the first publication after a load: the free slots by number,
+            # not by comparing every slot's id with None, which took milliseconds at 100K)
+            codes = self.slot_answer[:len(self.branches)].copy()
+            codes[np.frombuffer(self._free, dtype=np.int32) if self._free else []] = -1
+            tally = self._answer_tally = np.bincount(codes[codes >= 0]).tolist()
         live_slots = len(self.branches) - len(self._free)
         if live_slots:
             for code, slots in enumerate(tally):

@@ -209,6 +209,7 @@ def restored(engine_class, lazy_records, found, source: str):
             engine._queries = {qid: queries[qid] for qid in ids}  # (in the file's order)
         engine._asks = int(columns.asks.sum())
         engine._next_id = head.next_id
+        index.table.id_order.rank(index.table.slot_id)  # (a stream of publications follows a load)
     except IndexFileError as e:
         if str(e).startswith(f"{source}: "):
             raise

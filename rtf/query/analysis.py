@@ -59,6 +59,9 @@ _MARKS = frozenset(("Mn", "Mc"))
 #: A character that may be a combining mark (neither a word character, a space nor ASCII):
 #: a text with none after an alphanumeric one has its alphanumeric runs for words.
 _MAYBE_MARK = re.compile(r"[^\w\s\x00-\x7f]")
+#: An ASCII text's words in C: each letter lowered (a casefold, in ASCII), each character
+#: that is not alphanumeric a space, then the text split at spaces.
+_ASCII_WORDS = bytes(ord(chr(c).lower()) if chr(c).isalnum() else 32 for c in range(256))
 
 
 def words(text: str) -> list[str]:
@@ -72,13 +75,19 @@ def words(text: str) -> list[str]:
     True
     """
     if text.isascii():
-        return [w.casefold() for w in WORD.findall(text)]
+        return text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
     if not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)
     if not _mark_after_word(text):  # no word goes on past its alphanumeric run
-        folded = list(map(str.casefold, WORD.findall(text)))
-        # (NUL composes with nothing: the words are in NFC exactly when their join is)
-        if unicodedata.is_normalized("NFC", "\0".join(folded)):
+        found = WORD.findall(text)
+        if not found:
+            return found
+        # The words casefolded in one call: casefolding maps each character alone, and
+        # no word holds NUL nor casefolds to it. (NUL composes with nothing either: the
+        # words are in NFC exactly when their join is.)
+        joined = "\0".join(found).casefold()
+        folded = joined.split("\0")
+        if unicodedata.is_normalized("NFC", joined):
             return folded
         return [unicodedata.normalize("NFC", w) for w in folded]
     return [word_of(text[start:end]) for start, end in word_places(text)]

@@ -15,6 +15,7 @@ The query model's terms (`IRI`, `Literal`, `Variable`, `BlankNode`,
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 
@@ -111,27 +112,20 @@ def literal_parts(key: str) -> LiteralParts:
     return LiteralParts(body, XSD_STRING, None)
 
 
+#: An escape of a literal key's body (`literal_key` writes only these): the escape is
+#: replaced by `_unescaped`, the text between escapes copied in C.
+_ESCAPE = re.compile(r"""\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|([tbnrf"'\\]))""")
+
+
+def _unescaped(m: re.Match) -> str:
+    short, long, char = m.groups()
+    if char is not None:
+        return _ESCAPES[char]
+    return chr(int(short or long, 16))
+
+
 def _unescape(body: str) -> str:
-    out = []
-    i = 0
-    n = len(body)
-    while i < n:
-        c = body[i]
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        e = body[i + 1]
-        if e == "u":
-            out.append(chr(int(body[i + 2:i + 6], 16)))
-            i += 6
-        elif e == "U":
-            out.append(chr(int(body[i + 2:i + 10], 16)))
-            i += 10
-        else:
-            out.append(_ESCAPES[e])
-            i += 2
-    return "".join(out)
+    return _ESCAPE.sub(_unescaped, body)
 
 
 def lexical_form(key: str) -> str:

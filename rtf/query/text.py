@@ -138,22 +138,32 @@ class TextIndex:
     """Word positions of one text, for evaluating full-text expressions.
 
     `positions` maps each word to its increasing positions; `sorted_words`
-    answers prefix terms by a key range instead of a scan.
+    answers prefix terms by a key range instead of a scan. Both are made when
+    first read: most literals of a publication are only looked up word by word
+    in an index (`word_set`, `keys`, made in C from the words), and each is
+    seen once in a stream, so the positions of most are never read.
     """
 
-    __slots__ = ("positions", "length", "_sorted", "_cache", "_word_set", "_tokens", "_keys")
+    __slots__ = ("_positions", "length", "_sorted", "_cache", "_word_set", "_tokens", "_keys")
 
     def __init__(self, tokens: list[str]):
-        positions: dict[str, list[int]] = {}
-        for i, w in enumerate(tokens):
-            positions.setdefault(w, []).append(i)
-        self.positions = positions
+        self._tokens = tokens
         self.length = len(tokens)
+        self._positions: dict[str, list[int]] | None = None
         self._sorted: list[str] | None = None
         self._cache: dict = {}
         self._word_set: frozenset[str] | None = None
-        self._tokens: list[str] | None = tokens
         self._keys: set[str] | None = None
+
+    @property
+    def positions(self) -> dict[str, list[int]]:
+        """Each word -> its increasing positions."""
+        positions = self._positions
+        if positions is None:
+            positions = self._positions = {}
+            for i, w in enumerate(self._tokens):
+                positions.setdefault(w, []).append(i)
+        return positions
 
     @property
     def keys(self) -> set[str]:
@@ -162,9 +172,8 @@ class TextIndex:
         keys = self._keys
         if keys is None:
             tokens = self._tokens
-            keys = self._keys = set(self.positions)
+            keys = self._keys = set(tokens)
             keys.update(map(bigram, tokens, tokens[1:]))
-            self._tokens = None
         return keys
 
     @classmethod
@@ -175,14 +184,14 @@ class TextIndex:
     @property
     def sorted_words(self) -> list[str]:
         if self._sorted is None:
-            self._sorted = sorted(self.positions)
+            self._sorted = sorted(self.word_set)
         return self._sorted
 
     @property
     def word_set(self) -> frozenset[str]:
         """The distinct words of the text."""
         if self._word_set is None:
-            self._word_set = frozenset(self.positions)
+            self._word_set = frozenset(self._tokens)
         return self._word_set
 
     def words_with_prefix(self, prefix: str) -> list[str]:
@@ -197,7 +206,7 @@ class TextIndex:
 
     def has_word(self, word: FTWord) -> bool:
         if not word.prefix:
-            return word.text in self.positions
+            return word.text in self.word_set
         sw = self.sorted_words
         i = bisect_left(sw, word.text)
         return i < len(sw) and sw[i].startswith(word.text)
@@ -273,7 +282,7 @@ def compile_ft(expr: FTExpr):
             word = words_[0]
             if not word.prefix:
                 text = word.text
-                return lambda ti: text in ti.positions
+                return lambda ti: text in ti.word_set
             return lambda ti: ti.has_word(word)
         if len(words_) == 2 and not words_[0].prefix and not words_[1].prefix:
             first, second = words_[0].text, words_[1].text

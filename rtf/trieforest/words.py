@@ -180,11 +180,11 @@ class WordIndex:
         # One lookup per key, in C: a key the index lacks gives None, which `filter` drops.
         # Without bigram keys (as in a workload of plain words), the text's words alone: its bigrams
         # are neither made nor looked up.
-        keys = text.positions if self._bigram_keys == 0 else text.keys
+        keys = text.word_set if self._bigram_keys == 0 else text.keys
         found = b"".join(filter(None, map(self.words.get, keys)))
         if self.prefixes:
             prefixes = self.prefixes
-            found += b"".join(map(prefixes.__getitem__, self._prefixes_in(text.positions)))
+            found += b"".join(map(prefixes.__getitem__, self._prefixes_in(text.word_set)))
         return found
 
     def _prefixes_in(self, words) -> set[str]:
