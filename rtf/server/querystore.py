@@ -76,6 +76,9 @@ def _row(row, with_metadata: bool = True) -> StoredQuery:
     """A row as read (any SQLite value in any column: a table written by hand holds
     BLOBs, numbers or NULL where rtf writes text), checked for being shown."""
     seq, qid, text, subscriber, metadata = row
+    if (type(qid) is str and type(text) is str and (subscriber is None or type(subscriber) is str)
+            and (metadata is None or not with_metadata)):
+        return StoredQuery(seq, qid, text, subscriber, None)  # (as rtf writes a row: nothing to check)
     problems: list[str] = []
     qid = _text(qid, "id", problems)
     text = _text(text, "query", problems)

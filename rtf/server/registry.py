@@ -133,15 +133,15 @@ class Registry:
     def _open(self, algorithm: str, taxonomy) -> Engine:
         loaded = self._load_snapshot(algorithm)
         source = "snapshot" if loaded is not None else "rebuilt"
-        engine, through = (loaded if loaded is not None
-                           else (Engine(algorithm, taxonomy, text_analysis=self.text_analysis), 0))
+        engine, through, held = (loaded if loaded is not None
+                                 else (Engine(algorithm, taxonomy, text_analysis=self.text_analysis), 0, []))
         rows = {row.id: row for row in self.store.all()}
         removed = 0
-        for registered in engine.queries():  # the snapshot's queries that are not the table's
-            row = rows.get(registered.id)
+        for qid, subscriber, text in held:  # the snapshot's queries that are not the table's
+            row = rows.get(qid)
             if (row is None or row.seq > through or row.problem
-                    or row.query != registered.text or row.subscriber != registered.subscriber):
-                engine.unregister(registered.id)
+                    or row.query != text or row.subscriber != subscriber):
+                engine.unregister(qid)
                 removed += 1
         replayed = failed = 0
         for row in rows.values():
@@ -218,10 +218,10 @@ class Registry:
                         "queries": len(engine), "imported": len(queries)}
         return engine
 
-    def _load_snapshot(self, algorithm: str) -> tuple[Engine, int] | None:
-        """The snapshot and its `through`, if it is the one this table's note
-        describes: same algorithm and taxonomy, this table, and the very queries
-        the note's digest covers."""
+    def _load_snapshot(self, algorithm: str) -> tuple[Engine, int, list] | None:
+        """The snapshot, its `through` and its queries (`_query_rows`), if it is the one
+        this table's note describes: same algorithm and taxonomy, this table, and the
+        very queries the note's digest covers."""
         if not self.snapshot_path.exists():
             return None
         note = _read_note(self.store.setting("snapshot"))
@@ -236,11 +236,12 @@ class Registry:
             log.warning("cannot use the snapshot: %s; rebuilding the index from %s",
                         e, self.store.path)
             return None
-        if engine.algorithm != algorithm or _queries_digest(engine) != note.get("queries"):
+        held = _query_rows(engine) if engine.algorithm == algorithm else []
+        if engine.algorithm != algorithm or _digest(held) != note.get("queries"):
             log.warning("%s is not the snapshot %s describes (copied from elsewhere?): rebuilding "
                         "the index from it", self.snapshot_path, self.store.path)
             return None
-        return engine, note["through"]
+        return engine, note["through"], held
 
     # ------------------------------------------------------------- changes
 
@@ -439,10 +440,20 @@ def _restore(engine: Engine, old) -> None:
         engine.register(old.query, old.id, old.subscriber, old.metadata)
 
 
+def _query_rows(engine: Engine) -> list[tuple[str, str | None, str]]:
+    """The engine's queries as the table holds them: (id, subscriber, text), in the engine's
+    order (a loaded model is not decoded: its text is read alone)."""
+    return [(q.id, q.subscriber, q.text) for q in engine.queries()]
+
+
+def _digest(rows: list[tuple[str, str | None, str]]) -> str:
+    """A digest of `_query_rows`."""
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+
+
 def _queries_digest(engine: Engine) -> str:
     """A digest of the engine's queries as the table holds them: id, subscriber, text."""
-    rows = [[q.id, q.subscriber, q.text] for q in engine.queries()]  # (a loaded model not decoded)
-    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+    return _digest(_query_rows(engine))
 
 
 def rows_seq(rows: dict[str, StoredQuery]) -> int:
