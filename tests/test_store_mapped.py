@@ -210,7 +210,7 @@ def test_altered_arrays_signed_again_are_refused_or_load_and_match_without_crash
     never a crash: every id the matcher reads is checked to be in range."""
     found = sections.unpack(_small(dbpedia_slice, dbpedia_taxonomy), store.FORMAT_VERSION)
     arrays = {name: array.copy() for name, array in found.arrays.items()}
-    names = sorted(name for name, array in arrays.items() if name[:2] in ("t_", "q_", "m_") and array.size)
+    names = sorted(name for name, array in arrays.items() if name[:2] in ("t_", "q_", "m_", "v_") and array.size)
     for _ in range(data.draw(st.integers(1, 3))):
         name = data.draw(st.sampled_from(names))
         flat = arrays[name].reshape(-1).view(np.uint8)

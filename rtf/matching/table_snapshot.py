@@ -43,6 +43,7 @@ from rtf.io.store import CLASS_NAMES, _ValueBuilder, _ValueTable
 from rtf.matching.query_table import PENDING, QueryTable, RegisteredBranch, planned_branches
 from rtf.matching.star import star_plan
 from rtf.matching.structures import grown
+from rtf.matching import value_snapshot
 from rtf.matching.tuple_shapes import _TYPE_PATH, TupleShape, row_positions
 from rtf.query.model import FTExpr
 
@@ -76,14 +77,7 @@ class MappedShape(TupleShape):
         if found is PENDING:
             found = None
             if self._entries:
-                decoder = self._decoder  # (one for all the shapes of a file: its values start again)
-                decoder.values = []
-                try:
-                    decoder.add(json.loads(self._entries))
-                    found = decoder.values[-1] if decoder.values else None
-                except (ValueError, RecursionError):
-                    found = None
-                decoder.values = []
+                found = _decoded(self._decoder, self._entries, f"full text of shape {self.id}")
                 if not isinstance(found, FTExpr):
                     raise IndexFileError(f"the index's full text of shape {self.id} is malformed: was the "
                                          f"file edited?")
@@ -100,13 +94,28 @@ class MappedShape(TupleShape):
                                                           for name in TupleShape.__slots__ if name != "check"})
 
 
+def _decoded(decoder: _ValueBuilder, entries: str, what: str):
+    """The model value `entries_text` made `entries` (IndexFileError naming `what` if it
+    does not decode; `decoder`: one for all of a file's, its values started again)."""
+    decoder.values = []
+    try:
+        decoder.add(json.loads(entries))
+        if decoder.values:
+            return decoder.values[-1]
+    except (ValueError, RecursionError):
+        pass
+    finally:
+        decoder.values = []
+    raise IndexFileError(f"the index's {what} is malformed: was the file edited?")
+
+
 def _mapped(table: QueryTable, branches) -> bool:
     """Whether a query's branches can be saved as arrays (see the module)."""
     if not branches or not table.share_shapes:
         return False
     for rb in branches:
         slot = rb.slot
-        if (rb.optional is not None or rb.algebra is not None or table.need[slot] >= 0
+        if (rb.optional is not None or rb.algebra is not None
                 or table.slot_projected[slot] >= 0 or table.slot_projected_part[slot] >= 0):
             return False
     return True
@@ -157,7 +166,7 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
     others[:held] = np.where(keep[:held, None], pivots.others[:held], 0)
     extra_slots = sorted(s for s in pivots.extra if keep[s])
     extras = [pivots.extra[s] for s in extra_slots]
-    counted = np.concatenate([pivot[keep], others[others > 0] - 1, *[e - 1 for e in extras]]).astype(np.int64)
+    counted = np.concatenate([pivot[pivot >= 0], others[others > 0] - 1, *[e - 1 for e in extras]]).astype(np.int64)
     shapes = table.shape_at[:shape_count].tolist()
     full_texts = ["" if shape is None else shape._entries if type(shape) is MappedShape  # (as loaded)
                   else entries_text(shape.fulltext) for shape in shapes]
@@ -176,7 +185,8 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
            "uses": np.bincount(counted, minlength=shape_count).astype(np.int32),
            "shape_check": table.shape_check[:shape_count].astype(bool)}
     out["fulltext_offsets"], out["fulltexts"] = sections.strings(full_texts)
-    return {PREFIX + name: array for name, array in out.items()}
+    return {**{PREFIX + name: array for name, array in out.items()},
+            **value_snapshot.snapshot(table, keep, entries_text)}
 
 
 def entries_text(fulltext) -> str:
@@ -187,6 +197,12 @@ def entries_text(fulltext) -> str:
     table = _ValueTable()
     table.ref(fulltext)
     return json.dumps(table.take(), ensure_ascii=False, separators=(",", ":"))
+
+
+def _text_key(shape) -> tuple:
+    """A shape's structure and full text as saved (`MappedQueries.by_text`)."""
+    text = shape._entries if type(shape) is MappedShape else entries_text(shape.fulltext)
+    return (shape.subject, shape.predicate, shape.object, text)
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -213,8 +229,7 @@ class MappedQueries:
         """The restored shape of table key `key` (structure, full text), if any: found by its
         saved text, so that registering after a load decodes no shape's full text."""
         if self.by_text is None:
-            self.by_text = {(s.subject, s.predicate, s.object, s._entries): s
-                            for s in table.shape_at.tolist() if type(s) is MappedShape}
+            self.by_text = {_text_key(s): s for s in table.shape_at.tolist() if s is not None}
         found = self.by_text.get((key[0], key[1], key[2], entries_text(key[3])))
         if found is not None:
             table.shapes[key] = found
@@ -222,8 +237,8 @@ class MappedQueries:
 
     def forget(self, shape) -> None:
         """`shape` is removed from the table."""
-        if self.by_text is not None and type(shape) is MappedShape:
-            self.by_text.pop((shape.subject, shape.predicate, shape.object, shape._entries), None)
+        if self.by_text is not None:  # (a pickled copy's shapes are plain ones: `MappedShape.__reduce__`)
+            self.by_text.pop(_text_key(shape), None)
 
     def query_of_slot(self, slot: int) -> str:
         return self.ids[int(self.slot_query[slot])]
@@ -301,7 +316,7 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     slot_query = np.full(slots_count, -1, dtype=np.int64)
     slot_query[qslots] = np.repeat(np.arange(queries), counts)
     _expect((not len(qslots) or int(np.bincount(qslots).max()) == 1)  # (each slot of one query)
-            and ((pivot >= 0) == (slot_query >= 0)).all() and ((slot_answer < 0) | (slot_query >= 0)).all(),
+            and ((pivot < 0) | (slot_query >= 0)).all() and ((slot_answer < 0) | (slot_query >= 0)).all(),
             "the saved slots")
     texts = sections.read_strings(a["fulltext_offsets"], a["fulltexts"], "the shapes' full texts")
     _expect(len(texts) == shape_count, "the saved shapes")
@@ -334,7 +349,11 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     table.tuple_count = len(bshapes)
     table.shape_at, table._next_shape, table._free_shapes = shape_at, shape_count, free_shapes
     table.shape_check = grown(a["shape_check"].astype(bool), len(shape_at), False)
-    _restore_pivots(table.pivots, a, live, shape_count)
+    counted = pivot >= 0  # (the other live slots are counted by their value tests)
+    _restore_pivots(table.pivots, a, counted, shape_count)
+    valued = live & ~counted
+    if valued.any() or any(name.startswith(value_snapshot.PREFIX) for name in arrays):
+        value_snapshot.restore(table, arrays, valued, lambda text: _decoded(decoder, text, "opaque value test"))
     runs = [(PENDING,) * n for n in range(int(counts.max()) + 1 if len(counts) else 0)]  # (one tuple a length)
     table.queries.update(zip(id_objects[mapped].tolist(), map(runs.__getitem__, counts[mapped].tolist())))
     table.id_order.changed()

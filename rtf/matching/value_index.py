@@ -197,12 +197,26 @@ class ValueIndex:
         self._tests: dict[int, ValueTest] = {}
         self._tables: dict[str, _Table] | None = None  # built on first use after a change
         self._repeats = False  # an IN whose constants may be equal by value: dedupe answers
+        #: a restored index's tests, made when first asked for (`rtf.matching.value_snapshot`)
+        self.saved = None
+
+    def tests(self) -> dict[int, ValueTest]:
+        """Test id -> its test (a restored index's made now)."""
+        saved = getattr(self, "saved", None)  # (an index pickled by an older rtf has none)
+        if saved is not None:
+            self._tests, self.saved = saved(), None
+            self._repeats = any(test.op == "in" and len(test.constants) > 1 for test in self._tests.values())
+        return self._tests
+
+    def __getstate__(self) -> dict:
+        self.tests()
+        return self.__dict__
 
     def __len__(self) -> int:
-        return len(self._tests)
+        return len(self.tests())
 
     def __contains__(self, test_id: int) -> bool:
-        return test_id in self._tests
+        return test_id in self.tests()
 
     def add(self, test_id: int, test: ValueTest) -> None:
         """Index `test` under `test_id` (an id already present is replaced)."""
@@ -210,7 +224,7 @@ class ValueIndex:
             raise ValueError(f"not a value-test operator: {test.op!r}")
         if test.op != "in" and len(test.constants) != 1:
             raise ValueError(f"{test.op!r} takes one constant, not {len(test.constants)}")
-        if test_id in self._tests:
+        if test_id in self.tests():
             self.remove(test_id)
         self._tests[test_id] = test
         if test.op == "in" and len(test.constants) > 1:
@@ -226,7 +240,7 @@ class ValueIndex:
 
     def remove(self, test_id: int) -> None:
         """Forget the test of `test_id` (KeyError if there is none)."""
-        test = self._tests.pop(test_id)
+        test = self.tests().pop(test_id)
         if self._tables is not None:
             self._change(self._tables, test_id, test, add=False)
 
@@ -254,7 +268,7 @@ class ValueIndex:
 
     def _build(self) -> dict[str, _Table]:
         entries: dict[str, dict[int | None, list]] = {}
-        for test_id, test in self._tests.items():
+        for test_id, test in self.tests().items():
             for op, kind, value in _postings(test):
                 entries.setdefault(op, {}).setdefault(kind, []).append((value, test_id))
         tables: dict[str, _Table] = {}
