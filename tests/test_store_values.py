@@ -80,6 +80,36 @@ def test_saved_loaded_changed_and_saved_again_answers_as_a_fresh_engine_and_the_
     assert len(again._index.table.values) == len(fresh._index.table.values)
 
 
+def _optionals(pubs) -> list[dict]:
+    """OPTIONAL queries over the publications' predicates, some with value tests too."""
+    predicates = sorted({t[1][1:-1] for pub in pubs for t in pub.triples} - {RDF_TYPE})
+    return [{"id": f"opt{n}", "query": f"SELECT ?s ?v ?w WHERE {{ ?s <{p}> ?v OPTIONAL {{ ?s <{q}> ?w }} {f} }}"}
+            for n, (p, q, f) in enumerate((p, q, f) for p in predicates for q in predicates[:3]
+                                          for f in ("", "FILTER(?v > 3)", "FILTER(!bound(?w))"))]
+
+
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+
+
+def test_optional_queries_are_mapped_back_and_answer_as_a_fresh_engine_and_the_reference():
+    pubs = values_publications(40, seed=2)
+    records = _optionals(pubs) + values_queries(60, seed=2)
+    engine = built(records)
+    loaded = Engine.from_bytes(engine.to_bytes())
+    assert all(branches and branches[0] is PENDING for branches in loaded._index.table.queries.values())
+    want = answers(engine, pubs)
+    assert answers(loaded, pubs) == want and any(m[0].startswith("opt") for found in want for m in found)
+    assert_answers_as_the_reference(loaded, pubs)
+    for r in records[::4]:
+        loaded.unregister(r["id"])
+        engine.unregister(r["id"])
+    for r in records[::8]:
+        loaded.register(r["query"], "again-" + r["id"])
+        engine.register(r["query"], "again-" + r["id"])
+    again = Engine.from_bytes(loaded.to_bytes())
+    assert answers(loaded, pubs) == answers(engine, pubs) == answers(again, pubs)
+
+
 @pytest.mark.parametrize("matched_first", [False, True])
 def test_a_loaded_engine_pickled_removes_and_registers_as_the_reference(matched_first):
     """A loaded engine's restored branches (`PENDING`) and value tests travel by pickle, and
@@ -104,25 +134,34 @@ def test_a_loaded_engine_pickled_removes_and_registers_as_the_reference(matched_
 SMALL: dict[bool, bytes] = {}
 
 
-def _small(stars: bool = True) -> bytes:
-    """A small signed file of value queries, an opaque test among them; with `stars`, some
-    queries too that are registered at load (which builds every value index then): without,
-    the value indexes and conjunctions are read from the arrays only when a publication asks."""
-    if stars not in SMALL:
-        records = values_queries(40, seed=11)
-        records += _stars(values_publications(10, seed=11)) if stars else []
-        records.append({"id": "regex", "query": 'SELECT ?s WHERE { ?s <http://dbpedia.org/ontology/'
-                                                 'birthName> ?v FILTER(regex(?v, "^A")) }'})
-        SMALL[stars] = built(records).to_bytes()
-    return SMALL[stars]
+DBO = "http://dbpedia.org/ontology/"
 
 
-@pytest.mark.parametrize("stars", [False, True])
-def test_the_small_file_holds_every_kind_of_value_section(stars):
-    arrays = sections.unpack(_small(stars), store.FORMAT_VERSION).arrays
-    assert arrays["t_query_mapped"].all() != stars
+def _small(unmapped: bool = True) -> bytes:
+    """A small signed file of value queries, an opaque test, projected stars and an OPTIONAL
+    among them; with `unmapped`, a version-3 query too, registered at load (which builds
+    every value index then): without, the value indexes and conjunctions are read from the
+    arrays only when a publication asks."""
+    if unmapped not in SMALL:
+        records = values_queries(40, seed=11) + _stars(values_publications(10, seed=11))
+        records.append({"id": "regex-test", "query": f'SELECT ?s WHERE {{ ?s <{DBO}birthName> ?v '
+                                                f'FILTER(regex(?v, "^A")) }}'})
+        records.append({"id": "optional-test", "query": f"SELECT ?s ?d WHERE {{ ?s <{DBO}birthName> ?v "
+                                                   f"OPTIONAL {{ ?s <{DBO}birthDate> ?d }} FILTER(?v != \"A\") }}"})
+        if unmapped:
+            records.append({"id": "minus", "query": f"SELECT ?s WHERE {{ ?s <{DBO}birthName> ?v "
+                                                 f"MINUS {{ ?s <{DBO}birthDate> ?d }} }}"})
+        SMALL[unmapped] = built(records).to_bytes()
+    return SMALL[unmapped]
+
+
+@pytest.mark.parametrize("unmapped", [False, True])
+def test_the_small_file_holds_every_kind_of_value_section(unmapped):
+    arrays = sections.unpack(_small(unmapped), store.FORMAT_VERSION).arrays
+    assert arrays["t_query_mapped"].all() != unmapped
     assert all(arrays[name].size for name in ("v_atom_conj", "v_held", "v_groups", "v_part_kind",
-                                              "v_structure_shapes", "v_consts"))
+                                              "v_structure_shapes", "v_consts", "p_head"))
+    assert (arrays["p_slot_code"] >= 0).any()
     assert (arrays["v_part_kind"] < 0).any() and (arrays["v_part_kind"] >= 0).any()  # opaque and indexed
 
 
@@ -141,7 +180,7 @@ def test_altered_value_sections_signed_again_are_refused_or_load_and_match_witho
     value tests read is checked to be in range."""
     found = sections.unpack(_small(data.draw(st.booleans())), store.FORMAT_VERSION)
     arrays = {name: array.copy() for name, array in found.arrays.items()}
-    names = sorted(name for name, array in arrays.items() if name.startswith("v_") and array.size)
+    names = sorted(name for name, array in arrays.items() if name[:2] in ("v_", "p_") and array.size)
     for _ in range(data.draw(st.integers(1, 3))):
         name = data.draw(st.sampled_from(names))
         flat = arrays[name].reshape(-1).view(np.uint8)

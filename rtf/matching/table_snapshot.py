@@ -10,10 +10,11 @@ and `restore` puts them back as they were, with the shapes (made from their
 saved structure and word keys, their full text decoded when first read:
 `MappedShape`).
 
-Only *mapped* queries are saved so: a query whose branches are all counted
-by their shapes (no value tests, no OPTIONAL part, no projected-star code,
-not version 3). The others are registered again at load from their models,
-as before (their slots are left free for them).
+Only *mapped* queries are saved so: every query but version 3's (whose
+algebra answers it). A branch counted by its value tests rather than its
+shapes has them saved too, with its structure, and a projected star its
+code (`rtf.matching.value_snapshot`). The others are registered again at
+load from their models, as before (their slots are left free for them).
 
 A mapped query's `RegisteredBranch` objects are made from its model only
 when something needs them (`MappedQueries.materialise`): a complete branch
@@ -44,6 +45,7 @@ from rtf.matching.query_table import PENDING, QueryTable, RegisteredBranch, plan
 from rtf.matching.star import star_plan
 from rtf.matching.structures import grown
 from rtf.matching import value_snapshot
+from rtf.matching.optional import optional_part
 from rtf.matching.tuple_shapes import _TYPE_PATH, TupleShape, row_positions
 from rtf.query.model import FTExpr
 
@@ -115,8 +117,7 @@ def _mapped(table: QueryTable, branches) -> bool:
         return False
     for rb in branches:
         slot = rb.slot
-        if (rb.optional is not None or rb.algebra is not None
-                or table.slot_projected[slot] >= 0 or table.slot_projected_part[slot] >= 0):
+        if rb.algebra is not None:
             return False
     return True
 
@@ -186,7 +187,7 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
            "shape_check": table.shape_check[:shape_count].astype(bool)}
     out["fulltext_offsets"], out["fulltexts"] = sections.strings(full_texts)
     return {**{PREFIX + name: array for name, array in out.items()},
-            **value_snapshot.snapshot(table, keep, entries_text)}
+            **value_snapshot.snapshot(table, keep, entries_text), **value_snapshot.stars_snapshot(table, keep)}
 
 
 def entries_text(fulltext) -> str:
@@ -268,6 +269,7 @@ class MappedQueries:
         start, end = self.slots_of(query_id)
         query = self.models(self.number[query_id])
         planned = planned_branches(query)
+        optional = optional_part(query)
         if len(planned) != end - start:
             raise IndexFileError(f"the index's table gives query {query_id!r} {end - start} branches, "
                                  f"its model {len(planned)}: was the file edited?")
@@ -279,8 +281,8 @@ class MappedQueries:
                 raise IndexFileError(f"the index's table gives query {query_id!r} shapes that are not "
                                      f"those of its model: was the file edited?")
             rb = RegisteredBranch(query_id, b, int(self.query_slots[at]), shapes=shapes, keep=keep,
-                                  keep_names=keep_names, projection=query.projection)
-            rb.star = star_plan(rb)
+                                  keep_names=keep_names, projection=query.projection, optional=optional)
+            rb.star = star_plan(rb) if optional is None else None  # (as `QueryTable.add` plans it)
             list.__setitem__(table.branches, rb.slot, rb)
             made.append(rb)
         table.queries[query_id] = found = tuple(made)
@@ -354,6 +356,8 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     valued = live & ~counted
     if valued.any() or any(name.startswith(value_snapshot.PREFIX) for name in arrays):
         value_snapshot.restore(table, arrays, valued, lambda text: _decoded(decoder, text, "opaque value test"))
+    if value_snapshot.STARS + "head" in arrays:
+        value_snapshot.restore_stars(table, arrays, live)
     runs = [(PENDING,) * n for n in range(int(counts.max()) + 1 if len(counts) else 0)]  # (one tuple a length)
     table.queries.update(zip(id_objects[mapped].tolist(), map(runs.__getitem__, counts[mapped].tolist())))
     table.id_order.changed()

@@ -347,3 +347,64 @@ def _utf8_strings(offsets: np.ndarray, data: np.ndarray) -> bool:
 def _expect(ok: bool, what: str) -> None:
     if not ok:
         raise ValueError(f"{what} is inconsistent")
+
+
+# ------------------------------------------------------------ projected stars
+
+#: The prefix of the projected stars' section names.
+STARS = "p_"
+
+
+def stars_snapshot(table, keep: np.ndarray) -> dict[str, np.ndarray]:
+    """The projected stars (`rtf.matching.star.ProjectedStars`) of the slots `keep` marks: each
+    slot's code and its query's lead slot, the codes numbered anew from 0 in their order."""
+    slots_count = len(keep)
+    codes = [np.where(keep, grown(array, slots_count, -1)[:slots_count], -1)
+             for array in (table.slot_projected, table.slot_projected_part)]
+    used = np.unique(np.concatenate(codes)[np.concatenate(codes) >= 0])
+    renumber = np.full(int(used.max()) + 2 if len(used) else 1, -1, dtype=np.int32)
+    renumber[used] = np.arange(len(used), dtype=np.int32)
+    stars = [table.projected.by_code[code] for code in used.tolist()]
+    head = {"stars": [[list(star.names), [None if column is None else [column[0].id, column[1], bool(column[2])]
+                                           for column in star.columns]] for star in stars]}
+    table._grow_part_leads()
+    return {STARS + "head": np.frombuffer(json.dumps(head, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
+            STARS + "slot_code": renumber[codes[0]], STARS + "slot_part_code": renumber[codes[1]],
+            STARS + "slot_part_lead": np.where(keep, table.slot_part_lead[:slots_count], -1).astype(np.int32)}
+
+
+def restore_stars(table, arrays: dict[str, np.ndarray], live: np.ndarray) -> None:
+    """The saved projected stars (`stars_snapshot`'s) into the empty `table.projected`, for the
+    restored slots `live` marks; ValueError if anything is out of range."""
+    from rtf.matching.star import ProjectedStar
+
+    a = {name[len(STARS):]: array for name, array in arrays.items() if name.startswith(STARS)}
+    stars = json.loads(a["head"].tobytes())["stars"]
+    code, part, lead = a["slot_code"], a["slot_part_code"], a["slot_part_lead"]
+    slots_count, shape_at = len(live), table.shape_at
+    _expect(type(stars) is list and len(code) == slots_count and len(part) == slots_count
+            and len(lead) == slots_count and sections.within(code, len(stars), -1)
+            and sections.within(part, len(stars), -1) and sections.within(lead, slots_count, -1)
+            and not ((code >= 0) & (part >= 0)).any() and ((code < 0) | live).all() and ((part < 0) | live).all()
+            and ((lead < 0) | live).all() and bool(live[lead[lead >= 0]].all()), "the saved projected stars")
+    counts = np.bincount(np.concatenate((code[code >= 0], part[part >= 0])), minlength=len(stars))
+    _expect(bool((counts > 0).all()), "the saved projected stars")
+    projected = table.projected
+    for k, (saved, count) in enumerate(zip(stars, counts.tolist())):
+        _expect(type(saved) is list and len(saved) == 2 and type(saved[0]) is list
+                and type(saved[1]) is list and len(saved[0]) == len(saved[1])
+                and all(type(n) is str for n in saved[0]), "the saved projected stars")
+        columns = []
+        for column in saved[1]:
+            if column is not None:
+                _expect(type(column) is list and len(column) == 3 and type(column[0]) is int
+                        and 0 <= column[0] < table._next_shape and shape_at[column[0]] is not None
+                        and column[1] in (0, 1, 2) and type(column[2]) is bool, "the saved projected stars")
+                column = (shape_at[column[0]], column[1], column[2])
+            columns.append(column)
+        star = ProjectedStar(tuple(saved[0]), tuple(columns))
+        _expect(projected.code(star) == k, "the saved projected stars")  # (distinct stars, numbered in order)
+        projected._count[k] = count
+    table.slot_projected[:slots_count] = code
+    table.slot_projected_part[:slots_count] = part
+    table.slot_part_lead = grown(lead.astype(np.int32), max(slots_count, 64), -1)
