@@ -203,3 +203,32 @@ def test_altered_value_sections_signed_again_are_refused_or_load_and_match_witho
         engine.register(values_queries(1, seed=12)[0]["query"], "new")
     except IndexFileError:
         pass  # (a model that disagrees with the table, found when it is decoded)
+
+
+def _tables(tables: dict) -> dict:
+    """A value index's tables as plain values, each value with its type (1 and 1.0 differ)."""
+    return {op: ({kind: ([(type(v).__name__, repr(v)) for v in s.values], s.ids.tolist(), s.nan_ids.tolist())
+                  for kind, s in table.by_kind.items()},
+                 table.valueless, table.valueless_nonliteral) for op, table in tables.items()}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_value_indexes_are_laid_out_as_saved_as_their_tests_build_them(seed):
+    """A restored value index's sorted constants come from the file (ints and floats from their
+    numbers, the others parsed from their keys, no sort): the very tables its tests build."""
+    from rtf.matching.value_index import ValueIndex
+
+    loaded = Engine.from_bytes(built(values_queries(600, seed=seed)).to_bytes())
+    indexes = [index for group in loaded._index.table.values.groups.values()
+               for _, index in group.operands.values()]
+    assert indexes and all(index.saved is not None and index.saved.runs is not None for index in indexes)
+    kinds = set()
+    for index in indexes:
+        laid = index._build()  # (from the runs: the tests are not made)
+        assert index.saved is not None
+        plain = ValueIndex()
+        for test_id, test in index.tests().items():
+            plain.add(test_id, test)
+        assert _tables(laid) == _tables(plain._build())
+        kinds |= {kind for table in laid.values() for kind in table.by_kind}
+    assert len(kinds) >= 5  # (integers, decimals, doubles, strings, dates...)

@@ -150,12 +150,12 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
         mapped[at] = True
         starts[at] = loaded.query_slot_offsets[numbers]
         counts[at] = loaded.query_slot_offsets[numbers + 1] - starts[at]
-    rows = _ranges(starts, counts)
+    rows = sections.ranges(starts, counts)
     query_slots = np.concatenate((old_slots, np.array(new_slots, dtype=np.int32)))[rows]
     branch_starts = np.concatenate((old_offsets[:-1], len(old_shapes) + sections.offsets(new_counts)[:-1]))[rows]
     branch_counts = np.concatenate((np.diff(old_offsets), np.array(new_counts, dtype=np.int64)))[rows]
     branch_shapes = np.concatenate((old_shapes, np.array(new_shapes, dtype=np.int32)))[
-        _ranges(branch_starts, branch_counts)]
+        sections.ranges(branch_starts, branch_counts)]
     query_counts = counts
     used = np.array(query_slots, dtype=np.int64)
     keep = np.zeros(slots_count, dtype=bool)
@@ -204,12 +204,6 @@ def _text_key(shape) -> tuple:
     """A shape's structure and full text as saved (`MappedQueries.by_text`)."""
     text = shape._entries if type(shape) is MappedShape else entries_text(shape.fulltext)
     return (shape.subject, shape.predicate, shape.object, text)
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The indices ``starts[k], starts[k] + 1, ... starts[k] + counts[k] - 1`` for every k, in order."""
-    ends = np.cumsum(counts)
-    return np.repeat(starts - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)
 
 
 class MappedQueries:
@@ -327,6 +321,8 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     made = [_shape(sid, raw, text, decoder, check, structures) for sid, raw, text, check
             in zip(range(shape_count), raw_shapes, texts, a["shape_check"].tolist()) if raw is not None]
     free_shapes = array("i", [sid for sid, raw in enumerate(raw_shapes) if raw is None])
+    if free_shapes:  # (no branch of a free shape id)
+        _expect(not np.isin(bshapes, np.frombuffer(free_shapes, dtype=np.int32)).any(), "the saved shapes")
     shape_at[np.array([shape.id for shape in made], dtype=np.int64)] = np.fromiter(made, dtype=object, count=len(made))
     table.mapped = MappedQueries(ids, models, slot_query, qoff, qslots, boff, bshapes)
     live = slot_query >= 0
@@ -352,10 +348,12 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     table.shape_at, table._next_shape, table._free_shapes = shape_at, shape_count, free_shapes
     table.shape_check = grown(a["shape_check"].astype(bool), len(shape_at), False)
     counted = pivot >= 0  # (the other live slots are counted by their value tests)
-    _restore_pivots(table.pivots, a, counted, shape_count)
+    branch_pairs = np.unique(_pairs(np.repeat(qslots, np.diff(boff)), bshapes, shape_count))
+    _restore_pivots(table.pivots, a, counted, shape_count, branch_pairs)
     valued = live & ~counted
     if valued.any() or any(name.startswith(value_snapshot.PREFIX) for name in arrays):
-        value_snapshot.restore(table, arrays, valued, lambda text: _decoded(decoder, text, "opaque value test"))
+        value_snapshot.restore(table, arrays, valued, lambda text: _decoded(decoder, text, "opaque value test"),
+                               branch_pairs[valued[branch_pairs // (shape_count + 1)]])
     if value_snapshot.STARS + "head" in arrays:
         value_snapshot.restore_stars(table, arrays, live)
     runs = [(PENDING,) * n for n in range(int(counts.max()) + 1 if len(counts) else 0)]  # (one tuple a length)
@@ -365,15 +363,32 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     return made, [members for _, members in structures.values()], mapped
 
 
-def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None:
-    """The saved pivots (`snapshot`'s sections), checked in range, into the empty `pivots`."""
+def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int, branch_pairs: np.ndarray) -> None:
+    """The saved pivots (`snapshot`'s sections), checked in range and against the branches'
+    shapes (`branch_pairs`, `_pairs` of each restored slot and shape), into the empty `pivots`."""
     extra_slots, eoff, eshapes = a["extra_slots"], a["extra_offsets"], a["extra_shapes"]
     _expect(sections.within(extra_slots, len(live)) and len(eoff) == len(extra_slots) + 1
             and sections.ascending(eoff, len(eshapes)) and sections.within(eshapes, shape_count + 1, 1)
             and bool(live[extra_slots].all()) and (a["uses"] >= 0).all(), "the saved pivots")
+    # A counted branch's pivot, others and extra shapes are its shapes, and each shape's uses
+    # the branches counting it: else a removal would free a shape another branch still has.
+    pivot, others = a["pivot"], a["others"]
+    slots, columns = np.nonzero(others > 0)
+    counted = np.concatenate((_pairs(np.flatnonzero(pivot >= 0), pivot[pivot >= 0], shape_count),
+                              _pairs(slots, others[slots, columns] - 1, shape_count),
+                              _pairs(np.repeat(extra_slots, np.diff(eoff)), eshapes - 1, shape_count)))
+    counted = np.unique(counted)
+    _expect(np.array_equal(counted, branch_pairs[live[branch_pairs // (shape_count + 1)]])
+            and np.array_equal(np.bincount(counted % (shape_count + 1), minlength=shape_count + 1)[:shape_count],
+                               a["uses"]), "the saved pivots")
     extra = {slot: np.array(eshapes[eoff[k]:eoff[k + 1]], dtype=np.int32)
              for k, slot in enumerate(extra_slots.tolist())}
-    pivots.restore(a["pivot"], a["others"], extra, a["uses"], live, shape_count)
+    pivots.restore(pivot, others, extra, a["uses"], live, shape_count)
+
+
+def _pairs(slots: np.ndarray, shapes: np.ndarray, shape_count: int) -> np.ndarray:
+    """(slot, shape id) pairs as one int64 each (`slot * (shape_count + 1) + shape`)."""
+    return np.asarray(slots, dtype=np.int64) * (shape_count + 1) + np.asarray(shapes, dtype=np.int64)
 
 
 def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool, structures: dict) -> MappedShape:

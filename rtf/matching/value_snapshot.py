@@ -39,11 +39,13 @@ import json
 
 import numpy as np
 
+from rtf.errors import IndexFileError
 from rtf.io import sections
 from rtf.matching.shared_predicates import shared_predicate
 from rtf.matching.structures import SlotList, grown
-from rtf.matching.value_index import OPERATORS, ValueIndex, ValueTest
+from rtf.matching.value_index import OPERATORS, ValueIndex, ValueTest, keyed_postings, sorted_postings
 from rtf.matching.value_tests import ValueGroup, ValueTests, _compute
+from rtf.query.values import BOOLEAN, DATE, DATETIME, DECIMAL, DOUBLE, FLOAT, STRING, typed_value
 
 #: The prefix of the value tests' section names.
 PREFIX = "v_"
@@ -62,6 +64,7 @@ def snapshot(table, keep: np.ndarray, entries_text) -> dict[str, np.ndarray]:
     kept_atom = (atom_conj >= 0) & np.concatenate((kept_conj, [False]))[np.where(atom_conj >= 0, atom_conj, -1)]
     operands, forms, variables, constants = {}, {}, {}, {}
     groups, part_offsets, part_kind, part_atoms, part_counts = [], [0], [], [], []
+    runs: list[list] = []  # per part: its index's tables (`_runs`)
     group_of = {}
     atom_op = np.zeros(n_atoms, dtype=np.int32)
     atom_consts: list[list[int]] = [[] for _ in range(n_atoms)]
@@ -78,6 +81,7 @@ def snapshot(table, keep: np.ndarray, entries_text) -> dict[str, np.ndarray]:
                     atom_consts[a] = [constants.setdefault(c, len(constants)) for c in test.constants]
                 part_atoms += atoms
                 part_counts.append(len(atoms))
+                runs.append(_runs(tests, atoms, constants))
                 parts += 1
         for form, (_, held) in group.opaque.items():
             atoms = [a for a in held if kept_atom[a]]
@@ -85,6 +89,7 @@ def snapshot(table, keep: np.ndarray, entries_text) -> dict[str, np.ndarray]:
                 part_kind.append(-1 - forms.setdefault(form, len(forms)))
                 part_atoms += atoms
                 part_counts.append(len(atoms))
+                runs.append([])
                 parts += 1
         if parts:
             group_of[id(group)] = len(groups)
@@ -126,16 +131,84 @@ def snapshot(table, keep: np.ndarray, entries_text) -> dict[str, np.ndarray]:
            "structure_offsets": sections.offsets([len(s) for s in shapes_of]),
            "structure_shapes": np.array([sid for s in shapes_of for sid in s], dtype=np.int32)}
     out["const_offsets"], out["consts"] = sections.strings(list(constants))
+    out.update(_runs_sections(runs, list(constants)))
     return {PREFIX + name: array for name, array in out.items()}
 
 
+def _runs(tests: dict, atoms: list[int], constants: dict) -> list[tuple]:
+    """The tables a `ValueIndex` of `tests` builds for `atoms` (`ValueIndex._build`), as runs:
+    (operator code, value space or -1 for the constants without a value, the tests' ids
+    and their constants' numbers in the tables' order, the NaN constants' ids)."""
+    entries: dict[str, dict] = {}
+    for a in atoms:
+        for op, kind, value, key in keyed_postings(tests[a]):
+            entries.setdefault(op, {}).setdefault(kind, []).append((value, a, key))
+    runs = []
+    for op, by_kind in entries.items():
+        for kind, items in by_kind.items():
+            ordered, nan = (items, []) if kind is None else sorted_postings(items)
+            runs.append((_OPS[op], -1 if kind is None else kind, [a for _, a, _ in ordered],
+                         [constants[key] for _, _, key in ordered], [a for _, a, _ in nan]))
+    return runs
+
+
+def _runs_sections(runs: list[list], keys: list[str]) -> dict[str, np.ndarray]:
+    """The sections of every part's runs (`_runs`), and each constant's value where it is an
+    int64 integer (type 1) or a float (type 2, its bits), to restore them without parsing."""
+    flat = [run for part in runs for run in part]
+    const_type, const_number = np.zeros(len(keys), dtype=np.uint8), np.zeros(len(keys), dtype=np.int64)
+    for c, key in enumerate(keys):
+        typed = typed_value(key)
+        value = typed[1] if typed is not None else None
+        if type(value) is int and -2**63 <= value < 2**63:
+            const_type[c], const_number[c] = 1, value
+        elif type(value) is float:
+            const_type[c], const_number[c] = 2, np.float64(value).view(np.int64)
+    return {"part_run_offsets": sections.offsets([len(part) for part in runs]),
+            "runs": np.array([run[:2] for run in flat], dtype=np.int32).reshape(len(flat), 2),
+            "run_offsets": sections.offsets([len(run[2]) for run in flat]),
+            "run_ids": np.array([a for run in flat for a in run[2]], dtype=np.int32),
+            "run_consts": np.array([c for run in flat for c in run[3]], dtype=np.int32),
+            "run_nan_offsets": sections.offsets([len(run[4]) for run in flat]),
+            "run_nan_ids": np.array([a for run in flat for a in run[4]], dtype=np.int32),
+            "const_type": const_type, "const_number": const_number}
+
+
 class SavedTests:
-    """The tests of one restored `ValueIndex`, made into `ValueTest` s when first asked for."""
+    """The tests of one restored `ValueIndex`, made into `ValueTest` s when first asked for,
+    and its tables laid out as saved (`runs`, None for a file without them)."""
 
-    __slots__ = ("atoms", "saved")
+    __slots__ = ("atoms", "saved", "part")
 
-    def __init__(self, atoms: np.ndarray, saved: "_Saved"):
-        self.atoms, self.saved = atoms, saved
+    def __init__(self, atoms: np.ndarray, saved: "_Saved", part: int):
+        self.atoms, self.saved, self.part = atoms, saved, part
+
+    def repeats(self) -> bool:
+        """Whether an IN test has several constants (`ValueIndex._repeats`)."""
+        saved, atoms = self.saved, self.atoms
+        counts = saved.atom_const_offsets[atoms + 1] - saved.atom_const_offsets[atoms]
+        return bool(((saved.atom_op[atoms] == _OPS["in"]) & (counts > 1)).any())
+
+    @property
+    def runs(self):
+        return None if self.saved.runs is None else self._runs
+
+    def _runs(self) -> list[tuple]:
+        """(operator, value space or None, values or keys, ids, NaN ids) per run (`laid_out`)."""
+        saved = self.saved
+        a, keys = saved.runs, saved.keys()
+        first, last = int(a["part_run_offsets"][self.part]), int(a["part_run_offsets"][self.part + 1])
+        out = []
+        for r in range(first, last):
+            op, kind = a["runs"][r].tolist()
+            at, end = int(a["run_offsets"][r]), int(a["run_offsets"][r + 1])
+            ids, consts = a["run_ids"][at:end].astype(np.int64), a["run_consts"][at:end]
+            nan_ids = a["run_nan_ids"][a["run_nan_offsets"][r]:a["run_nan_offsets"][r + 1]].astype(np.int64)
+            if kind < 0:
+                out.append((OPERATORS[op], None, [keys[c] for c in consts.tolist()], ids, nan_ids))
+            else:
+                out.append((OPERATORS[op], kind, _values(kind, consts, a, keys), ids, nan_ids))
+        return out
 
     def __call__(self) -> dict[int, ValueTest]:
         saved = self.saved
@@ -146,6 +219,37 @@ class SavedTests:
         flat = consts.tolist()
         return {a: ValueTest(op, tuple([keys[c] for c in flat[s:e]]))
                 for a, op, s, e in zip(atoms.tolist(), names, starts, ends)}
+
+
+#: The value spaces whose values `typed_value` gives as ints, and as floats.
+_INT_KINDS, _FLOAT_KINDS = frozenset((DECIMAL, DATE)), frozenset((FLOAT, DOUBLE))
+
+
+def _values(kind: int, consts: np.ndarray, a: dict, keys: list[str]) -> list:
+    """The values of constants `consts` of value space `kind`, in order: the ints and floats
+    from their saved numbers, the others parsed from their keys; IndexFileError unless each
+    is of `kind` and they ascend (what `bisect` over them needs)."""
+    types, numbers = a["const_type"][consts], a["const_number"][consts]
+    out = np.empty(len(consts), dtype=object)
+    ints, floats = types == 1, types == 2
+    out[ints] = numbers[ints].tolist()
+    out[floats] = numbers[floats].view(np.float64).tolist()
+    rest = ~(ints | floats)
+    parsed = [typed_value(keys[c]) for c in consts[rest].tolist()]
+    if ((ints.any() and kind not in _INT_KINDS) or (floats.any() and kind not in _FLOAT_KINDS)
+            or any(typed is None or typed[0] != kind for typed in parsed)):
+        raise IndexFileError(f"the index's value tests hold a constant not of its value space {kind}: "
+                             f"was the file edited?")
+    values = out.tolist()
+    for at, typed in zip(np.flatnonzero(rest).tolist(), parsed):  # (a tuple is no numpy element)
+        values[at] = typed[1]
+    try:
+        ordered = all(x <= y for x, y in zip(values, values[1:]))
+    except TypeError:
+        ordered = False
+    if not ordered:
+        raise IndexFileError("the index's value tests are not in order: was the file edited?")
+    return values
 
 
 class _Saved:
@@ -161,6 +265,8 @@ class _Saved:
         self._keys: list[str] | None = None
         self._atoms: tuple[np.ndarray, np.ndarray] | None = None  # conj -> its atoms (sorted by conj)
         self.atom_conj = a["atom_conj"]
+        #: the sections of the value indexes' tables (`_runs_sections`), or None
+        self.runs = {name: a[name] for name in _RUNS} if _RUNS[0] in a else None
 
     def keys(self) -> list[str]:
         if self._keys is None:
@@ -191,10 +297,11 @@ class _Saved:
         return tuple(found)
 
 
-def restore(table, arrays: dict[str, np.ndarray], valued: np.ndarray, decode_form) -> None:
+def restore(table, arrays: dict[str, np.ndarray], valued: np.ndarray, decode_form, branch_pairs: np.ndarray) -> None:
     """Fill the empty `table.values` and `table.structures` from the saved sections
     (`snapshot`'s, `arrays` by full name) for the slots `valued` marks (restored branches
-    counted by their value tests); `decode_form(text)` decodes an opaque predicate.
+    counted by their value tests, whose shapes are `branch_pairs`: slot * (shape count + 1)
+    + shape id, ascending); `decode_form(text)` decodes an opaque predicate.
     ValueError if a section is missing, of the wrong size, or holds a number out of range."""
     a = {name[len(PREFIX):]: array for name, array in arrays.items() if name.startswith(PREFIX)}
     head = json.loads(a["head"].tobytes())
@@ -252,6 +359,8 @@ def restore(table, arrays: dict[str, np.ndarray], valued: np.ndarray, decode_for
     _expect(sections.within(groups_[:, 0], shape_count) and sections.within(groups_[:, 1], 3)
             and all(s is not None for s in shape_at[groups_[:, 0]].tolist())
             and len({(int(s), int(p)) for s, p in groups_.tolist()}) == n_groups, "the saved value groups")
+    if _RUNS[0] in a:
+        _check_runs(a, part_kind, part_atoms, pao, n_atoms, keys_count)
     values = table.values = ValueTests()
     decoded_forms = [None] * len(form_texts)
     groups = []
@@ -266,7 +375,7 @@ def restore(table, arrays: dict[str, np.ndarray], valued: np.ndarray, decode_for
             if kind >= 0:
                 _expect(operands[kind] not in group.operands, "the saved value groups")
                 index = ValueIndex()
-                index.saved = SavedTests(atoms, saved)
+                index.saved = SavedTests(atoms, saved, p)
                 group.operands[operands[kind]] = (_compute(operands[kind]), index)
             else:
                 form = decoded_forms[-1 - kind]
@@ -293,16 +402,23 @@ def restore(table, arrays: dict[str, np.ndarray], valued: np.ndarray, decode_for
     values.slot_conj[slots] = first
     values.saved = saved
     table.need[:slots_count][valued] = counts[valued]
-    _restore_structures(table, a, valued, shape_count)
+    _restore_structures(table, a, valued, shape_count, branch_pairs)
 
 
-def _restore_structures(table, a: dict, valued: np.ndarray, shape_count: int) -> None:
-    """The saved structures (`snapshot`'s) into the empty `table.structures`."""
+def _restore_structures(table, a: dict, valued: np.ndarray, shape_count: int, branch_pairs: np.ndarray) -> None:
+    """The saved structures (`snapshot`'s) into the empty `table.structures`, each branch's
+    structure its shapes (`branch_pairs`, see `restore`)."""
     of_slot, offsets, shapes = a["slot_structure"], a["structure_offsets"], a["structure_shapes"]
     n = len(offsets) - 1
     _expect(len(of_slot) == len(valued) and n >= 0 and sections.ascending(offsets, len(shapes))
             and sections.within(of_slot, n, -1) and ((of_slot >= 0) == valued).all()
             and sections.within(shapes, shape_count), "the saved structures")
+    slots = np.flatnonzero(of_slot >= 0)
+    held = of_slot[slots]
+    sizes = np.diff(offsets)[held]
+    pairs = (np.repeat(slots, sizes) * (shape_count + 1)
+             + shapes[sections.ranges(offsets[:-1][held], sizes)].astype(np.int64))
+    _expect(np.array_equal(np.unique(pairs), branch_pairs), "the saved structures")
     structures = table.structures
     users = np.bincount(of_slot[of_slot >= 0], minlength=n)
     sizes = np.diff(offsets)
@@ -329,6 +445,40 @@ def _restore_structures(table, a: dict, valued: np.ndarray, shape_count: int) ->
             if shape.structures is None:
                 shape.structures = SlotList()
             shape.structures.add(sid)
+
+
+#: The sections of the value indexes' tables, the first one's presence saying they are there.
+_RUNS = ("part_run_offsets", "runs", "run_offsets", "run_ids", "run_consts", "run_nan_offsets", "run_nan_ids",
+         "const_type", "const_number")
+
+
+def _check_runs(a: dict, part_kind: np.ndarray, part_atoms: np.ndarray, pao: np.ndarray, n_atoms: int,
+                keys_count: int) -> None:
+    """The saved runs (`_runs_sections`) in range: each run's ids atoms of its part, an
+    operator a table holds, a value space that is one; each constant's type known."""
+    offsets, runs, run_offsets, nan_offsets = a["part_run_offsets"], a["runs"], a["run_offsets"], a["run_nan_offsets"]
+    ids, nan_ids = a["run_ids"], a["run_nan_ids"]
+    n_runs = len(runs)
+    _expect(len(offsets) == len(part_kind) + 1 and sections.ascending(offsets, n_runs)
+            and (np.diff(offsets)[part_kind < 0] == 0).all() and runs.ndim == 2 and runs.shape[1] == 2
+            and len(run_offsets) == n_runs + 1 and sections.ascending(run_offsets, len(ids))
+            and len(nan_offsets) == n_runs + 1 and sections.ascending(nan_offsets, len(nan_ids))
+            and len(a["run_consts"]) == len(ids) and sections.within(a["run_consts"], keys_count)
+            and len(a["const_type"]) == keys_count and len(a["const_number"]) == keys_count
+            and sections.within(a["const_type"], 3) and sections.within(ids, n_atoms)
+            and sections.within(nan_ids, n_atoms), "the saved value tables")
+    ops, kinds = runs[:, 0], runs[:, 1]
+    _expect(sections.within(ops, len(OPERATORS)) and not (ops == _OPS["in"]).any()
+            and bool(np.isin(kinds, (-1, *_KINDS)).all())
+            and not (np.diff(nan_offsets)[kinds < 0] > 0).any(), "the saved value tables")
+    atom_part = np.full(n_atoms, -1, dtype=np.int64)
+    atom_part[part_atoms] = np.repeat(np.arange(len(part_kind)), np.diff(pao))
+    run_part = np.repeat(np.arange(len(part_kind)), np.diff(offsets))
+    _expect((atom_part[ids] == np.repeat(run_part, np.diff(run_offsets))).all()
+            and (atom_part[nan_ids] == np.repeat(run_part, np.diff(nan_offsets))).all(), "the saved value tables")
+
+
+_KINDS = (DECIMAL, FLOAT, DOUBLE, STRING, BOOLEAN, DATETIME, DATE)
 
 
 def _utf8_strings(offsets: np.ndarray, data: np.ndarray) -> bool:
@@ -389,6 +539,12 @@ def restore_stars(table, arrays: dict[str, np.ndarray], live: np.ndarray) -> Non
             and ((lead < 0) | live).all() and bool(live[lead[lead >= 0]].all()), "the saved projected stars")
     counts = np.bincount(np.concatenate((code[code >= 0], part[part >= 0])), minlength=len(stars))
     _expect(bool((counts > 0).all()), "the saved projected stars")
+    # Each star's column shapes among the shapes of every branch that has its code.
+    mapped = table.mapped
+    present = (np.repeat(mapped.query_slots.astype(np.int64), np.diff(mapped.branch_shape_offsets))
+               * (table._next_shape + 1) + mapped.branch_shapes)
+    coded = np.flatnonzero((code >= 0) | (part >= 0))
+    star_of = np.maximum(code, part)[coded]
     projected = table.projected
     for k, (saved, count) in enumerate(zip(stars, counts.tolist())):
         _expect(type(saved) is list and len(saved) == 2 and type(saved[0]) is list
@@ -402,6 +558,11 @@ def restore_stars(table, arrays: dict[str, np.ndarray], live: np.ndarray) -> Non
                         and column[1] in (0, 1, 2) and type(column[2]) is bool, "the saved projected stars")
                 column = (shape_at[column[0]], column[1], column[2])
             columns.append(column)
+        needed = [column[0] for column in saved[1] if column is not None]
+        if needed:
+            slots = coded[star_of == k].astype(np.int64)
+            wanted = (slots[:, None] * (table._next_shape + 1) + np.array(needed, dtype=np.int64)).ravel()
+            _expect(bool(np.isin(wanted, present).all()), "the saved projected stars")
         star = ProjectedStar(tuple(saved[0]), tuple(columns))
         _expect(projected.code(star) == k, "the saved projected stars")  # (distinct stars, numbered in order)
         projected._count[k] = count
