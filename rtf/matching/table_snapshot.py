@@ -43,7 +43,7 @@ from rtf.io import sections
 from rtf.io.store import CLASS_NAMES, _ValueBuilder, _ValueTable
 from rtf.matching.query_table import PENDING, QueryTable, RegisteredBranch, planned_branches
 from rtf.matching.star import star_plan
-from rtf.matching.structures import grown
+from rtf.matching.structures import grown, sorted_unique
 from rtf.matching import value_snapshot
 from rtf.matching.optional import optional_part
 from rtf.matching.tuple_shapes import _TYPE_PATH, TupleShape, row_positions
@@ -348,7 +348,7 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     table.shape_at, table._next_shape, table._free_shapes = shape_at, shape_count, free_shapes
     table.shape_check = grown(a["shape_check"].astype(bool), len(shape_at), False)
     counted = pivot >= 0  # (the other live slots are counted by their value tests)
-    branch_pairs = np.unique(_pairs(np.repeat(qslots, np.diff(boff)), bshapes, shape_count))
+    branch_pairs = sorted_unique(_pairs(np.repeat(qslots, np.diff(boff)), bshapes, shape_count))
     _restore_pivots(table.pivots, a, counted, shape_count, branch_pairs)
     valued = live & ~counted
     if valued.any() or any(name.startswith(value_snapshot.PREFIX) for name in arrays):
@@ -377,7 +377,7 @@ def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int, branch_
     counted = np.concatenate((_pairs(np.flatnonzero(pivot >= 0), pivot[pivot >= 0], shape_count),
                               _pairs(slots, others[slots, columns] - 1, shape_count),
                               _pairs(np.repeat(extra_slots, np.diff(eoff)), eshapes - 1, shape_count)))
-    counted = np.unique(counted)
+    counted = sorted_unique(counted)
     _expect(np.array_equal(counted, branch_pairs[live[branch_pairs // (shape_count + 1)]])
             and np.array_equal(np.bincount(counted % (shape_count + 1), minlength=shape_count + 1)[:shape_count],
                                a["uses"]), "the saved pivots")

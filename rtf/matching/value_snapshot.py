@@ -42,7 +42,7 @@ import numpy as np
 from rtf.errors import IndexFileError
 from rtf.io import sections
 from rtf.matching.shared_predicates import shared_predicate
-from rtf.matching.structures import SlotList, grown
+from rtf.matching.structures import SlotList, grown, sorted_unique
 from rtf.matching.value_index import OPERATORS, ValueIndex, ValueTest, keyed_postings, sorted_postings
 from rtf.matching.value_tests import ValueGroup, ValueTests, _compute
 from rtf.query.values import BOOLEAN, DATE, DATETIME, DECIMAL, DOUBLE, FLOAT, STRING, typed_value
@@ -418,7 +418,7 @@ def _restore_structures(table, a: dict, valued: np.ndarray, shape_count: int, br
     sizes = np.diff(offsets)[held]
     pairs = (np.repeat(slots, sizes) * (shape_count + 1)
              + shapes[sections.ranges(offsets[:-1][held], sizes)].astype(np.int64))
-    _expect(np.array_equal(np.unique(pairs), branch_pairs), "the saved structures")
+    _expect(np.array_equal(sorted_unique(pairs), branch_pairs), "the saved structures")
     structures = table.structures
     users = np.bincount(of_slot[of_slot >= 0], minlength=n)
     sizes = np.diff(offsets)
