@@ -355,7 +355,7 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
         value_snapshot.restore(table, arrays, valued, lambda text: _decoded(decoder, text, "opaque value test"),
                                branch_pairs[valued[branch_pairs // (shape_count + 1)]])
     if value_snapshot.STARS + "head" in arrays:
-        value_snapshot.restore_stars(table, arrays, live)
+        value_snapshot.restore_stars(table, arrays, live, branch_pairs)
     runs = [(PENDING,) * n for n in range(int(counts.max()) + 1 if len(counts) else 0)]  # (one tuple a length)
     table.queries.update(zip(id_objects[mapped].tolist(), map(runs.__getitem__, counts[mapped].tolist())))
     table.id_order.changed()

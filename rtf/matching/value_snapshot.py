@@ -523,9 +523,10 @@ def stars_snapshot(table, keep: np.ndarray) -> dict[str, np.ndarray]:
             STARS + "slot_part_lead": np.where(keep, table.slot_part_lead[:slots_count], -1).astype(np.int32)}
 
 
-def restore_stars(table, arrays: dict[str, np.ndarray], live: np.ndarray) -> None:
+def restore_stars(table, arrays: dict[str, np.ndarray], live: np.ndarray, branch_pairs: np.ndarray) -> None:
     """The saved projected stars (`stars_snapshot`'s) into the empty `table.projected`, for the
-    restored slots `live` marks; ValueError if anything is out of range."""
+    restored slots `live` marks, whose shapes are `branch_pairs` (see `restore`); ValueError
+    if anything is out of range."""
     from rtf.matching.star import ProjectedStar
 
     a = {name[len(STARS):]: array for name, array in arrays.items() if name.startswith(STARS)}
@@ -539,13 +540,7 @@ def restore_stars(table, arrays: dict[str, np.ndarray], live: np.ndarray) -> Non
             and ((lead < 0) | live).all() and bool(live[lead[lead >= 0]].all()), "the saved projected stars")
     counts = np.bincount(np.concatenate((code[code >= 0], part[part >= 0])), minlength=len(stars))
     _expect(bool((counts > 0).all()), "the saved projected stars")
-    # Each star's column shapes among the shapes of every branch that has its code.
-    mapped = table.mapped
-    present = (np.repeat(mapped.query_slots.astype(np.int64), np.diff(mapped.branch_shape_offsets))
-               * (table._next_shape + 1) + mapped.branch_shapes)
-    coded = np.flatnonzero((code >= 0) | (part >= 0))
-    star_of = np.maximum(code, part)[coded]
-    projected = table.projected
+    projected, needed = table.projected, []
     for k, (saved, count) in enumerate(zip(stars, counts.tolist())):
         _expect(type(saved) is list and len(saved) == 2 and type(saved[0]) is list
                 and type(saved[1]) is list and len(saved[0]) == len(saved[1])
@@ -558,14 +553,20 @@ def restore_stars(table, arrays: dict[str, np.ndarray], live: np.ndarray) -> Non
                         and column[1] in (0, 1, 2) and type(column[2]) is bool, "the saved projected stars")
                 column = (shape_at[column[0]], column[1], column[2])
             columns.append(column)
-        needed = [column[0] for column in saved[1] if column is not None]
-        if needed:
-            slots = coded[star_of == k].astype(np.int64)
-            wanted = (slots[:, None] * (table._next_shape + 1) + np.array(needed, dtype=np.int64)).ravel()
-            _expect(bool(np.isin(wanted, present).all()), "the saved projected stars")
+        needed.append([column[0] for column in saved[1] if column is not None])
         star = ProjectedStar(tuple(saved[0]), tuple(columns))
         _expect(projected.code(star) == k, "the saved projected stars")  # (distinct stars, numbered in order)
         projected._count[k] = count
+    # Each star's column shapes among the shapes of every branch that has its code.
+    coded = np.flatnonzero((code >= 0) | (part >= 0))
+    star_of = np.maximum(code, part)[coded]
+    offsets = sections.offsets([len(n) for n in needed])
+    sizes = np.diff(offsets)[star_of]
+    wanted = (np.repeat(coded.astype(np.int64), sizes) * (table._next_shape + 1)
+              + np.array([sid for n in needed for sid in n], dtype=np.int64)[sections.ranges(offsets[star_of], sizes)])
+    found = np.searchsorted(branch_pairs, wanted)
+    _expect(bool((found < len(branch_pairs)).all()) and bool((branch_pairs[np.minimum(found, len(branch_pairs) - 1)]
+                                                             == wanted).all()), "the saved projected stars")
     table.slot_projected[:slots_count] = code
     table.slot_projected_part[:slots_count] = part
     table.slot_part_lead = grown(lead.astype(np.int32), max(slots_count, 64), -1)
