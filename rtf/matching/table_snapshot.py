@@ -113,13 +113,7 @@ def _decoded(decoder: _ValueBuilder, entries: str, what: str):
 
 def _mapped(table: QueryTable, branches) -> bool:
     """Whether a query's branches can be saved as arrays (see the module)."""
-    if not branches or not table.share_shapes:
-        return False
-    for rb in branches:
-        slot = rb.slot
-        if rb.algebra is not None:
-            return False
-    return True
+    return bool(branches) and table.share_shapes and all(rb.algebra is None for rb in branches)
 
 
 def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
