@@ -217,3 +217,16 @@ def test_the_value_indexes_are_laid_out_as_saved_as_their_tests_build_them(seed)
         assert _tables(laid) == _tables(plain._build())
         kinds |= {kind for table in laid.values() for kind in table.by_kind}
     assert len(kinds) >= 5  # (integers, decimals, doubles, strings, dates...)
+
+
+def test_an_engine_without_value_tests_or_projected_stars_writes_no_such_sections():
+    engine = Engine("rtfs")
+    engine.register("SELECT ?s WHERE { ?s <http://ex/p> ?o }", "q1")
+    arrays = sections.unpack(engine.to_bytes(), store.FORMAT_VERSION).arrays
+    assert "t_head" in arrays and not any(name[:2] in ("v_", "p_") for name in arrays)
+    loaded = Engine.from_bytes(engine.to_bytes())
+    loaded.register("SELECT ?s ?v WHERE { ?s <http://ex/p> ?v FILTER(?v > 3) }", "q2")
+    assert [m.query_id for m in loaded.match([("<http://ex/a>", "<http://ex/p>", '"4"^^<http://www.w3.org/2001/'
+                                                                                  'XMLSchema#integer>')])] == ["q1", "q2"]
+    again = sections.unpack(loaded.to_bytes(), store.FORMAT_VERSION).arrays
+    assert "v_head" in again and "p_head" in again

@@ -57,6 +57,8 @@ def snapshot(table, keep: np.ndarray, entries_text) -> dict[str, np.ndarray]:
     slot); `entries_text` encodes an opaque predicate (`table_snapshot.entries_text`)."""
     values, structures = table.values, table.structures
     slots_count = len(keep)
+    if not values.branch_conj and getattr(values, "saved", None) is None:
+        return {}  # (no value tests: no sections, as in a file written before them)
     n_atoms, n_conj = values._next_atom, values._next_conj
     conj_slot = values.conj_slot[:n_conj].astype(np.int64)
     kept_conj = (conj_slot >= 0) & np.concatenate((keep, [False]))[np.where(conj_slot >= 0, conj_slot, -1)]
@@ -512,6 +514,8 @@ def stars_snapshot(table, keep: np.ndarray) -> dict[str, np.ndarray]:
     codes = [np.where(keep, grown(array, slots_count, -1)[:slots_count], -1)
              for array in (table.slot_projected, table.slot_projected_part)]
     used = np.unique(np.concatenate(codes)[np.concatenate(codes) >= 0])
+    if not len(used):
+        return {}  # (no projected star: no sections)
     renumber = np.full(int(used.max()) + 2 if len(used) else 1, -1, dtype=np.int32)
     renumber[used] = np.arange(len(used), dtype=np.int32)
     stars = [table.projected.by_code[code] for code in used.tolist()]
