@@ -74,3 +74,36 @@ def assert_answers_as_the_reference(engine, pubs) -> None:
                 assert len(m.solutions) == min(engine.max_solutions, len(expected.solutions))
             else:
                 assert m.solutions == expected.solutions
+
+
+def altered_and_signed(data: bytes, prefixes: tuple[str, ...], draw) -> bytes:
+    """`data` (a saved index) with one to three bits flipped in its sections named with one of
+    `prefixes`, maybe one of them cut short, signed again with this installation's key (as
+    someone holding it could): `draw` is a hypothesis ``data.draw``."""
+    import numpy as np
+    from hypothesis import strategies as st
+
+    arrays = {name: array.copy() for name, array in sections.unpack(data, store.FORMAT_VERSION).arrays.items()}
+    names = sorted(name for name, array in arrays.items() if name.startswith(prefixes) and array.size)
+    for _ in range(draw(st.integers(1, 3))):
+        name = draw(st.sampled_from(names))
+        flat = arrays[name].reshape(-1).view(np.uint8)
+        at = draw(st.integers(0, len(flat) - 1))
+        flat[at] ^= draw(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128]))
+    if draw(st.booleans()):  # a section cut short
+        name = draw(st.sampled_from(names))
+        arrays[name] = arrays[name][:-1]
+    return sections.pack(store.FORMAT_VERSION, arrays, sign=True)
+
+
+def loaded_or_refused(data: bytes):
+    """The engine of the index `data` (named f.idx), or None when it is refused with one
+    line that names the file, as a damaged file must be."""
+    from rtf import Engine
+    from rtf.errors import IndexFileError
+
+    try:
+        return Engine.from_bytes(data, "f.idx")
+    except IndexFileError as e:
+        assert "\n" not in str(e) and str(e).startswith("f.idx: ")
+        return None

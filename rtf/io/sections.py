@@ -219,3 +219,9 @@ def read_strings(offsets: np.ndarray, data: np.ndarray, what: str) -> list[str]:
     if len(text) == len(raw):  # ASCII: the byte offsets are character offsets
         return [text[a:b] for a, b in zip(bounds, bounds[1:])]
     return [raw[a:b].decode("utf-8") for a, b in zip(bounds, bounds[1:])]
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The indices ``starts[k], starts[k] + 1, ... starts[k] + counts[k] - 1`` for every k, in order."""
+    ends = np.cumsum(counts)
+    return np.repeat(starts - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)

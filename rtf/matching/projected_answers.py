@@ -202,11 +202,11 @@ def _one_by_one(table: QueryTable, slots, codes, solver: PublicationSolver, limi
     conjunctions' masks one slot at a time (branches of several conjunctions); None: answer
     it by its join (a value group past `MASK_TERMS` values, an answer past `limit`)."""
     stars, memo = table.projected.by_code, solver.memo
-    held_by = table.values.branch_conj
+    held_by = table.values.held
     answers = solver.star_answers  # (shared with the other paths, by key)
     for slot, code in zip(slots.tolist(), codes.tolist()):
         key = [code]
-        for group, conj, _, var in held_by.get(slot, ()):
+        for group, conj, _, var in held_by(slot):
             where = (id(group.shape), group.position)
             if where in memo.term_masks:  # (a group of several terms: its masks, made once)
                 of = masks_of(memo, where)

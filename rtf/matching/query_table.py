@@ -158,8 +158,13 @@ def planned_branches(query: Query) -> list[tuple]:
     return planned
 
 
+class _Pending(str):
+    def __reduce__(self):  # (one object, unpickled too: read by identity)
+        return "PENDING"
+
+
 #: In `QueryTable.queries` and `branches`: a loaded query's branch not made yet.
-PENDING = "pending"
+PENDING = _Pending("pending")
 
 
 def needed_columns(names: list[tuple[str, ...]], outside: set[str]):

@@ -9,7 +9,7 @@ filled from the arrays, the shapes indexed again from their saved keys,
 each query's record made with its model left in the file (`Models`: the
 whole body decoded, with every check of a load, the first time any model is
 asked for: `Engine.get`, a branch answered by a join, a removal, a save).
-The queries the table does not map (value tests, OPTIONAL parts, version 3)
+The queries the table does not map (version 3)
 are registered from their models at load, as before.
 """
 

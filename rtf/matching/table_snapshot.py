@@ -10,10 +10,11 @@ and `restore` puts them back as they were, with the shapes (made from their
 saved structure and word keys, their full text decoded when first read:
 `MappedShape`).
 
-Only *mapped* queries are saved so: a query whose branches are all counted
-by their shapes (no value tests, no OPTIONAL part, no projected-star code,
-not version 3). The others are registered again at load from their models,
-as before (their slots are left free for them).
+Only *mapped* queries are saved so: every query but version 3's (whose
+algebra answers it). A branch counted by its value tests rather than its
+shapes has them saved too, with its structure, and a projected star its
+code (`rtf.matching.value_snapshot`). The others are registered again at
+load from their models, as before (their slots are left free for them).
 
 A mapped query's `RegisteredBranch` objects are made from its model only
 when something needs them (`MappedQueries.materialise`): a complete branch
@@ -42,7 +43,9 @@ from rtf.io import sections
 from rtf.io.store import CLASS_NAMES, _ValueBuilder, _ValueTable
 from rtf.matching.query_table import PENDING, QueryTable, RegisteredBranch, planned_branches
 from rtf.matching.star import star_plan
-from rtf.matching.structures import grown
+from rtf.matching.structures import grown, sorted_unique
+from rtf.matching import value_snapshot
+from rtf.matching.optional import optional_part
 from rtf.matching.tuple_shapes import _TYPE_PATH, TupleShape, row_positions
 from rtf.query.model import FTExpr
 
@@ -76,14 +79,7 @@ class MappedShape(TupleShape):
         if found is PENDING:
             found = None
             if self._entries:
-                decoder = self._decoder  # (one for all the shapes of a file: its values start again)
-                decoder.values = []
-                try:
-                    decoder.add(json.loads(self._entries))
-                    found = decoder.values[-1] if decoder.values else None
-                except (ValueError, RecursionError):
-                    found = None
-                decoder.values = []
+                found = _decoded(self._decoder, self._entries, f"full text of shape {self.id}")
                 if not isinstance(found, FTExpr):
                     raise IndexFileError(f"the index's full text of shape {self.id} is malformed: was the "
                                          f"file edited?")
@@ -100,16 +96,24 @@ class MappedShape(TupleShape):
                                                           for name in TupleShape.__slots__ if name != "check"})
 
 
+def _decoded(decoder: _ValueBuilder, entries: str, what: str):
+    """The model value `entries_text` made `entries` (IndexFileError naming `what` if it
+    does not decode; `decoder`: one for all of a file's, its values started again)."""
+    decoder.values = []
+    try:
+        decoder.add(json.loads(entries))
+        if decoder.values:
+            return decoder.values[-1]
+    except (ValueError, RecursionError):
+        pass
+    finally:
+        decoder.values = []
+    raise IndexFileError(f"the index's {what} is malformed: was the file edited?")
+
+
 def _mapped(table: QueryTable, branches) -> bool:
     """Whether a query's branches can be saved as arrays (see the module)."""
-    if not branches or not table.share_shapes:
-        return False
-    for rb in branches:
-        slot = rb.slot
-        if (rb.optional is not None or rb.algebra is not None or table.need[slot] >= 0
-                or table.slot_projected[slot] >= 0 or table.slot_projected_part[slot] >= 0):
-            return False
-    return True
+    return bool(branches) and table.share_shapes and all(rb.algebra is None for rb in branches)
 
 
 def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
@@ -140,12 +144,12 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
         mapped[at] = True
         starts[at] = loaded.query_slot_offsets[numbers]
         counts[at] = loaded.query_slot_offsets[numbers + 1] - starts[at]
-    rows = _ranges(starts, counts)
+    rows = sections.ranges(starts, counts)
     query_slots = np.concatenate((old_slots, np.array(new_slots, dtype=np.int32)))[rows]
     branch_starts = np.concatenate((old_offsets[:-1], len(old_shapes) + sections.offsets(new_counts)[:-1]))[rows]
     branch_counts = np.concatenate((np.diff(old_offsets), np.array(new_counts, dtype=np.int64)))[rows]
     branch_shapes = np.concatenate((old_shapes, np.array(new_shapes, dtype=np.int32)))[
-        _ranges(branch_starts, branch_counts)]
+        sections.ranges(branch_starts, branch_counts)]
     query_counts = counts
     used = np.array(query_slots, dtype=np.int64)
     keep = np.zeros(slots_count, dtype=bool)
@@ -157,7 +161,7 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
     others[:held] = np.where(keep[:held, None], pivots.others[:held], 0)
     extra_slots = sorted(s for s in pivots.extra if keep[s])
     extras = [pivots.extra[s] for s in extra_slots]
-    counted = np.concatenate([pivot[keep], others[others > 0] - 1, *[e - 1 for e in extras]]).astype(np.int64)
+    counted = np.concatenate([pivot[pivot >= 0], others[others > 0] - 1, *[e - 1 for e in extras]]).astype(np.int64)
     shapes = table.shape_at[:shape_count].tolist()
     full_texts = ["" if shape is None else shape._entries if type(shape) is MappedShape  # (as loaded)
                   else entries_text(shape.fulltext) for shape in shapes]
@@ -176,7 +180,8 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
            "uses": np.bincount(counted, minlength=shape_count).astype(np.int32),
            "shape_check": table.shape_check[:shape_count].astype(bool)}
     out["fulltext_offsets"], out["fulltexts"] = sections.strings(full_texts)
-    return {PREFIX + name: array for name, array in out.items()}
+    return {**{PREFIX + name: array for name, array in out.items()},
+            **value_snapshot.snapshot(table, keep, entries_text), **value_snapshot.stars_snapshot(table, keep)}
 
 
 def entries_text(fulltext) -> str:
@@ -189,10 +194,10 @@ def entries_text(fulltext) -> str:
     return json.dumps(table.take(), ensure_ascii=False, separators=(",", ":"))
 
 
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The indices ``starts[k], starts[k] + 1, ... starts[k] + counts[k] - 1`` for every k, in order."""
-    ends = np.cumsum(counts)
-    return np.repeat(starts - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)
+def _text_key(shape) -> tuple:
+    """A shape's structure and full text as saved (`MappedQueries.by_text`)."""
+    text = shape._entries if type(shape) is MappedShape else entries_text(shape.fulltext)
+    return (shape.subject, shape.predicate, shape.object, text)
 
 
 class MappedQueries:
@@ -213,8 +218,7 @@ class MappedQueries:
         """The restored shape of table key `key` (structure, full text), if any: found by its
         saved text, so that registering after a load decodes no shape's full text."""
         if self.by_text is None:
-            self.by_text = {(s.subject, s.predicate, s.object, s._entries): s
-                            for s in table.shape_at.tolist() if type(s) is MappedShape}
+            self.by_text = {_text_key(s): s for s in table.shape_at.tolist() if s is not None}
         found = self.by_text.get((key[0], key[1], key[2], entries_text(key[3])))
         if found is not None:
             table.shapes[key] = found
@@ -222,8 +226,8 @@ class MappedQueries:
 
     def forget(self, shape) -> None:
         """`shape` is removed from the table."""
-        if self.by_text is not None and type(shape) is MappedShape:
-            self.by_text.pop((shape.subject, shape.predicate, shape.object, shape._entries), None)
+        if self.by_text is not None:  # (a pickled copy's shapes are plain ones: `MappedShape.__reduce__`)
+            self.by_text.pop(_text_key(shape), None)
 
     def query_of_slot(self, slot: int) -> str:
         return self.ids[int(self.slot_query[slot])]
@@ -253,6 +257,7 @@ class MappedQueries:
         start, end = self.slots_of(query_id)
         query = self.models(self.number[query_id])
         planned = planned_branches(query)
+        optional = optional_part(query)
         if len(planned) != end - start:
             raise IndexFileError(f"the index's table gives query {query_id!r} {end - start} branches, "
                                  f"its model {len(planned)}: was the file edited?")
@@ -264,8 +269,8 @@ class MappedQueries:
                 raise IndexFileError(f"the index's table gives query {query_id!r} shapes that are not "
                                      f"those of its model: was the file edited?")
             rb = RegisteredBranch(query_id, b, int(self.query_slots[at]), shapes=shapes, keep=keep,
-                                  keep_names=keep_names, projection=query.projection)
-            rb.star = star_plan(rb)
+                                  keep_names=keep_names, projection=query.projection, optional=optional)
+            rb.star = star_plan(rb) if optional is None else None  # (as `QueryTable.add` plans it)
             list.__setitem__(table.branches, rb.slot, rb)
             made.append(rb)
         table.queries[query_id] = found = tuple(made)
@@ -301,7 +306,7 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     slot_query = np.full(slots_count, -1, dtype=np.int64)
     slot_query[qslots] = np.repeat(np.arange(queries), counts)
     _expect((not len(qslots) or int(np.bincount(qslots).max()) == 1)  # (each slot of one query)
-            and ((pivot >= 0) == (slot_query >= 0)).all() and ((slot_answer < 0) | (slot_query >= 0)).all(),
+            and ((pivot < 0) | (slot_query >= 0)).all() and ((slot_answer < 0) | (slot_query >= 0)).all(),
             "the saved slots")
     texts = sections.read_strings(a["fulltext_offsets"], a["fulltexts"], "the shapes' full texts")
     _expect(len(texts) == shape_count, "the saved shapes")
@@ -310,6 +315,8 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     made = [_shape(sid, raw, text, decoder, check, structures) for sid, raw, text, check
             in zip(range(shape_count), raw_shapes, texts, a["shape_check"].tolist()) if raw is not None]
     free_shapes = array("i", [sid for sid, raw in enumerate(raw_shapes) if raw is None])
+    if free_shapes:  # (no branch of a free shape id)
+        _expect(not np.isin(bshapes, np.frombuffer(free_shapes, dtype=np.int32)).any(), "the saved shapes")
     shape_at[np.array([shape.id for shape in made], dtype=np.int64)] = np.fromiter(made, dtype=object, count=len(made))
     table.mapped = MappedQueries(ids, models, slot_query, qoff, qslots, boff, bshapes)
     live = slot_query >= 0
@@ -334,7 +341,15 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     table.tuple_count = len(bshapes)
     table.shape_at, table._next_shape, table._free_shapes = shape_at, shape_count, free_shapes
     table.shape_check = grown(a["shape_check"].astype(bool), len(shape_at), False)
-    _restore_pivots(table.pivots, a, live, shape_count)
+    counted = pivot >= 0  # (the other live slots are counted by their value tests)
+    branch_pairs = sorted_unique(_pairs(np.repeat(qslots, np.diff(boff)), bshapes, shape_count))
+    _restore_pivots(table.pivots, a, counted, shape_count, branch_pairs)
+    valued = live & ~counted
+    if valued.any() or any(name.startswith(value_snapshot.PREFIX) for name in arrays):
+        value_snapshot.restore(table, arrays, valued, lambda text: _decoded(decoder, text, "opaque value test"),
+                               branch_pairs[valued[branch_pairs // (shape_count + 1)]])
+    if value_snapshot.STARS + "head" in arrays:
+        value_snapshot.restore_stars(table, arrays, live, branch_pairs)
     runs = [(PENDING,) * n for n in range(int(counts.max()) + 1 if len(counts) else 0)]  # (one tuple a length)
     table.queries.update(zip(id_objects[mapped].tolist(), map(runs.__getitem__, counts[mapped].tolist())))
     table.id_order.changed()
@@ -342,15 +357,32 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     return made, [members for _, members in structures.values()], mapped
 
 
-def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None:
-    """The saved pivots (`snapshot`'s sections), checked in range, into the empty `pivots`."""
+def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int, branch_pairs: np.ndarray) -> None:
+    """The saved pivots (`snapshot`'s sections), checked in range and against the branches'
+    shapes (`branch_pairs`, `_pairs` of each restored slot and shape), into the empty `pivots`."""
     extra_slots, eoff, eshapes = a["extra_slots"], a["extra_offsets"], a["extra_shapes"]
     _expect(sections.within(extra_slots, len(live)) and len(eoff) == len(extra_slots) + 1
             and sections.ascending(eoff, len(eshapes)) and sections.within(eshapes, shape_count + 1, 1)
             and bool(live[extra_slots].all()) and (a["uses"] >= 0).all(), "the saved pivots")
+    # A counted branch's pivot, others and extra shapes are its shapes, and each shape's uses
+    # the branches counting it: else a removal would free a shape another branch still has.
+    pivot, others = a["pivot"], a["others"]
+    slots, columns = np.nonzero(others > 0)
+    counted = np.concatenate((_pairs(np.flatnonzero(pivot >= 0), pivot[pivot >= 0], shape_count),
+                              _pairs(slots, others[slots, columns] - 1, shape_count),
+                              _pairs(np.repeat(extra_slots, np.diff(eoff)), eshapes - 1, shape_count)))
+    counted = sorted_unique(counted)
+    _expect(np.array_equal(counted, branch_pairs[live[branch_pairs // (shape_count + 1)]])
+            and np.array_equal(np.bincount(counted % (shape_count + 1), minlength=shape_count + 1)[:shape_count],
+                               a["uses"]), "the saved pivots")
     extra = {slot: np.array(eshapes[eoff[k]:eoff[k + 1]], dtype=np.int32)
              for k, slot in enumerate(extra_slots.tolist())}
-    pivots.restore(a["pivot"], a["others"], extra, a["uses"], live, shape_count)
+    pivots.restore(pivot, others, extra, a["uses"], live, shape_count)
+
+
+def _pairs(slots: np.ndarray, shapes: np.ndarray, shape_count: int) -> np.ndarray:
+    """(slot, shape id) pairs as one int64 each (`slot * (shape_count + 1) + shape`)."""
+    return np.asarray(slots, dtype=np.int64) * (shape_count + 1) + np.asarray(shapes, dtype=np.int64)
 
 
 def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool, structures: dict) -> MappedShape:

@@ -180,10 +180,42 @@ def _postings(test: ValueTest) -> Iterator[tuple[str, int | None, object]]:
     """What the tables hold for `test`: (operator, value space, value) per distinct constant
     (``IN (1, 1)``: one posting; ``in`` is ``=`` against each), the space None and the
     value the key itself for a constant without a value."""
+    for op, kind, value, _ in keyed_postings(test):
+        yield op, kind, value
+
+
+def keyed_postings(test: ValueTest) -> Iterator[tuple[str, int | None, object, str]]:
+    """`_postings`, each with the key of its constant."""
     op = "=" if test.op == "in" else test.op
     for key in dict.fromkeys(test.constants):
         typed = typed_value(key)
-        yield (op, None, key) if typed is None else (op, typed[0], typed[1])
+        yield (op, None, key, key) if typed is None else (op, typed[0], typed[1], key)
+
+
+def sorted_postings(entries: list[tuple[object, int, str]]) -> tuple[list, list]:
+    """The (value, test id, key) `entries` of one value space in the order `_Sorted` keeps
+    them (by value, then id), the NaN ones apart: (ordered, nan)."""
+    return sorted(e for e in entries if not _is_nan(e[0])), [e for e in entries if _is_nan(e[0])]
+
+
+def laid_out(runs) -> dict[str, "_Table"]:
+    """The tables of a `ValueIndex` from the runs a saved index keeps them as
+    (`rtf.matching.value_snapshot`): (operator, value space, values, ids, NaN ids) for the
+    constants with a value, in `sorted_postings` order, and (operator, None, keys, ids,
+    None) for those without, in the order they were posted."""
+    tables: dict[str, _Table] = {}
+    for op, kind, values, ids, nan_ids in runs:
+        table = tables.get(op)
+        if table is None:
+            table = tables[op] = _Table()
+        if kind is None:
+            for key, test_id in zip(values, ids.tolist()):
+                table.post_valueless(key, test_id)
+            continue
+        found = table.by_kind[kind] = _Sorted.__new__(_Sorted)
+        found.kind, found.values, found.ids, found.nan_ids = kind, values, ids, nan_ids
+        found._promoted = {kind: values}
+    return tables
 
 
 def _ids(ids: list[int]) -> np.ndarray:
@@ -197,12 +229,26 @@ class ValueIndex:
         self._tests: dict[int, ValueTest] = {}
         self._tables: dict[str, _Table] | None = None  # built on first use after a change
         self._repeats = False  # an IN whose constants may be equal by value: dedupe answers
+        #: a restored index's tests, made when first asked for (`rtf.matching.value_snapshot`)
+        self.saved = None
+
+    def tests(self) -> dict[int, ValueTest]:
+        """Test id -> its test (a restored index's made now)."""
+        saved = getattr(self, "saved", None)  # (an index pickled by an older rtf has none)
+        if saved is not None:
+            self._tests, self.saved = saved(), None
+            self._repeats = any(test.op == "in" and len(test.constants) > 1 for test in self._tests.values())
+        return self._tests
+
+    def __getstate__(self) -> dict:
+        self.tests()
+        return self.__dict__
 
     def __len__(self) -> int:
-        return len(self._tests)
+        return len(self.tests())
 
     def __contains__(self, test_id: int) -> bool:
-        return test_id in self._tests
+        return test_id in self.tests()
 
     def add(self, test_id: int, test: ValueTest) -> None:
         """Index `test` under `test_id` (an id already present is replaced)."""
@@ -210,13 +256,13 @@ class ValueIndex:
             raise ValueError(f"not a value-test operator: {test.op!r}")
         if test.op != "in" and len(test.constants) != 1:
             raise ValueError(f"{test.op!r} takes one constant, not {len(test.constants)}")
-        if test_id in self._tests:
+        if test_id in self.tests():
             self.remove(test_id)
         self._tests[test_id] = test
         if test.op == "in" and len(test.constants) > 1:
             self._repeats = True
         if self._tables is not None:  # built: kept up to date in place, not rebuilt
-            self._change(self._tables, test_id, test, add=True)
+            self._changed(test_id, test, add=True)
 
     def build(self) -> None:
         """Lay out the sorted tables now (after many registrations at once), not on the first
@@ -226,9 +272,19 @@ class ValueIndex:
 
     def remove(self, test_id: int) -> None:
         """Forget the test of `test_id` (KeyError if there is none)."""
-        test = self._tests.pop(test_id)
+        test = self.tests().pop(test_id)
         if self._tables is not None:
-            self._change(self._tables, test_id, test, add=False)
+            self._changed(test_id, test, add=False)
+
+    def _changed(self, test_id: int, test: ValueTest, add: bool) -> None:
+        """`_change` the built tables; tables laid out from a saved index that turn out not to
+        be its tests' (a file edited, then signed again) are dropped, made from the tests."""
+        if not getattr(self, "_laid_out", False):
+            return self._change(self._tables, test_id, test, add)
+        try:
+            self._change(self._tables, test_id, test, add)
+        except (KeyError, ValueError, IndexError, AttributeError, TypeError):
+            self._tables, self._laid_out = None, False
 
     @staticmethod
     def _change(tables: dict[str, "_Table"], test_id: int, test: ValueTest, add: bool) -> None:
@@ -253,8 +309,12 @@ class ValueIndex:
     # ------------------------------------------------------------ building
 
     def _build(self) -> dict[str, _Table]:
+        saved = getattr(self, "saved", None)
+        if saved is not None and saved.runs is not None:  # (restored: laid out as it was saved)
+            self._repeats, self._laid_out = saved.repeats(), True
+            return laid_out(saved.runs())
         entries: dict[str, dict[int | None, list]] = {}
-        for test_id, test in self._tests.items():
+        for test_id, test in self.tests().items():
             for op, kind, value in _postings(test):
                 entries.setdefault(op, {}).setdefault(kind, []).append((value, test_id))
         tables: dict[str, _Table] = {}

@@ -241,6 +241,21 @@ class ValueTests:
         #: scratch: a position in one publication's marks per conjunction (never cleared:
         #: only the positions written for a publication are read back)
         self._seen = np.zeros(0, dtype=np.int32)
+        #: the conjunctions of the branches restored from a saved index, read when first
+        #: asked for (`held`; `rtf.matching.value_snapshot`), or None
+        self.saved = None
+
+    def held(self, slot: int) -> tuple:
+        """The conjunctions of the branch at `slot` as `branch_conj` holds them (a restored
+        branch's made now), () for none."""
+        found = self.branch_conj.get(slot)
+        if found is None:
+            saved = getattr(self, "saved", None)  # (a table pickled by an older rtf has none)
+            found = saved.take(slot, False) if saved is not None else None
+            if found is None:
+                return ()
+            self.branch_conj[slot] = found
+        return found
 
     def __setstate__(self, state: dict) -> None:
         # `groups` is keyed by the shapes' id()s, which an unpickled copy's shapes do not
@@ -263,7 +278,7 @@ class ValueTests:
 
     def __len__(self) -> int:
         """The number of registered conjunctions."""
-        return sum(len(c) for c in self.branch_conj.values())
+        return int(np.count_nonzero(self.conj_slot[:self._next_conj] >= 0))
 
     def plan(self, branch: Branch, shapes: list, names: list[tuple[str, ...]]) -> Plan:
         """The indexable value tests of `branch`, by the (shape, position) that binds each variable.
@@ -342,7 +357,12 @@ class ValueTests:
         """Forget the conjunctions of the branch at `slot`."""
         if slot < len(self.slot_conj):
             self.slot_conj[slot] = -1
-        for group, conj, ids, _ in self.branch_conj.pop(slot, ()):
+        held = self.branch_conj.pop(slot, None)
+        saved = getattr(self, "saved", None)
+        if saved is not None:  # (a restored branch: forgotten there too)
+            restored = saved.take(slot, True)
+            held = restored if held is None else held
+        for group, conj, ids, _ in held or ():
             for atom in ids:
                 group.discard(atom)
                 self.atom_conj[atom] = -1
