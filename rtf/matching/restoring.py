@@ -105,6 +105,9 @@ class Models:
 
     def text(self, k: int) -> str | None:
         """Query k's text (the models' if decoded, else the texts section's, read once)."""
+        texts = self._texts
+        if texts is not None:  # (the same texts as the models': `rtf serve` reads them all at start)
+            return texts[k]
         if self.queries is None and "q_texts" not in self.arrays:  # (a file without them: the models')
             found = self.query(k)
             if self.records is not None:
