@@ -159,6 +159,25 @@ def test_the_algebra_answers_as_pyoxigraph(text, pub):
 
 # ------------------------------------------------------------ version 2 through the algebra
 
+def test_select_star_lists_a_variable_where_a_pattern_binds_it_not_where_a_filter_names_it():
+    """SELECT * lists the in-scope variables in order of appearance (docs/language.md):
+    a FILTER binds nothing, so ?z comes after ?p, where OPTIONAL's pattern binds both.
+    The algebra placed ?z at the FILTER and answered (x, z, p) where every engine of
+    version 2 answered (x, p, z)."""
+    text = ('SELECT * WHERE { ?x a <http://ex.org/C> FILTER(ftcontains(?z, "rio")) '
+            'OPTIONAL { ?x ?p ?z } }')
+    assert parse_as_algebra(text).projection == ("x", "p", "z")
+    pub = Publication("a", [("<http://ex.org/a>", "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>",
+                             "<http://ex.org/C>"), ("<http://ex.org/a>", "<http://ex.org/p>", '"rio"@en')])
+    for algorithm in ALGORITHMS:
+        e = Engine(algorithm)
+        e.register(text, "q")
+        assert [list(map(list, s)) for s in e.match(pub)[0].solutions] == [
+            [["x", "<http://ex.org/a>"], ["p", "<http://ex.org/p>"], ["z", '"rio"@en']]]
+    assert run(parse_as_algebra(text).algebra, Dataset(pub.triples, list(pub.triples), pub.now_key())) == \
+        e.match(pub)[0].solutions
+
+
 @settings(max_examples=200, **SETTINGS)
 @given(text=st.one_of(queries(), structured_queries()), pub=publications())
 def test_the_algebra_answers_version_2_queries_as_the_indexes(text, pub):

@@ -86,16 +86,26 @@ class AlgebraBuilder(QueryBuilder):
         self.in_template = False  # building a CONSTRUCT template
         #: While a SELECT's expressions are built: the aggregates met, (hidden name, Aggregate)
         self.aggregates: list[tuple[str, Aggregate]] | None = None
-        #: each variable's first place in the text: SELECT *'s order of appearance (the
-        #: translation may move a group's paths after its triples)
+        #: each variable's first place in the text outside a FILTER: SELECT *'s order of
+        #: appearance (the translation may move a group's paths after its triples)
         self.appearance: dict[str, int] = {}
+        self.filtering = 0  # FILTERs being built: a variable there is not in scope by it
 
     def variable(self, node: Tree) -> Variable:
         var = super().variable(node)
         place = getattr(node.children[0], "start_pos", None)
-        if place is not None and place < self.appearance.get(var.name, place + 1):
+        if place is not None and not self.filtering and place < self.appearance.get(var.name, place + 1):
             self.appearance[var.name] = place
         return var
+
+    def filter_condition(self, node) -> object:
+        """A FILTER's condition (its variables do not place them in SELECT *'s order: a
+        FILTER binds nothing, as the other engines read a query's patterns)."""
+        self.filtering += 1
+        try:
+            return self.expression(node)
+        finally:
+            self.filtering -= 1
 
     # ------------------------------------------------------------ entry
     def build(self, tree: Tree) -> Query:
@@ -296,7 +306,7 @@ class AlgebraBuilder(QueryBuilder):
                 if kind == "triples_block":
                     g = _join(g, self.triples_block(part))
                 elif kind == "filter":
-                    filters.append(self.expression(part.children[0]))
+                    filters.append(self.filter_condition(part.children[0]))
                 elif kind == "group_or_union":
                     sides = [self.group(side) for side in part.children]
                     union = sides[0]
