@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -561,9 +562,22 @@ def assert_canonical(result):
         assert result == literal_key(parts.lexical, datatype, parts.lang), result
 
 
+#: The functions whose answer depends on the Unicode version's case mappings.
+_CASE_MAPPING = frozenset({"ucase", "lcase"})
+
+
+def _assigned_here(key: str) -> bool:
+    """Every character of `key` is assigned in this Python's Unicode database (3.11: 14.0):
+    Oxigraph's Rust knows newer ones (UCASE(U+A7CD) is U+A7CC in Unicode 16), whose case
+    rtf maps as this Python does: as themselves."""
+    return all(unicodedata.category(c) != "Cn" for c in key)
+
+
 def check_against_oxigraph(name: str, args: list[str], *, close_decimals: bool = False):
     args = [oracle.as_oxigraph_sees(a) for a in args]
     assume(all(_in_oxigraphs_range(a) for a in args))
+    if name in _CASE_MAPPING:
+        assume(all(_assigned_here(a) for a in args))
     theirs = oracle.oxigraph(f"{name}({', '.join(oracle.sparql_term(a) for a in args)})")
     ours = FUNCTIONS[name](*args)
     assert_canonical(ours)
