@@ -183,8 +183,8 @@ class Zygote:
                     fds.append(w)
                 elif how == subprocess.STDOUT:
                     fds.append(fds[1])
-                elif how in (None,):
-                    fds.append(name == "stdout" and 1 or 2)
+                elif how is None:  # the caller's own
+                    fds.append(1 if name == "stdout" else 2)
                 elif how == subprocess.DEVNULL:
                     fds.append(devnull)
                 else:

@@ -201,14 +201,15 @@ class Registry:
                 f"{path} was built with the text analysis {built or 'of the default words'}, not this "
                 "server's: start with that --text-analysis (`rtf index info` prints it)")
         queries = engine.queries()
+        held = _query_rows(queries)
         write_atomically(self.snapshot_path, data)
         pending = self.store.begin()
         try:
-            pending.insert_all((q.id, q.text, q.subscriber, q.metadata or None)
-                               for q in queries)
+            pending.insert_all((qid, text, subscriber, q.metadata or None)
+                               for (qid, subscriber, text), q in zip(held, queries))
             through = pending.max_seq()
             pending.set_setting("snapshot", json.dumps({**self._identity, "through": through,
-                                                        "queries": _queries_digest(engine)}))
+                                                        "queries": _digest(held)}))
             pending.set_setting("imported", digest)
             pending.commit()
         finally:
@@ -236,12 +237,13 @@ class Registry:
             log.warning("cannot use the snapshot: %s; rebuilding the index from %s",
                         e, self.store.path)
             return None
-        held = _query_rows(engine) if engine.algorithm == algorithm else []
-        if engine.algorithm != algorithm or _digest(held) != note.get("queries"):
-            log.warning("%s is not the snapshot %s describes (copied from elsewhere?): rebuilding "
-                        "the index from it", self.snapshot_path, self.store.path)
-            return None
-        return engine, note["through"], held
+        if engine.algorithm == algorithm:
+            held = _query_rows(engine.queries())
+            if _digest(held) == note.get("queries"):
+                return engine, note["through"], held
+        log.warning("%s is not the snapshot %s describes (copied from elsewhere?): rebuilding "
+                    "the index from it", self.snapshot_path, self.store.path)
+        return None
 
     # ------------------------------------------------------------- changes
 
@@ -424,7 +426,7 @@ class Registry:
             self.store.set_setting("snapshot", "")
             with self.engine._lock:  # the digest and the file: one state of the engine
                 note = json.dumps({**self._identity, "through": self._through,
-                                   "queries": _queries_digest(self.engine)})
+                                   "queries": _digest(_query_rows(self.engine.queries()))})
                 size = self.engine.save(self.snapshot_path)
             self.store.set_setting("snapshot", note)
             self.changes_since_snapshot -= changes
@@ -440,20 +442,15 @@ def _restore(engine: Engine, old) -> None:
         engine.register(old.query, old.id, old.subscriber, old.metadata)
 
 
-def _query_rows(engine: Engine) -> list[tuple[str, str | None, str]]:
-    """The engine's queries as the table holds them: (id, subscriber, text), in the engine's
-    order (a loaded model is not decoded: its text is read alone)."""
-    return [(q.id, q.subscriber, q.text) for q in engine.queries()]
+def _query_rows(queries) -> list[tuple[str, str | None, str]]:
+    """An engine's `queries` as the table holds them: (id, subscriber, text), in the
+    engine's order (a loaded model is not decoded: its text is read alone)."""
+    return [(q.id, q.subscriber, q.text) for q in queries]
 
 
 def _digest(rows: list[tuple[str, str | None, str]]) -> str:
-    """A digest of `_query_rows`."""
+    """The digest of `_query_rows` a snapshot's note records (lists and tuples dump alike)."""
     return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
-
-
-def _queries_digest(engine: Engine) -> str:
-    """A digest of the engine's queries as the table holds them: id, subscriber, text."""
-    return _digest(_query_rows(engine))
 
 
 def rows_seq(rows: dict[str, StoredQuery]) -> int:
