@@ -93,6 +93,8 @@ def pytest_unconfigure(config):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    if spark_jvm.archive_pending() and spark_jvm.is_spark_module(item.nodeid):
+        spark_jvm.wait_for_archive()  # (at once once made: its JVMs map it from the start)
     beat = item.config.stash.get(HEARTBEAT, None)
     if beat is None:
         return (yield)
@@ -119,7 +121,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return  # a serial run keeps the files' order
-    module_order.order_by_cost(items, module_order.load_costs())
+    if spark_jvm.archive_pending():  # (the same in every worker: the controller set it before they started)
+        workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+        module_order.order_by_cost(items, module_order.load_costs(), held_back=spark_jvm.is_spark_module,
+                                   ahead=workers)
+    else:
+        module_order.order_by_cost(items, module_order.load_costs())
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -42,15 +42,23 @@ def load_costs(path: Path = COSTS_FILE) -> dict[str, float]:
     return {str(k): float(v) for k, v in costs.items()} if isinstance(costs, dict) else {}
 
 
-def order_by_cost(items: list, costs: dict[str, float]) -> None:
+def order_by_cost(items: list, costs: dict[str, float], *, held_back=None, ahead: int = 0) -> None:
     """Sort pytest's `items` in place: the modules from the costliest, each module's tests in
-    their order (a stable sort on the module's cost)."""
+    their order (a stable sort on the module's cost). The modules `held_back(module)` says
+    are put after the `ahead` costliest others (the Spark modules of a run that is still
+    making the JVMs' class archive: tests/spark_jvm.py)."""
     slow = collections.Counter(module_of(item.nodeid) for item in items if item.get_closest_marker("slow"))
 
     def cost(module: str) -> float:
         return costs[module] if module in costs else SECONDS_PER_SLOW_TEST * slow[module]
 
-    items.sort(key=lambda item: -cost(module_of(item.nodeid)))
+    modules = sorted(dict.fromkeys(module_of(item.nodeid) for item in items), key=lambda m: -cost(m))
+    if held_back is not None and ahead > 0:
+        back = [m for m in modules if held_back(m)]
+        others = [m for m in modules if not held_back(m)]
+        modules = others[:ahead] + back + others[ahead:]
+    rank = {module: place for place, module in enumerate(modules)}
+    items.sort(key=lambda item: rank[module_of(item.nodeid)])
 
 
 class CostRecorder:

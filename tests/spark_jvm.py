@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 #: The options of every Spark JVM the tests start, the archive's aside.
@@ -120,6 +121,50 @@ def may_hold_spark_tests(args) -> bool:
     return not paths or any(path.is_dir() or path.name.startswith(names) for path in paths)
 
 
+#: Set by the run that makes the archive, before its workers start: the archive's path. A
+#: worker's Spark module waits for it (`wait_for_archive`) and is handed out after the first
+#: modules of the others (tests/module_order.py), so that no JVM starts cold while it is made.
+PENDING_VARIABLE = "RTF_TEST_SPARK_ARCHIVE_PENDING"
+
+#: The longest a Spark module waits for the archive (then its JVMs start without it).
+ARCHIVE_WAIT_SECONDS = 240.0
+
+
+def building_marker(archive: Path) -> Path:
+    """The file that says the archive is being made: the maker's pid, removed when it ends."""
+    return archive.with_name(f"{archive.name}.building")
+
+
+def archive_pending() -> bool:
+    """Whether this run is making the archive (`PENDING_VARIABLE`), made or not yet."""
+    return bool(os.environ.get(PENDING_VARIABLE))
+
+
+def _maker_alive(marker: Path) -> bool:
+    try:
+        pid = int(marker.read_text().strip() or "0")
+        os.kill(pid, 0)
+        return pid > 0
+    except (OSError, ValueError):
+        return False
+
+
+def wait_for_archive(timeout: float = ARCHIVE_WAIT_SECONDS, poll: float = 0.5) -> bool:
+    """Wait until the archive this run is making exists (True), its maker has ended or died
+    without it, or `timeout` s have passed (False). At once when none is being made."""
+    pending = os.environ.get(PENDING_VARIABLE)
+    if not pending:
+        return False
+    archive = Path(pending)
+    marker = building_marker(archive)
+    deadline = time.monotonic() + timeout
+    while not archive.exists():
+        if not marker.exists() or not _maker_alive(marker) or time.monotonic() >= deadline:
+            return archive.exists()
+        time.sleep(poll)
+    return True
+
+
 def build_archive(archive: Path, timeout: float = 300) -> bool:
     """Run `_ARCHIVE_SESSION` in a JVM that writes its loaded classes at exit, under a
     temporary name renamed to `archive` once whole (a JVM never maps half an archive)."""
@@ -140,12 +185,23 @@ def build_archive(archive: Path, timeout: float = 300) -> bool:
         return False
     finally:
         partial.unlink(missing_ok=True)
+        building_marker(archive).unlink(missing_ok=True)
 
 
 def start_archive(archive: Path | None) -> threading.Thread | None:
-    """Make `archive` in a daemon thread, unless it exists (or there is none to make)."""
+    """Make `archive` in a daemon thread, unless it exists (or there is none to make); until
+    it ends, its `building_marker` holds this process's pid, and `PENDING_VARIABLE` tells
+    the processes started later (xdist's workers) where the archive will be."""
     if archive is None or archive.exists():
         return None
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    building_marker(archive).write_text(str(os.getpid()))
+    os.environ[PENDING_VARIABLE] = str(archive)
     thread = threading.Thread(target=build_archive, args=(archive,), name="spark-class-archive", daemon=True)
     thread.start()
     return thread
+
+
+def is_spark_module(module: str) -> bool:
+    """Whether the test module `module` (a node id's file part) starts Spark JVMs."""
+    return module.startswith(SPARK_MODULES)

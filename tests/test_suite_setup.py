@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,49 @@ def test_modules_are_handed_out_from_the_longest_and_keep_their_tests_order():
     assert [item.nodeid for item in items] == [
         "tests/test_c.py::t[1]", "tests/test_c.py::t[0]", "tests/test_a.py::t1", "tests/test_a.py::t2",
         "tests/test_new.py::t1", "tests/test_new.py::t2", "tests/test_b.py::t1", "tests/test_quick.py::t"]
+
+
+def test_spark_modules_of_a_run_making_the_archive_come_after_the_first_others():
+    """A run still making the class archive hands each worker one other module first, so that
+    no Spark JVM starts before the archive exists (tests/spark_jvm.py)."""
+    from tests.module_order import order_by_cost
+    from tests.spark_jvm import is_spark_module
+
+    items = [_Item(f"tests/{name}.py::t") for name in
+             ("test_a", "test_spark_x", "test_b", "test_stream_checkpoint", "test_c", "test_d")]
+    costs = {"tests/test_spark_x.py": 90.0, "tests/test_stream_checkpoint.py": 80.0,
+             "tests/test_a.py": 50.0, "tests/test_b.py": 40.0, "tests/test_c.py": 30.0, "tests/test_d.py": 1.0}
+    order_by_cost(items, costs)
+    assert [item.nodeid for item in items][:2] == ["tests/test_spark_x.py::t", "tests/test_stream_checkpoint.py::t"]
+    order_by_cost(items, costs, held_back=is_spark_module, ahead=2)
+    assert [item.nodeid.split(".py")[0][6:] for item in items] == [
+        "test_a", "test_b", "test_spark_x", "test_stream_checkpoint", "test_c", "test_d"]
+
+
+def test_a_spark_module_waits_for_the_archive_until_it_exists_or_its_maker_ends(monkeypatch, tmp_path):
+    import threading
+
+    from tests import spark_jvm
+
+    archive = tmp_path / "a.jsa"
+    monkeypatch.delenv(spark_jvm.PENDING_VARIABLE, raising=False)
+    assert spark_jvm.wait_for_archive(timeout=5) is False  # none being made: at once
+    monkeypatch.setenv(spark_jvm.PENDING_VARIABLE, str(archive))
+    marker = spark_jvm.building_marker(archive)
+    marker.write_text(str(os.getpid()))
+    threading.Timer(0.3, archive.write_bytes, args=(b"made",)).start()
+    started = time.monotonic()
+    assert spark_jvm.wait_for_archive(timeout=30, poll=0.05) is True
+    assert 0.25 <= time.monotonic() - started < 30
+    archive.unlink()
+    threading.Timer(0.3, marker.unlink).start()  # the maker ended without it
+    assert spark_jvm.wait_for_archive(timeout=30, poll=0.05) is False
+    marker.write_text("999999999")  # a maker that died without removing its marker
+    assert spark_jvm.wait_for_archive(timeout=30, poll=0.05) is False
+    marker.write_text(str(os.getpid()))
+    started = time.monotonic()
+    assert spark_jvm.wait_for_archive(timeout=0.3, poll=0.05) is False  # the wait has an end
+    assert time.monotonic() - started >= 0.3
 
 
 def test_the_recorded_costs_are_read_back_and_a_partial_run_keeps_the_others(tmp_path):
