@@ -20,7 +20,8 @@ seconds of work on a few hundred rows, so their start-up is most of the Spark te
   local session's JVM then starts on 4.5-4.9 s of CPU instead of 9.0-9.5 (7.4-7.8 s wall
   instead of 10-12). The archive is made in the background by the first run that may have
   Spark tests (`may_hold_spark_tests`, `start_archive`) and kept in pytest's cache folder (``.pytest_cache``, ignored by
-  git), ~190 MB; until it exists, JVMs start as before. The JVM checks the archive itself
+  git), ~190 MB. Until it exists, the run's Spark modules come after each worker's first
+  other module and wait for it (`wait_for_archive`), so that their JVMs map it from the start. The JVM checks the archive itself
   (the same JVM, the same class path, jars of the same size and time) and ignores it silently
   otherwise (``-Xlog:cds*=off``: the standalone cluster's executors, whose class path
   differs, start without it and print nothing).
