@@ -23,8 +23,8 @@ seconds of work on a few hundred rows, so their start-up is most of the Spark te
   git), ~190 MB. Until it exists, the run's Spark modules come after each worker's first
   other module and wait for it (`wait_for_archive`), so that their JVMs map it from the start. The JVM checks the archive itself
   (the same JVM, the same class path, jars of the same size and time) and ignores it silently
-  otherwise (``-Xlog:cds*=off``: the standalone cluster's executors, whose class path
-  differs, start without it and print nothing).
+  otherwise (``-Xlog:cds*=off``). The standalone cluster's executors map it too
+  (``spark.executor.extraJavaOptions``: their class path begins as the driver's).
 
 A variable already set before the run (even to nothing) is kept: ``SPARK_SUBMIT_OPTS=``
 runs the Spark tests on the JVM's defaults.
