@@ -487,7 +487,7 @@ def _asgi_client(app):
 
 
 def _chunk(first: int, *lines: str) -> Chunk:
-    return Chunk(first, first + len(lines) - 1, sse_matches(first, list(lines)))
+    return Chunk(first, None, [line.encode() for line in lines])
 
 
 def test_sse_matches_and_chunk_slices():
