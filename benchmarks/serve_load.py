@@ -153,6 +153,10 @@ def parse_args(argv=None):
     p.add_argument("--rss-every", type=float, default=1.0, metavar="SECONDS",
                    help="sample the server's resident memory this often while publishing "
                         "(default 1)")
+    p.add_argument("--grouped", action="store_true",
+                   help="subscribers read grouped streams and publishers ask for grouped answers: "
+                        "one event or line per publication, subscriber and answer "
+                        "(docs/server.md, \"Grouped events\")")
     p.add_argument("--json", metavar="FILE", help="write the whole report as JSON")
     args = p.parse_args(argv)
     for name in ("queries", "publishers", "subscribers", "max_publications", "batch",
@@ -221,7 +225,8 @@ def run(args) -> dict:
             f"{len(reg['refused'])} refused, {len(reg['errors'])} errors")
         wait_until_quiet(proc, deadline)
 
-        subscribers = [Subscriber(url, f"sub{i}", pub_index) for i in range(args.subscribers)]
+        subscribers = [Subscriber(url, f"sub{i}", pub_index, args.grouped)
+                       for i in range(args.subscribers)]
         for s in subscribers:
             s.start()
         while server_metrics(admin).get("rtf_streams", 0) < len(subscribers):
@@ -236,7 +241,7 @@ def run(args) -> dict:
         peers0 = _children_cpu(me, server.pid)
         profiler = start_profiler(args, server.pid)
         rss.start(proc)
-        pub = publish(url, feed, args.publishers, args.duration)
+        pub = publish(url, feed, args.publishers, args.duration, args.grouped)
         cpu1, my1 = proc.cpu_times(), me.cpu_times()
         peers1 = _children_cpu(me, server.pid)
         rss.stop()
@@ -263,7 +268,8 @@ def run(args) -> dict:
     log("server stopped; computing the expected matches with a local engine")
 
     refused = set(reg["refused"])
-    compared = expected_and_compare(records, refused, args.algorithm, pub, feed, received)
+    compared = expected_and_compare(records, refused, args.algorithm, pub, feed, received,
+                                    args.grouped)
     watchdog.cancel()
 
     publications = compared["local_engine"]["publications"]
@@ -294,7 +300,7 @@ def run(args) -> dict:
                        "max_publications": args.max_publications, "batch": args.batch,
                        "connections": args.connections, "bulk": args.bulk, "seed": args.seed,
                        "ft_pr": args.ft_pr, "mix": args.mix, "algorithm": args.algorithm,
-                       "distinct_texts": args.distinct_texts,
+                       "distinct_texts": args.distinct_texts, "grouped": args.grouped,
                        "publications_source": [_public(p) for p in args.publications or
                                                datasets.dbpedia_files()]},
         "server": {"banner": server.banner.replace(str(data), "DATA"), "startup_s": startup_s,
@@ -443,7 +449,9 @@ def format_report(r: dict) -> str:
         ("publications/s", f"**{pub['publications_per_s']:,.1f}** ({pub['publications']:,} "
                            f"publications in {pub['posts']:,} POSTs)"),
         ("matches", f"{pub['matches']:,} ({pub['matches_per_s']:,.1f}/s); "
-                    f"{ev['expected']:,} events for subscribers"),
+                    f"{ev['expected']:,} " + (f"grouped events for subscribers, holding "
+                                              f"{ev['matches_delivered']:,} matches delivered"
+                                              if ev["grouped"] else "events for subscribers")),
         ("POST round trip p50 / p99 / max", _fmt_ms(pub["post_round_trip"])),
         ("publish-to-delivery p50 / p99 / max", _fmt_ms(r["publish_to_delivery"])),
         ("delivered vs expected", f"{ev['delivered']:,} / {ev['expected']:,} "
@@ -454,7 +462,9 @@ def format_report(r: dict) -> str:
         ("server filter time (mean)", f"{r['server']['filter_seconds_mean_ms']:.2f} ms/publication"),
         ("local engine alone", f"{le['publications_per_s'] or 0:,.1f} publications/s "
                                f"(p50 / p99 {le['filter_latency']['p50_ms'] or 0:.2f} / "
-                               f"{le['filter_latency']['p99_ms'] or 0:.2f} ms)"),
+                               f"{le['filter_latency']['p99_ms'] or 0:.2f} ms); the server "
+                               f"**{pub['publications_per_s'] / (le['publications_per_s'] or 1):.2f}x**"
+                               + (" (grouped)" if ev["grouped"] else "")),
         ("server CPU per publication", f"{pub['server_cpu_ms_per_publication'] or 0:.3f} ms "
                                        f"({pub['server_cpu_s']:.1f} s)"),
         ("server RSS start / warm-up / end", (f"{r['rss']['start_mb']} / {r['rss']['warm_up_mb']} / "
