@@ -83,6 +83,7 @@ def expected_and_compare(records: list[dict], refused: set[str], algorithm: str,
     expected: dict[str, list[int]] = {}  # subscriber -> checksum key of each expected line
     sent_at = np.full(feed.taken, np.nan)  # publication index -> when its POST was sent
     filter_times: list[float] = []
+    filter_cpu = 0.0
     weight: dict[int, int] = {}  # an event's key -> the matches it holds
     publications = 0
     for index, post in enumerate(pub.posts):
@@ -96,9 +97,10 @@ def expected_and_compare(records: list[dict], refused: set[str], algorithm: str,
         parts = []
         groups = []
         for p in posted:
-            t = time.perf_counter()
+            c, t = time.thread_time(), time.perf_counter()
             found = engine.match(p)
             filter_times.append(time.perf_counter() - t)
+            filter_cpu += time.thread_time() - c
             publications += 1
             text = match_lines(p.id, found)
             parts.append(text)
@@ -163,7 +165,7 @@ def expected_and_compare(records: list[dict], refused: set[str], algorithm: str,
     return {
         "errors": errors,
         "local_engine": {"register_s": local_register_s, "publications": publications,
-                         "filter_s": total_filter,
+                         "filter_s": total_filter, "filter_cpu_s": filter_cpu,
                          "publications_per_s": publications / total_filter if total_filter else None,
                          "filter_latency": percentiles(filter_times)},
         "answers": {"posts": sum(1 for p in pub.posts if p.status == 200),

@@ -157,3 +157,21 @@ def test_the_client_lists_a_grouped_events_matches():
     assert [(m.id, m.match) for m in event.matches] == [
         (11, {"publication": "p", "query": "q1", "subscriber": "a", "bindings": []}),
         (12, {"publication": "p", "query": "q2", "subscriber": "a", "bindings": []})]
+
+
+def test_a_grouped_stream_is_bounded_in_events_not_matches():
+    import asyncio
+
+    from rtf.server.metrics import Metrics
+    from rtf.server.streams import Hub
+
+    async def run():
+        hub = Hub(Metrics(), queue_size=3)
+        hub.bind(asyncio.get_running_loop())
+        single, grouped = hub.open("a"), hub.open("a", grouped=True)
+        line = b'{"publication": "p", "subscriber": "a", "queries": ["q1", "q2", "q3", "q4"], "bindings": []}'
+        hub.deliver([("a", Chunk(1, [4], [line]))])  # 4 matches, one grouped event
+        assert single.cut and not grouped.cut
+        [chunk] = await grouped.next_chunks()
+        assert _ids(chunk.sse(True)) == [4] and _ids(chunk.sse(False)) == [1, 2, 3, 4]
+    asyncio.run(run())

@@ -203,7 +203,13 @@ class Chunk:
 
     @property
     def size(self) -> int:
+        """Matches (one event each on a stream of single matches)."""
         return self.last_id - self.first_id + 1
+
+    @property
+    def events(self) -> int:
+        """Events on a grouped stream."""
+        return len(self.lines)
 
     def match_lines(self) -> list[bytes]:
         """One line a match, in order."""

@@ -31,7 +31,7 @@ class Stream:
         self.grouped = grouped
         self.maxsize = maxsize
         self.chunks: deque[Chunk] = deque()
-        self.queued = 0  # events in `chunks`
+        self.queued = 0  # events in `chunks` (grouped: grouped events)
         self.cut = False  # fell behind: its connection ends with a `cut` event
         self.closed = False  # the server is stopping
         self._wake = asyncio.Event()
@@ -50,12 +50,13 @@ class Stream:
             await self._wake.wait()
 
     def _put(self, chunk: Chunk) -> bool:
-        if self.queued + chunk.size > self.maxsize:
+        size = chunk.events if self.grouped else chunk.size
+        if self.queued + size > self.maxsize:
             self.cut = True
             self.chunks.clear()
         else:
             self.chunks.append(chunk)
-            self.queued += chunk.size
+            self.queued += size
         self._wake.set()
         return not self.cut
 
