@@ -9,6 +9,11 @@ Events are stored as *batches*: one row per subscriber per append, holding
 that subscriber's events of the append (numbered with consecutive ids, so
 that a row is ``first_id..last_id`` and its lines). A publication making
 thousands of events for a few subscribers writes a few rows, not thousands.
+A row holds grouped lines (`rtf.server.events.row_data`: the matches of a
+publication that share one answer in a line, the query ids in a list, and
+how many each holds), a few bytes a match; a row of an older rtf holds one
+`rtf match` line a match, and is read as it is. Either is read back as a
+`Chunk`, cut at any id.
 
 Retention, per subscriber: the newest `max_events` events, none older than
 `max_age` seconds. The count is kept exactly: each append moves, in the

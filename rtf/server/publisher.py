@@ -1,17 +1,20 @@
 """Publishing: one thread matches the posted publications, in order of arrival.
 
 A POST hands its publications over as a `Job`; the publisher thread takes
-every job waiting (a *group*), matches their publications, writes each
-publication's `rtf match` lines in one piece, in UTF-8 (`rtf.io.output.match_bytes`:
-no text encoded afterwards), and joins each job's lines once: that is the POST's answer,
-and, split into lines, the events. It gathers the lines of queries with a
-subscriber by subscriber (`by_subscriber`, one pass in C), appends them to
-the outbox in one transaction (one row per subscriber, the UTF-8 lines as
-they are), and hands the numbered events, written as Server-Sent Events
-once per subscriber, to the live streams with one call to the event loop,
-which then answers the group's requests. So a busy server commits and wakes
-the loop once per group instead of once per publication or match, and every
-stream receives ids in increasing order (one thread numbers them).
+every job waiting (a *group*), matches their publications, and writes each
+publication's matches twice, in UTF-8: its `rtf match` lines in one piece
+(`rtf.io.output.match_bytes`; joined once per job, the POST's answer), and
+its *grouped lines* (`rtf.server.events.grouped_runs`: one per subscriber and
+answer, the query ids taken by slot; a POST asking for grouped answers gets
+these instead, and the match lines are not made). It appends each
+subscriber's grouped lines to the outbox in one transaction (one row per
+subscriber) and hands them, as a `Chunk` per subscriber, to the live streams
+with one call to the event loop, which then answers the group's requests; a
+stream writes a chunk's Server-Sent Events (one per match, or grouped) when
+it first sends it. So a busy server commits and wakes the loop once per group
+instead of once per publication or match, stores a few bytes a match (the
+query id), and every stream receives ids in increasing order (one thread
+numbers them).
 
 Matching and storing stay in this one thread: a second thread for the
 outbox, tried, lowered the rate (each hand-over between two busy threads
@@ -26,10 +29,8 @@ import logging
 import queue
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from operator import call
 from typing import NamedTuple
 
 from rtf.io.output import match_bytes
@@ -254,13 +255,3 @@ class Publisher:
             else:
                 job.future.set_result(done)
 
-
-def by_subscriber(subscribers: list, lines: list) -> dict:
-    """`lines` by their `subscribers` (parallel lists), each one's in their order, in
-    the order the subscribers first come; the lines of subscriber None are dropped.
-    One C-level pass (no Python step per line): each line goes to its list's append."""
-    groups: dict = {sub: [] for sub in dict.fromkeys(subscribers)}
-    appends = {sub: group.append for sub, group in groups.items()}
-    deque(map(call, map(appends.__getitem__, subscribers), lines), 0)
-    groups.pop(None, None)
-    return groups
