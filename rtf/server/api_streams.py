@@ -117,11 +117,16 @@ async def _events(broker: Broker, subscriber: str, last_event_id: int | None,
             if pruned > sent:
                 yield _event("gap", {"from": sent + 1, "to": pruned})
                 sent = pruned
+
+            def page(after: int):  # read, and written as events, in a worker thread
+                chunks = outbox.chunks_since(subscriber, after, BACKLOG_PAGE)
+                return chunks, b"".join(c.sse(grouped) for c in chunks)
+
             while True:
-                chunks = await run_in_threadpool(outbox.chunks_since, subscriber, sent, BACKLOG_PAGE)
+                chunks, data = await run_in_threadpool(page, sent)
                 if not chunks:
                     break
-                yield b"".join(c.sse(grouped) for c in chunks)
+                yield data
                 sent = chunks[-1].last_id
                 metrics.delivered.inc(sum(c.size for c in chunks))
         while True:
