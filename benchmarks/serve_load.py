@@ -153,6 +153,14 @@ def parse_args(argv=None):
     p.add_argument("--rss-every", type=float, default=1.0, metavar="SECONDS",
                    help="sample the server's resident memory this often while publishing "
                         "(default 1)")
+    p.add_argument("--grouped", action="store_true",
+                   help="subscribers read grouped streams and publishers ask for grouped answers: "
+                        "one event or line per publication, subscriber and answer "
+                        "(docs/server.md, \"Grouped events\")")
+    p.add_argument("--outbox-max-events", type=int, metavar="N",
+                   help="the server's retention per subscriber (default: the server's, 100,000): "
+                        "raise it when the publishers outpace the subscribers, whose events the "
+                        "outbox would drop before they read them (a gap, an error here)")
     p.add_argument("--json", metavar="FILE", help="write the whole report as JSON")
     args = p.parse_args(argv)
     for name in ("queries", "publishers", "subscribers", "max_publications", "batch",
@@ -194,7 +202,8 @@ def run(args) -> dict:
         tmp = tempfile.mkdtemp(prefix="rtf-serve-load-")
         data = Path(tmp)
     # A session of its own: a Ctrl-C at the terminal reaches us, and we stop it.
-    server = ServerProcess(data, "--host", "127.0.0.1", "--algorithm", args.algorithm,
+    retention = ["--outbox-max-events", str(args.outbox_max_events)] if args.outbox_max_events else []
+    server = ServerProcess(data, "--host", "127.0.0.1", "--algorithm", args.algorithm, *retention,
                            start_timeout=STARTUP_TIMEOUT_S, new_session=True)
     deadline = time.monotonic() + args.timeout
     watchdog = threading.Timer(args.timeout, _abort, (server, args.timeout))
@@ -221,7 +230,8 @@ def run(args) -> dict:
             f"{len(reg['refused'])} refused, {len(reg['errors'])} errors")
         wait_until_quiet(proc, deadline)
 
-        subscribers = [Subscriber(url, f"sub{i}", pub_index) for i in range(args.subscribers)]
+        subscribers = [Subscriber(url, f"sub{i}", pub_index, args.grouped)
+                       for i in range(args.subscribers)]
         for s in subscribers:
             s.start()
         while server_metrics(admin).get("rtf_streams", 0) < len(subscribers):
@@ -236,7 +246,7 @@ def run(args) -> dict:
         peers0 = _children_cpu(me, server.pid)
         profiler = start_profiler(args, server.pid)
         rss.start(proc)
-        pub = publish(url, feed, args.publishers, args.duration)
+        pub = publish(url, feed, args.publishers, args.duration, args.grouped)
         cpu1, my1 = proc.cpu_times(), me.cpu_times()
         peers1 = _children_cpu(me, server.pid)
         rss.stop()
@@ -263,7 +273,8 @@ def run(args) -> dict:
     log("server stopped; computing the expected matches with a local engine")
 
     refused = set(reg["refused"])
-    compared = expected_and_compare(records, refused, args.algorithm, pub, feed, received)
+    compared = expected_and_compare(records, refused, args.algorithm, pub, feed, received,
+                                    args.grouped)
     watchdog.cancel()
 
     publications = compared["local_engine"]["publications"]
@@ -294,7 +305,8 @@ def run(args) -> dict:
                        "max_publications": args.max_publications, "batch": args.batch,
                        "connections": args.connections, "bulk": args.bulk, "seed": args.seed,
                        "ft_pr": args.ft_pr, "mix": args.mix, "algorithm": args.algorithm,
-                       "distinct_texts": args.distinct_texts,
+                       "distinct_texts": args.distinct_texts, "grouped": args.grouped,
+                       "outbox_max_events": args.outbox_max_events,
                        "publications_source": [_public(p) for p in args.publications or
                                                datasets.dbpedia_files()]},
         "server": {"banner": server.banner.replace(str(data), "DATA"), "startup_s": startup_s,
@@ -443,7 +455,9 @@ def format_report(r: dict) -> str:
         ("publications/s", f"**{pub['publications_per_s']:,.1f}** ({pub['publications']:,} "
                            f"publications in {pub['posts']:,} POSTs)"),
         ("matches", f"{pub['matches']:,} ({pub['matches_per_s']:,.1f}/s); "
-                    f"{ev['expected']:,} events for subscribers"),
+                    f"{ev['expected']:,} " + (f"grouped events for subscribers, holding "
+                                              f"{ev['matches_delivered']:,} matches delivered"
+                                              if ev["grouped"] else "events for subscribers")),
         ("POST round trip p50 / p99 / max", _fmt_ms(pub["post_round_trip"])),
         ("publish-to-delivery p50 / p99 / max", _fmt_ms(r["publish_to_delivery"])),
         ("delivered vs expected", f"{ev['delivered']:,} / {ev['expected']:,} "
@@ -454,9 +468,13 @@ def format_report(r: dict) -> str:
         ("server filter time (mean)", f"{r['server']['filter_seconds_mean_ms']:.2f} ms/publication"),
         ("local engine alone", f"{le['publications_per_s'] or 0:,.1f} publications/s "
                                f"(p50 / p99 {le['filter_latency']['p50_ms'] or 0:.2f} / "
-                               f"{le['filter_latency']['p99_ms'] or 0:.2f} ms)"),
+                               f"{le['filter_latency']['p99_ms'] or 0:.2f} ms); the server "
+                               f"**{pub['publications_per_s'] / (le['publications_per_s'] or 1):.2f}x**"
+                               + (" (grouped)" if ev["grouped"] else "")),
         ("server CPU per publication", f"{pub['server_cpu_ms_per_publication'] or 0:.3f} ms "
-                                       f"({pub['server_cpu_s']:.1f} s)"),
+                                       f"({pub['server_cpu_s']:.1f} s); the engine alone "
+                                       f"{1000 * le['filter_cpu_s'] / max(1, le['publications']):.3f} ms "
+                                       "CPU (its thread)"),
         ("server RSS start / warm-up / end", (f"{r['rss']['start_mb']} / {r['rss']['warm_up_mb']} / "
                                               f"{r['rss']['end_mb']} MB (growth after warm-up "
                                               f"{r['rss']['growth_after_warm_up_mb']} MB)")

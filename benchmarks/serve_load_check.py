@@ -3,6 +3,8 @@ with every POST's answer and every subscriber's events (each exactly once), and 
 
 from __future__ import annotations
 
+import json
+import re
 import time
 import zlib
 
@@ -27,11 +29,35 @@ def timeline(pub: Publishing) -> list[int]:
     return counts
 
 
+#: A match line's parts (`rtf.io.output.match_line`): publication, query, subscriber (JSON),
+#: the answer.
+LINE = re.compile(r'^\{"publication": ("(?:[^"\\]|\\.)*"), "query": ("(?:[^"\\]|\\.)*"), '
+                  r'"subscriber": (null|"(?:[^"\\]|\\.)*"), (.*)\}$', re.M)
+
+
+def grouped(text: str) -> list[tuple[str | None, int, str]]:
+    """The grouped lines (docs/server.md, "Grouped events") of one publication's match
+    lines, written here from the lines' parts: ``(subscriber JSON, matches, line)``."""
+    runs: dict = {}  # subscriber -> [[answer, queries], ...]
+    publication = None
+    for publication, query, subscriber, answer in LINE.findall(text):
+        mine = runs.setdefault(subscriber, [])
+        if mine and mine[-1][0] == answer:
+            mine[-1][1].append(query)
+        else:
+            mine.append([answer, [query]])
+    return [(subscriber, len(queries), f'{{"publication": {publication}, "subscriber": {subscriber}, '
+                                       f'"queries": [{", ".join(queries)}], {answer}}}')
+            for subscriber, mine in runs.items() for answer, queries in mine]
+
+
 def expected_and_compare(records: list[dict], refused: set[str], algorithm: str,
-                         pub: Publishing, feed: Feed, received: list[Received]) -> dict:
+                         pub: Publishing, feed: Feed, received: list[Received],
+                         grouped_events: bool = False) -> dict:
     """Match the posted publications with a local engine holding the same queries; compare
     with the POST answers (checksum and line count) and the subscribers' events (each
-    event's checksums against the expected lines', per subscriber)."""
+    event's checksums against the expected lines', per subscriber). `grouped_events`: the
+    answers and events are grouped lines (compared as sets per POST, and per subscriber)."""
     import numpy as np
 
     from rtf.engine import Engine, freeze_long_lived
@@ -57,6 +83,8 @@ def expected_and_compare(records: list[dict], refused: set[str], algorithm: str,
     expected: dict[str, list[int]] = {}  # subscriber -> checksum key of each expected line
     sent_at = np.full(feed.taken, np.nan)  # publication index -> when its POST was sent
     filter_times: list[float] = []
+    filter_cpu = 0.0
+    weight: dict[int, int] = {}  # an event's key -> the matches it holds
     publications = 0
     for index, post in enumerate(pub.posts):
         if post.status != 200:
@@ -67,28 +95,42 @@ def expected_and_compare(records: list[dict], refused: set[str], algorithm: str,
             errors.append(f"POST #{index}: X-RTF-Publications {post.publications}, "
                           f"expected {len(posted)}")
         parts = []
+        groups = []
         for p in posted:
-            t = time.perf_counter()
+            c, t = time.thread_time(), time.perf_counter()
             found = engine.match(p)
             filter_times.append(time.perf_counter() - t)
+            filter_cpu += time.thread_time() - c
             publications += 1
             text = match_lines(p.id, found)
             parts.append(text)
-            for subscriber, line in zip(found.subscribers, text.split("\n")):
+            if grouped_events:
+                runs = grouped(text)
+                groups += [line for _, _, line in runs]
+                events = [(json.loads(subscriber), line, n) for subscriber, n, line in runs]
+            else:
+                events = [(subscriber, line, 1) for subscriber, line in
+                          zip(found.subscribers, text.split("\n"))]
+            for subscriber, line, n in events:
                 if subscriber is not None:
                     data = line.encode()
-                    expected.setdefault(subscriber, []).append(
-                        zlib.crc32(data) << 32 | zlib.adler32(data))
+                    key = zlib.crc32(data) << 32 | zlib.adler32(data)
+                    expected.setdefault(subscriber, []).append(key)
+                    weight[key] = n
         answer = "".join(parts).encode()
         before = expected_lines
         expected_lines += answer.count(b"\n")
-        if zlib.crc32(answer) == post.crc and answer.count(b"\n") == post.lines:
+        if grouped_events:
+            same = sorted(groups) == sorted(post.body.decode().splitlines())
+        else:
+            same = zlib.crc32(answer) == post.crc and answer.count(b"\n") == post.lines
+        if same:
             answers_equal += 1
         else:
             errors.append(f"POST #{index}: answered {post.lines} matches, expected "
                           f"{expected_lines - before} (or other lines)")
 
-    delivered = duplicates = unexpected = out_of_order = 0
+    delivered = duplicates = unexpected = out_of_order = delivered_matches = 0
     latencies = []
     per_subscriber = {}
     for got in received:
@@ -103,6 +145,7 @@ def expected_and_compare(records: list[dict], refused: set[str], algorithm: str,
         known = np.isin(seen, want)
         mine = int(known.sum())
         delivered += mine
+        delivered_matches += sum(map(weight.__getitem__, seen[known].tolist()))
         duplicates += int((counts[known] - 1).sum())
         unexpected += int(counts[~known].sum())
         pubs = np.frombuffer(got.pubs, dtype=np.int64)
@@ -122,14 +165,15 @@ def expected_and_compare(records: list[dict], refused: set[str], algorithm: str,
     return {
         "errors": errors,
         "local_engine": {"register_s": local_register_s, "publications": publications,
-                         "filter_s": total_filter,
+                         "filter_s": total_filter, "filter_cpu_s": filter_cpu,
                          "publications_per_s": publications / total_filter if total_filter else None,
                          "filter_latency": percentiles(filter_times)},
         "answers": {"posts": sum(1 for p in pub.posts if p.status == 200),
                     "equal": answers_equal, "matches_expected": expected_lines},
         "events": {"expected": expected_events, "delivered": delivered,
                    "duplicates": duplicates, "missed": expected_events - delivered,
-                   "unexpected": unexpected, "out_of_order": out_of_order},
+                   "unexpected": unexpected, "out_of_order": out_of_order,
+                   "grouped": grouped_events, "matches_delivered": delivered_matches},
         "per_subscriber": per_subscriber,
         "publish_to_delivery": percentiles(np.concatenate(latencies).tolist()
                                            if latencies else []),

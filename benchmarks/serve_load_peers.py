@@ -176,7 +176,8 @@ def register(url: str, records: list[dict], connections: int, deadline: float,
 # ----------------------------------------------------------- subscribers
 
 #: A match event as the server writes it; groups: id, data, the publication's JSON text.
-MATCH_EVENT = re.compile(rb'id: (\d+)\r?\nevent: match\r?\ndata: ({"publication": "((?:[^"\\]|\\.)*)"'
+#: (A grouped stream's `matches` events, one per publication and answer, are read alike.)
+MATCH_EVENT = re.compile(rb'id: (\d+)\r?\nevent: match(?:es)?\r?\ndata: ({"publication": "((?:[^"\\]|\\.)*)"'
                          rb'[^\r\n]*)\r?\n\r?\n')
 
 
@@ -268,12 +269,13 @@ def raw_stream(url: str, path: str, last_id: int, timeout: float = 60.0):
             buf += data
 
 
-def subscribe(url: str, name: str, pub_index: dict[bytes, int], stop, connected, out) -> None:
+def subscribe(url: str, name: str, pub_index: dict[bytes, int], stop, connected, out,
+              grouped: bool = False) -> None:
     """One subscriber (the body of a subscriber process): read the stream from event 0,
     reconnecting after a cut with Last-Event-ID; send `Received` to `out` once `stop`
     is set and the stream ended."""
     got = Received(name)
-    path = f"/subscribers/{quote(name)}/matches"
+    path = f"/subscribers/{quote(name)}/matches" + ("?grouped=true" if grouped else "")
     while len(got.errors) < MAX_STREAM_FAILURES:
         cut = False
         try:
@@ -316,14 +318,14 @@ def subscribe(url: str, name: str, pub_index: dict[bytes, int], stop, connected,
 class Subscriber:
     """A subscriber process (`subscribe`); `result()` once it ended."""
 
-    def __init__(self, url: str, name: str, pub_index: dict[bytes, int]):
+    def __init__(self, url: str, name: str, pub_index: dict[bytes, int], grouped: bool = False):
         ctx = multiprocessing.get_context("fork")  # the publication index is inherited
         self.subscriber = name
         self.stop = ctx.Event()
         self.connected = ctx.Event()
         self._recv, send = ctx.Pipe(duplex=False)
         self.process = ctx.Process(target=subscribe, name=f"subscriber-{name}", daemon=True,
-                                   args=(url, name, pub_index, self.stop, self.connected, send))
+                                   args=(url, name, pub_index, self.stop, self.connected, send, grouped))
         self._received: Received | None = None
 
     def start(self) -> None:
@@ -356,6 +358,7 @@ class Post:
     lines: int
     publications: int = 0
     error: str = ""
+    body: bytes = b""  # a grouped answer, checked once the run is over
 
 
 @dataclass
@@ -366,8 +369,10 @@ class Publishing:
     ended: float = 0.0
 
 
-def publish(url: str, feed: Feed, publishers: int, duration: float) -> Publishing:
-    """K publisher threads posting `feed`'s bodies for `duration` seconds."""
+def publish(url: str, feed: Feed, publishers: int, duration: float,
+            grouped: bool = False) -> Publishing:
+    """K publisher threads posting `feed`'s bodies for `duration` seconds (`grouped`:
+    asking for grouped answers)."""
     out = Publishing()
     headers = {"Content-Type": "application/n-triples"}
     clock = time.perf_counter
@@ -381,14 +386,16 @@ def publish(url: str, feed: Feed, publishers: int, duration: float) -> Publishin
                 body = feed.body(*taken)
                 sent = clock()
                 try:
-                    r = client.post("/publications", content=body, headers=headers)
+                    r = client.post("/publications", content=body, headers=headers,
+                                    params={"grouped": "true"} if grouped else None)
                 except httpx.HTTPError as e:
                     out.errors.append(f"POST: {e!r}")
                     continue
                 answered = clock()
                 post = Post(taken[0], taken[1], sent, answered, r.status_code,
                             zlib.crc32(r.content), r.content.count(b"\n"),
-                            int(r.headers.get("x-rtf-publications", 0)))
+                            int(r.headers.get("x-rtf-publications", 0)),
+                            body=r.content if grouped else b"")
                 out.posts.append(post)
                 if r.status_code != 200:
                     out.errors.append(f"POST: {r.status_code} {r.text[:200]}")

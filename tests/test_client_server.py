@@ -62,6 +62,17 @@ def test_client_round_trip_equals_a_local_engine(tmp_path):
         assert [r["id"] for r in broker.queries(page_size=2)] == list(queries)
         assert [r["id"] for r in broker.queries(subscriber="bob")] == ["games"]
         assert broker.publish(rdf) == local_lines(queries, rdf)
+        # grouped (docs/server.md, "Grouped events"): alice's rio and olympic share s1's
+        # answer, one event; split at its first id it gives the second; the same matches
+        singles = list(broker.matches("alice", last_event_id=0, timeout=0.5))
+        grouped = list(broker.matches("alice", last_event_id=0, timeout=0.5, grouped=True))
+        assert [len(e.group["queries"]) for e in grouped] == [2, 1]
+        assert [m for e in grouped for m in e.matches] == singles and len(singles) == 3
+        rest = list(broker.matches("alice", last_event_id=singles[0].id, timeout=0.5, grouped=True))
+        assert [m for e in rest for m in e.matches] == singles[1:]
+        assert sorted((line["publication"], q) for line in broker.publish(rdf, grouped=True)
+                      for q in line["queries"]) == sorted(
+            (line["publication"], line["query"]) for line in local_lines(queries, rdf))
         broker.unregister("games")
         with pytest.raises(KeyError):
             broker.get("games")

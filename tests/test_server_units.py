@@ -36,7 +36,7 @@ from rtf.server.broker import Broker, BrokerConfig
 from rtf.server.command import _listen
 from rtf.server.metrics import Metrics
 from rtf.server.outbox import Outbox
-from rtf.server.publisher import Job, by_subscriber
+from rtf.server.publisher import Job
 from rtf.server.querystore import PendingWrite, QueryStore
 from rtf.server.registry import BulkRefusedError, NotOwnerError, Record, Registry
 from rtf.server.streams import Chunk, Hub, sse_matches
@@ -487,7 +487,7 @@ def _asgi_client(app):
 
 
 def _chunk(first: int, *lines: str) -> Chunk:
-    return Chunk(first, first + len(lines) - 1, sse_matches(first, list(lines)))
+    return Chunk(first, None, [line.encode() for line in lines])
 
 
 def test_sse_matches_and_chunk_slices():
@@ -533,17 +533,6 @@ def test_hub_delivers_cuts_and_closes():
 
 
 # ------------------------------------------------------------- publishing
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from([None, "a", "b", "c"]), st.binary(max_size=4))))
-def test_by_subscriber_follows_a_model(pairs):
-    subscribers, lines = [s for s, _ in pairs], [line for _, line in pairs]
-    got = by_subscriber(subscribers, lines)
-    firsts = list(dict.fromkeys(s for s in subscribers if s is not None))
-    assert list(got) == firsts  # in the order they first come; None dropped
-    for sub in firsts:
-        assert got[sub] == [line for s, line in pairs if s == sub]
 
 
 def test_a_group_stores_each_subscriber_in_order_and_a_bad_job_fails_alone(tmp_path):

@@ -46,13 +46,13 @@ class IdColumns:
     and ``jsonl`` outputs write them (`ids_text`, `lines_text`), each made when first asked
     for."""
 
-    __slots__ = ("generation", "_slot_id", "_slot_subscriber", "_ids", "_quoted", "_lines")
+    __slots__ = ("generation", "_slot_id", "_slot_subscriber", "_ids", "_quoted", "_lines", "_codes")
 
     def __init__(self, generation: int, slot_id: np.ndarray, slot_subscriber: np.ndarray | None):
         self.generation = generation
         self._slot_id = slot_id.copy()
         self._slot_subscriber = None if slot_subscriber is None else slot_subscriber.copy()
-        self._ids = self._quoted = self._lines = None
+        self._ids = self._quoted = self._lines = self._codes = None
 
     def arrow(self):
         """(ids, subscribers) as pyarrow string arrays by slot (see the class), or None when
@@ -90,6 +90,21 @@ class IdColumns:
             self._lines = _fixed([_json_string(q)[1:-1] + _middle_text(s) + "\n" if q is not None else ""
                                   for q, s in zip(ids, subscribers)])
         return _taken(self._lines, slots)
+
+
+    def subscriber_codes(self) -> tuple[list, np.ndarray]:
+        """The distinct subscribers (None first when a slot has none) and each slot's
+        number among them (int32): a match list's slots grouped by subscriber with numpy
+        (``codes[slots]``), no subscriber string read per match (`rtf serve`'s grouped
+        events)."""
+        if self._codes is None:
+            subscribers = ([None] * len(self._slot_id) if self._slot_subscriber is None
+                           else self._slot_subscriber.tolist())
+            names = [None] + sorted(set(subscribers).difference([None]))
+            number = {name: k for k, name in enumerate(names)}
+            self._codes = names, np.fromiter(map(number.__getitem__, subscribers), np.int32,
+                                             len(subscribers))
+        return self._codes
 
 
 def _fixed(texts: list[str]):

@@ -61,6 +61,9 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
                             **error_responses(400, 401, 403, 406, 413, 415, 503, 507)})
     async def post_publications(request: Request,
                                 group_by: str = Query("subject", pattern="^(subject|graph)$"),
+                                grouped: bool = Query(False, description="Answer one line per "
+                                                      "publication and subscriber (its matches "
+                                                      "sharing one answer): `queries`, a list"),
                                 who: Principal = Depends(auth)):
         """Match the publications of an RDF document; push the matches to subscribers."""
         if not who.may_publish():
@@ -70,11 +73,14 @@ def routes(broker: Broker, auth: Authenticator) -> APIRouter:
             raise Refused(415, f"cannot read {media_type(request) or 'a body without Content-Type'}; "
                                f"send one of {', '.join(RDF_TYPES)}")
         answer = negotiate(request.headers.get("accept", ""))
-        body = await request.body()
         sparql = answer == SPARQL_JSON
+        if sparql and grouped:
+            raise Refused(400, "grouped answers are JSON lines: ask for them without "
+                               f"Accept: {SPARQL_JSON}")
+        body = await request.body()
         try:  # read and matched in the publisher's thread
             done = await broker.publisher.publish(partial(broker.read, body, fmt, group_by),
-                                                  keep_matches=sparql)
+                                                  keep_matches=sparql, grouped=grouped)
         except PublicationError as e:
             raise bad_rdf(e, fmt, body) from None
         headers = {"X-RTF-Publications": str(done.publications),

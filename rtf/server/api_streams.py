@@ -16,7 +16,6 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from rtf.server.api_common import Authenticator, Refused, check_name, error_responses, event_id
 from rtf.server.auth import Principal
 from rtf.server.broker import Broker
-from rtf.server.streams import sse_matches
 
 #: The line separator of every event (the match events are written with it too).
 SEP = "\n"
@@ -47,7 +46,8 @@ def routes(broker: Broker, auth: Authenticator, shutdown: anyio.Event) -> APIRou
 
     @router.get("/subscribers/{name:text}/matches",
                 responses={200: {"content": {"text/event-stream": {}},
-                                 "description": "Server-Sent Events: open, match, gap, cut"},
+                                 "description": "Server-Sent Events: open, match (or, grouped, "
+                                                "matches), gap, cut"},
                            **error_responses(400, 401, 403)})
     async def stream_matches(request: Request, name: str,
                              last_event_id: str | None = Query(None, description="As the "
@@ -55,6 +55,9 @@ def routes(broker: Broker, auth: Authenticator, shutdown: anyio.Event) -> APIRou
                              ticket: str | None = Query(None, description="A stream ticket "
                                                         "(POST /subscribers/{name}/tickets), for "
                                                         "clients that cannot send a header"),
+                             grouped: bool = Query(False, description="One `matches` event per "
+                                                   "publication (its matches sharing one answer) "
+                                                   "instead of one `match` event per match"),
                              ):
         """The subscriber's matches as Server-Sent Events, resuming after Last-Event-ID."""
         check_name("a subscriber name", name)
@@ -66,7 +69,7 @@ def routes(broker: Broker, auth: Authenticator, shutdown: anyio.Event) -> APIRou
             last_event_id = event_id(header, "Last-Event-ID")
         elif last_event_id is not None:
             last_event_id = event_id(last_event_id, "last_event_id")
-        return EventSourceResponse(_events(broker, name, last_event_id), ping=PING_S,
+        return EventSourceResponse(_events(broker, name, last_event_id, grouped), ping=PING_S,
                                    send_timeout=SEND_TIMEOUT_S, shutdown_event=shutdown,
                                    shutdown_grace_period=SHUTDOWN_GRACE_S, sep=SEP,
                                    headers={"Cache-Control": "no-store"})
@@ -91,15 +94,17 @@ def request_path(name: str) -> str:
     return f"/subscribers/{quote(name, safe='')}/matches"
 
 
-async def _events(broker: Broker, subscriber: str, last_event_id: int | None):
-    """The SSE events of one connection: the backlog after `last_event_id`, then live ones.
+async def _events(broker: Broker, subscriber: str, last_event_id: int | None,
+                  grouped: bool = False):
+    """The SSE events of one connection: the backlog after `last_event_id`, then live ones;
+    one a match, or `grouped` (`rtf.server.events`).
 
     The stream is opened before the outbox is read, so an event committed
     meanwhile is seen twice (outbox and queue) rather than never: ids at or
     below the last one sent are skipped.
     """
     hub, outbox, metrics = broker.hub, broker.outbox, broker.metrics
-    stream = hub.open(subscriber)
+    stream = hub.open(subscriber, grouped)
     try:
         # None: from now on. An id above the newest (the data folder was replaced
         # since the client last read) is read as the newest, so nothing new is skipped.
@@ -112,14 +117,18 @@ async def _events(broker: Broker, subscriber: str, last_event_id: int | None):
             if pruned > sent:
                 yield _event("gap", {"from": sent + 1, "to": pruned})
                 sent = pruned
+
+            def page(after: int):  # read, and written as events, in a worker thread
+                chunks = outbox.chunks_since(subscriber, after, BACKLOG_PAGE)
+                return chunks, b"".join(c.sse(grouped) for c in chunks)
+
             while True:
-                runs = await run_in_threadpool(outbox.batches_since, subscriber, sent, BACKLOG_PAGE)
-                if not runs:
+                chunks, data = await run_in_threadpool(page, sent)
+                if not chunks:
                     break
-                yield b"".join(sse_matches(first, lines) for first, lines in runs)
-                first, lines = runs[-1]
-                sent = first + len(lines) - 1
-                metrics.delivered.inc(sum(len(lines) for _, lines in runs))
+                yield data
+                sent = chunks[-1].last_id
+                metrics.delivered.inc(sum(c.size for c in chunks))
         while True:
             chunks = await stream.next_chunks()
             if chunks is None:
@@ -134,7 +143,7 @@ async def _events(broker: Broker, subscriber: str, last_event_id: int | None):
                 chunks = [c for c in (c.after(sent) for c in chunks) if c is not None]
                 if not chunks:
                     continue
-            yield b"".join(c.data for c in chunks) if len(chunks) > 1 else chunks[0].data
+            yield b"".join(c.sse(grouped) for c in chunks) if len(chunks) > 1 else chunks[0].sse(grouped)
             metrics.delivered.inc(sum(c.size for c in chunks))
             sent = chunks[-1].last_id
     finally:

@@ -112,18 +112,18 @@ class AsyncClient:
     # ------------------------------------------------------------ publications
 
     async def publish(self, data: bytes | str, format: str = "nt",
-                      group_by: str = "subject") -> list[dict[str, Any]]:
+                      group_by: str = "subject", grouped: bool = False) -> list[dict[str, Any]]:
         """`Client.publish`: POST /publications, its matches parsed."""
-        return calls.answer_lines(await self._send(calls.publish(data, format, group_by)))
+        return calls.answer_lines(await self._send(calls.publish(data, format, group_by, grouped)))
 
     # ------------------------------------------------------------ pushed matches
 
     def matches(self, subscriber: str, last_event_id: int | None = None, reconnect: bool = True,
-                timeout: float | None = None) -> AsyncIterator[Event]:
+                timeout: float | None = None, grouped: bool = False) -> AsyncIterator[Event]:
         """`Client.matches`, an async iterator (``async for event in ...``): the same
         events, resumption, reconnection and `timeout`. Bad arguments raise here,
         before any request."""
-        path = calls.subscriber_path(subscriber, "matches")
+        path = calls.matches_path(subscriber, grouped)
         check_matches_arguments(last_event_id, timeout)
         return self._stream(Resumption(path, last_event_id, reconnect, timeout))
 

@@ -36,11 +36,11 @@ from rtf.server.client_errors import (AuthenticationError, BadRequestError, NotF
                                       PayloadTooLargeError, PermissionDeniedError, ServerError,
                                       ServerUnavailableError, error_from_response, unavailable)
 from rtf.server.client_stream import (BACKOFF_FIRST, BACKOFF_MAX, CUT, STREAM_SILENCE, Event,
-                                      GapEvent, Idle, MatchEvent, Resumption,
+                                      GapEvent, Idle, MatchEvent, MatchesEvent, Resumption,
                                       check_matches_arguments, watched)
 
 __all__ = [
-    "Client", "MatchEvent", "GapEvent", "Event", "ServerError", "BadRequestError",
+    "Client", "MatchEvent", "MatchesEvent", "GapEvent", "Event", "ServerError", "BadRequestError",
     "AuthenticationError", "PermissionDeniedError", "NotFoundError", "PayloadTooLargeError",
     "ServerUnavailableError", "DEFAULT_URL", "CONTENT_TYPES", "BACKOFF_FIRST", "BACKOFF_MAX",
     "STREAM_SILENCE",
@@ -148,18 +148,20 @@ class Client:
     # ------------------------------------------------------------ publications
 
     def publish(self, data: bytes | str, format: str = "nt",
-                group_by: str = "subject") -> list[dict[str, Any]]:
+                group_by: str = "subject", grouped: bool = False) -> list[dict[str, Any]]:
         """Post RDF (POST /publications) and return its matches, the `rtf match`
         lines parsed (`publication`, `query`, `subscriber`, `bindings`). `format`
         is nt, ttl (turtle), nq or trig (see CONTENT_TYPES); each subject (or
         graph, with `group_by="graph"`) is one publication. Bad RDF raises
-        `BadRequestError` and nothing is matched."""
-        return calls.answer_lines(self._send(calls.publish(data, format, group_by)))
+        `BadRequestError` and nothing is matched. `grouped`: the matches of a
+        publication and subscriber that share one answer come as one line, with
+        `queries` (a list) for `query` (docs/server.md, "Grouped events")."""
+        return calls.answer_lines(self._send(calls.publish(data, format, group_by, grouped)))
 
     # ------------------------------------------------------------ pushed matches
 
     def matches(self, subscriber: str, last_event_id: int | None = None, reconnect: bool = True,
-                timeout: float | None = None) -> Iterator[Event]:
+                timeout: float | None = None, grouped: bool = False) -> Iterator[Event]:
         """The matches pushed to `subscriber` (GET /subscribers/{name}/matches,
         Server-Sent Events), as `MatchEvent`s; a `GapEvent` says that matches
         were dropped from the server's outbox before they were read.
@@ -182,8 +184,13 @@ class Client:
         `timeout`: the iterator ends (returns) after that many seconds without
         an event (the server's pings do not count); None: never. An event that
         arrives after that is not given; resume with `last_event_id`.
+
+        `grouped`: a `MatchesEvent` for the matches of one publication that share
+        one answer (its `matches` lists them one by one), instead of a
+        `MatchEvent` each: fewer and smaller events, the same ids, resumption and
+        rules (docs/server.md, "Grouped events").
         """
-        path = calls.subscriber_path(subscriber, "matches")
+        path = calls.matches_path(subscriber, grouped)
         check_matches_arguments(last_event_id, timeout)
         return self._stream(Resumption(path, last_event_id, reconnect, timeout))
 

@@ -142,13 +142,21 @@ def register_many_answer(response: httpx.Response, atomic: bool
     return answer_json(response) if atomic else answer_lines(response)
 
 
-def publish(data: bytes | str, format: str, group_by: str) -> Call:
-    """POST /publications of RDF `data` in `format` (a name of CONTENT_TYPES)."""
+def matches_path(subscriber: str, grouped: bool) -> str:
+    """The path of `subscriber`'s stream (`grouped`: one event per publication)."""
+    path = subscriber_path(subscriber, "matches")
+    return path + "?grouped=true" if grouped else path
+
+
+def publish(data: bytes | str, format: str, group_by: str, grouped: bool = False) -> Call:
+    """POST /publications of RDF `data` in `format` (a name of CONTENT_TYPES); `grouped`:
+    answered in grouped lines."""
     content_type = CONTENT_TYPES.get(format.lower())
     if content_type is None:
         raise ValueError(f"unknown RDF format {format!r}; one of {', '.join(CONTENT_TYPES)}")
     body = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    return Call("POST", "/publications", {"params": {"group_by": group_by}, "content": body,
+    params = {"group_by": group_by, **({"grouped": "true"} if grouped else {})}
+    return Call("POST", "/publications", {"params": params, "content": body,
                                           "headers": {"Content-Type": content_type}})
 
 

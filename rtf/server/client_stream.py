@@ -1,6 +1,6 @@
 """A subscriber's stream of pushed matches (GET /subscribers/{name}/matches, Server-Sent
 Events) as the clients of `rtf serve` follow it: the events they give (`MatchEvent`,
-`GapEvent`) and `Resumption`, the state of one `matches` iteration across its
+`MatchesEvent` on a grouped stream, `GapEvent`) and `Resumption`, the state of one `matches` iteration across its
 connections -- where to resume (``Last-Event-ID``), what each server event means
 (a match, a gap, where the stream opened, a cut), which failures reconnect and after
 how long, and when the idle timeout ends it. It does no I/O: `rtf.server.client`
@@ -61,7 +61,33 @@ class GapEvent:
         return self.to_id
 
 
-Event = MatchEvent | GapEvent
+@dataclass(frozen=True, slots=True)
+class MatchesEvent:
+    """Matches pushed to the subscriber of a grouped stream (``matches(...,
+    grouped=True)``): the consecutive matches of one publication that share one
+    answer, `group` the grouped line (`publication`, `subscriber`, `queries`, the
+    answer: `bindings`, or a CONSTRUCT's `triples`). Each match has its own id, in
+    the order of `queries`; `id` is the last one's (resume after it)."""
+
+    id: int
+    group: dict[str, Any]
+
+    @property
+    def first_id(self) -> int:
+        """The id of the first match."""
+        return self.id - len(self.group["queries"]) + 1
+
+    @property
+    def matches(self) -> list[MatchEvent]:
+        """The matches one by one, each as a stream of single matches gives it."""
+        g = self.group
+        answer = {k: v for k, v in g.items() if k not in ("publication", "subscriber", "queries")}
+        return [MatchEvent(self.first_id + k, {"publication": g["publication"], "query": query,
+                                               "subscriber": g["subscriber"], **answer})
+                for k, query in enumerate(g["queries"])]
+
+
+Event = MatchEvent | MatchesEvent | GapEvent
 
 #: What `Resumption.event` answers for a cut: this connection is over.
 CUT = object()
@@ -162,11 +188,17 @@ class Resumption:
         return True
 
     def event(self, sse: ServerSentEvent, response: httpx.Response) -> Event | object | None:
-        if sse.event == "match":
+        if sse.event in ("match", "matches"):
             event_id = _event_id(sse.id, response)
             if self.position is None or event_id > self.position:
                 self.position = event_id
-                return MatchEvent(event_id, _event_data(sse.data, response))
+                data = _event_data(sse.data, response)
+                if sse.event == "match":
+                    return MatchEvent(event_id, data)
+                if not (isinstance(data.get("queries"), list) and data["queries"]):
+                    raise ServerError(response.status_code,
+                                      f"a matches event without queries: {sse.data[:200]!r}")
+                return MatchesEvent(event_id, data)
         elif sse.event == "gap":
             data = _event_data(sse.data, response)
             first, last = data.get("from"), data.get("to")

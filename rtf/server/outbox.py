@@ -9,6 +9,11 @@ Events are stored as *batches*: one row per subscriber per append, holding
 that subscriber's events of the append (numbered with consecutive ids, so
 that a row is ``first_id..last_id`` and its lines). A publication making
 thousands of events for a few subscribers writes a few rows, not thousands.
+A row holds grouped lines (`rtf.server.events.row_data`: the matches of a
+publication that share one answer in a line, the query ids in a list, and
+how many each holds), a few bytes a match; a row of an older rtf holds one
+`rtf match` line a match, and is read as it is. Either is read back as a
+`Chunk`, cut at any id.
 
 Retention, per subscriber: the newest `max_events` events, none older than
 `max_age` seconds. The count is kept exactly: each append moves, in the
@@ -41,6 +46,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rtf.server.config import MAX_AGE_S, MAX_EVENTS
+from rtf.server.events import Chunk, row_chunk, row_data
 from rtf.server.sqlite_files import StorageError, connect, storage_error
 
 log = logging.getLogger("rtf.server")
@@ -195,33 +201,36 @@ class Outbox:
         """The id of the newest event ever appended (0 if none)."""
         return self._last_id
 
-    def append(self, groups: Iterable[tuple[str, list[bytes] | list[str]]]
-               ) -> list[tuple[str, int, list]]:
-        """Store each subscriber's events, ``(subscriber, lines)`` (UTF-8 or text), in
-        one transaction (retention applied in it): each group gets the next ids, in
-        order, one per line. Returns ``(subscriber, first_id, lines)`` for the
-        non-empty groups."""
+    def append(self, groups: Iterable[tuple[str, list | tuple]]) -> list[tuple[str, int, list | tuple]]:
+        """Store each subscriber's events in one transaction (retention applied in it):
+        ``(subscriber, lines)``, match lines (UTF-8 or text), or ``(subscriber, (counts,
+        lines))``, grouped lines and the matches each holds (`rtf.server.events`). Each
+        group gets the next ids, in order, one per match. Returns ``(subscriber,
+        first_id, lines or (counts, lines))`` for the non-empty groups."""
         now = time.time()
         with self._lock:
             numbered = []
+            sizes = []
             next_id = self._last_id + 1
             for sub, lines in groups:
-                if lines:
+                n = sum(lines[0]) if isinstance(lines, tuple) else len(lines)
+                if n:
                     numbered.append((sub, next_id, lines))
-                    next_id += len(lines)
+                    sizes.append(n)
+                    next_id += n
             if not numbered:
                 return []
             counts = dict(self._counts)
-            for sub, _, lines in numbered:
-                counts[sub] = counts.get(sub, 0) + len(lines)
+            for (sub, _, _), n in zip(numbered, sizes):
+                counts[sub] = counts.get(sub, 0) + n
             floors = dict(self._floors)
             with self._db:  # BEGIN ... COMMIT (ROLLBACK on error: nothing changes)
                 self._db.execute("BEGIN")
                 self._db.executemany(
                     "INSERT INTO batches (last_id, first_id, subscriber, created, data) "
                     "VALUES (?, ?, ?, ?, ?)",
-                    [(first + len(lines) - 1, first, sub, now, _joined(lines))
-                     for sub, first, lines in numbered])
+                    [(first + n - 1, first, sub, now, _joined(lines))
+                     for (sub, first, lines), n in zip(numbered, sizes)])
                 self._trim(counts, floors, {sub for sub, _, _ in numbered})
             self._counts, self._floors = counts, floors
             self._last_id = next_id - 1
@@ -238,29 +247,30 @@ class Outbox:
     def batches_since(self, subscriber: str, after: int, limit: int = 1000
                       ) -> list[tuple[int, list[bytes]]]:
         """The events of `subscriber` above `after` as ``(first_id, lines)`` runs of
-        consecutive ids (UTF-8 lines), oldest first, about `limit` events (whole rows)."""
+        consecutive ids (UTF-8 match lines), oldest first, about `limit` events (whole rows)."""
+        return [(c.first_id, c.match_lines()) for c in self.chunks_since(subscriber, after, limit)]
+
+    def chunks_since(self, subscriber: str, after: int, limit: int = 1000) -> list[Chunk]:
+        """The events of `subscriber` above `after` as `Chunk`s (a row each), oldest
+        first, about `limit` events (whole rows)."""
         with self._lock:
             now = time.time()
             if now - self._expired_at >= EXPIRE_CHECK_S:
                 self._expire_or_log(now)
             after = max(after, self._floors.get(subscriber, 0))
             cursor = self._db.execute(
-                "SELECT first_id, data FROM batches WHERE subscriber = ? AND last_id > ? "
+                "SELECT first_id, last_id, data FROM batches WHERE subscriber = ? AND last_id > ? "
                 "ORDER BY last_id", (subscriber, after))
-            out: list[tuple[int, list[bytes]]] = []
+            rows = []
             taken = 0
-            for first, data in cursor:
-                # a BLOB; a row of an older rtf is TEXT
-                lines = (data if isinstance(data, bytes) else data.encode()).split(b"\n")
-                if first <= after:
-                    lines = lines[after - first + 1:]
-                    first = after + 1
-                out.append((first, lines))
-                taken += len(lines)
+            for first, last, data in cursor:
+                rows.append((first, data))
+                taken += last - max(first, after + 1) + 1
                 if taken >= limit:
                     break
             cursor.close()
-            return out
+        # (decoded out of the lock: a row of grouped lines is split at its ids here)
+        return [row_chunk(first, data).after(after) for first, data in rows]
 
     def pruned_through(self, subscriber: str) -> int:
         """The highest id of `subscriber`'s events deleted by retention (0: none)."""
@@ -359,7 +369,9 @@ class Outbox:
             self._db.close()  # the last connection: SQLite checkpoints the WAL
 
 
-def _joined(lines: list[bytes] | list[str]) -> bytes | str:
-    """A row's `data`: its lines, one per line (UTF-8 lines are stored as a BLOB,
-    as they are: no conversion)."""
+def _joined(lines: list | tuple) -> bytes | str:
+    """A row's `data`: its grouped lines (`rtf.server.events.row_data`), or its match
+    lines, one per line (UTF-8 lines are stored as a BLOB, as they are: no conversion)."""
+    if isinstance(lines, tuple):
+        return row_data(*lines)
     return (b"\n" if isinstance(lines[0], bytes) else "\n").join(lines)

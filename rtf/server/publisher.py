@@ -1,17 +1,20 @@
 """Publishing: one thread matches the posted publications, in order of arrival.
 
 A POST hands its publications over as a `Job`; the publisher thread takes
-every job waiting (a *group*), matches their publications, writes each
-publication's `rtf match` lines in one piece, in UTF-8 (`rtf.io.output.match_bytes`:
-no text encoded afterwards), and joins each job's lines once: that is the POST's answer,
-and, split into lines, the events. It gathers the lines of queries with a
-subscriber by subscriber (`by_subscriber`, one pass in C), appends them to
-the outbox in one transaction (one row per subscriber, the UTF-8 lines as
-they are), and hands the numbered events, written as Server-Sent Events
-once per subscriber, to the live streams with one call to the event loop,
-which then answers the group's requests. So a busy server commits and wakes
-the loop once per group instead of once per publication or match, and every
-stream receives ids in increasing order (one thread numbers them).
+every job waiting (a *group*), matches their publications, and writes each
+publication's matches twice, in UTF-8: its `rtf match` lines in one piece
+(`rtf.io.output.match_bytes`; joined once per job, the POST's answer), and
+its *grouped lines* (`rtf.server.events.grouped_runs`: one per subscriber and
+answer, the query ids taken by slot; a POST asking for grouped answers gets
+these instead, and the match lines are not made). It appends each
+subscriber's grouped lines to the outbox in one transaction (one row per
+subscriber) and hands them, as a `Chunk` per subscriber, to the live streams
+with one call to the event loop, which then answers the group's requests; a
+stream writes a chunk's Server-Sent Events (one per match, or grouped) when
+it first sends it. So a busy server commits and wakes the loop once per group
+instead of once per publication or match, stores a few bytes a match (the
+query id), and every stream receives ids in increasing order (one thread
+numbers them).
 
 Matching and storing stay in this one thread: a second thread for the
 outbox, tried, lowered the rate (each hand-over between two busy threads
@@ -26,10 +29,8 @@ import logging
 import queue
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from operator import call
 from typing import NamedTuple
 
 from rtf.io.output import match_bytes
@@ -37,7 +38,8 @@ from rtf.server.metrics import Metrics
 from rtf.server.outbox import Outbox
 from rtf.server.recent import Recent
 from rtf.server.stopping import to_the_end
-from rtf.server.streams import Chunk, Hub, sse_matches
+from rtf.server.events import Chunk, grouped_runs
+from rtf.server.streams import Hub
 
 log = logging.getLogger("rtf.server")
 
@@ -48,8 +50,8 @@ GROUP_PUBLICATIONS = 2000
 
 @dataclass
 class Published:
-    """What a job gave: its `rtf match` lines (each ending in a newline) as UTF-8
-    `body`, counts, and with ``keep_matches`` each publication's id and matches
+    """What a job gave: its `rtf match` lines (each ending in a newline; a grouped job's
+    grouped lines, `rtf.server.events`) as UTF-8 `body`, counts, and with ``keep_matches`` each publication's id and matches
     (`Matches`)."""
 
     body: bytes
@@ -72,6 +74,8 @@ class Job:
 
     publications: list | None
     keep_matches: bool = False
+    #: answer grouped lines (`rtf.server.events`), not one `rtf match` line a match
+    grouped: bool = False
     future: asyncio.Future | None = None
     sync_future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
     reader: Callable[[], list] | None = None
@@ -83,10 +87,11 @@ class Job:
 
 
 class Matched(NamedTuple):
-    """A matched group: its events (UTF-8 lines) by subscriber, and each job's
-    outcome: ``(job, Published, None)`` or ``(job, None, error)``."""
+    """A matched group: its events by subscriber, ``(counts, grouped lines)``
+    (`rtf.server.events`), and each job's outcome: ``(job, Published, None)`` or
+    ``(job, None, error)``."""
 
-    events: dict[str, list[bytes]]
+    events: dict[str, tuple[list[int], list[bytes]]]
     outcomes: list
 
 
@@ -109,17 +114,21 @@ class Publisher:
         self._jobs.put(job)
         return job
 
-    async def publish(self, reader: Callable[[], list], keep_matches: bool = False) -> Published:
+    async def publish(self, reader: Callable[[], list], keep_matches: bool = False,
+                      grouped: bool = False) -> Published:
         """Match the publications `reader()` gives (called in the publisher's thread:
         reading a body costs the event loop nothing), from the event loop: their
-        lines, once the events are stored and handed to the streams."""
-        job = Job(None, keep_matches, asyncio.get_running_loop().create_future(), reader=reader)
+        lines (`grouped`: grouped lines), once the events are stored and handed to the
+        streams."""
+        job = Job(None, keep_matches, grouped, asyncio.get_running_loop().create_future(),
+                  reader=reader)
         self.submit(job)
         return await to_the_end(job.future)  # once submitted, answered with what it did
 
-    def publish_sync(self, publications: list, keep_matches: bool = False) -> Published:
+    def publish_sync(self, publications: list, keep_matches: bool = False,
+                     grouped: bool = False) -> Published:
         """`publish`, from any thread but the event loop's: waits for the outcome."""
-        return self.submit(Job(publications, keep_matches)).sync_future.result()
+        return self.submit(Job(publications, keep_matches, grouped)).sync_future.result()
 
     def stop(self) -> None:
         """End the thread once the jobs already submitted are done."""
@@ -155,21 +164,21 @@ class Publisher:
 
     def _match(self, group: list[Job]) -> Matched:
         """Match the group's publications: each job's outcome, and the events of its
-        lines by subscriber."""
+        matches by subscriber, as grouped lines (`rtf.server.events`)."""
         engine = self.engine
         observe = self.metrics.filter_seconds.observe
         remember = self.recent.add
         clock = time.perf_counter
-        lines: list[bytes] = []  # the group's match lines, in order (UTF-8, no newline)
-        subscribers: list[str | None] = []  # the subscriber of each line
+        events: dict[str, tuple[list[int], list[bytes]]] = {}  # subscriber -> (counts, lines)
         outcomes: list[tuple[Job, Published | None, BaseException | None]] = []
         for job in group:
             try:
                 parts: list[bytes] = []
-                owners: list[str | None] = []
+                runs: list[tuple] = []
                 kept: list | None = [] if job.keep_matches else None
                 if job.publications is None:
                     job.publications = job.reader()
+                matches = 0
                 for pub in job.publications:
                     t0 = clock()
                     found = engine.match(pub)
@@ -177,21 +186,32 @@ class Publisher:
                     if kept is not None:
                         kept.append((pub.id, found))
                     if found:
-                        parts.append(match_bytes(pub.id, found))
-                        owners += found.subscribers
+                        if not job.grouped:
+                            parts.append(match_bytes(pub.id, found))
+                        runs += grouped_runs(pub.id, found)
+                        matches += len(found)
                         remember(pub)
-                # made as UTF-8 once: the answer's body, and (split) the events' lines
-                body = b"".join(parts)
+                # made as UTF-8 once: the answer's body
+                if job.grouped:
+                    parts = [line for _, _, line in runs]
+                    parts.append(b"")
+                    body = b"\n".join(parts) if len(parts) > 1 else b""
+                else:
+                    body = b"".join(parts)
             except Exception as e:  # this request fails alone (bad RDF; its events are not kept)
                 outcomes.append((job, None, e))
                 continue
-            if body:
-                lines += body.split(b"\n")
-                lines.pop()  # after the last newline
-                subscribers += owners
-            outcomes.append((job, Published(body, len(job.publications), len(owners),
-                                            len(owners) - owners.count(None), kept), None))
-        return Matched(by_subscriber(subscribers, lines), outcomes)
+            pushed = 0
+            for subscriber, n, line in runs:
+                if subscriber is not None:
+                    mine = events.get(subscriber)
+                    if mine is None:
+                        mine = events[subscriber] = ([], [])
+                    mine[0].append(n)
+                    mine[1].append(line)
+                    pushed += n
+            outcomes.append((job, Published(body, len(job.publications), matches, pushed, kept), None))
+        return Matched(events, outcomes)
 
     def _store(self, matched: Matched) -> None:
         """Store the group's events in the outbox (one transaction), hand them to the
@@ -202,14 +222,13 @@ class Publisher:
         except Exception as e:  # not stored: no request of the group is answered with matches
             self._finish([], [(job, None, error or e) for job, _, error in outcomes])
             return
-        chunks = [(sub, Chunk(first, first + len(lines) - 1, sse_matches(first, lines)))
-                  for sub, first, lines in numbered]
+        chunks = [(sub, Chunk(first, *runs)) for sub, first, runs in numbered]
         metrics = self.metrics
         for job, done, _ in outcomes:
             if done is not None:
                 metrics.publications.inc(done.publications)
                 metrics.matches.inc(done.matches)
-        metrics.events.inc(sum(len(lines) for _, _, lines in numbered))
+        metrics.events.inc(sum(chunk.size for _, chunk in chunks))
         self._finish(chunks, outcomes)
 
     def _finish(self, chunks, outcomes) -> None:
@@ -236,13 +255,3 @@ class Publisher:
             else:
                 job.future.set_result(done)
 
-
-def by_subscriber(subscribers: list, lines: list) -> dict:
-    """`lines` by their `subscribers` (parallel lists), each one's in their order, in
-    the order the subscribers first come; the lines of subscriber None are dropped.
-    One C-level pass (no Python step per line): each line goes to its list's append."""
-    groups: dict = {sub: [] for sub in dict.fromkeys(subscribers)}
-    appends = {sub: group.append for sub, group in groups.items()}
-    deque(map(call, map(appends.__getitem__, subscribers), lines), 0)
-    groups.pop(None, None)
-    return groups

@@ -3,8 +3,9 @@ open Server-Sent Events connections of their subscribers.
 
 Publishing runs in a worker thread; the streams live on the event loop. The
 publisher hands each append's events over as `Chunk`s, one per subscriber
-(its events of the append, already written as Server-Sent Events, shared by
-all of that subscriber's connections), with one `Hub.deliver_threadsafe`
+(its events of the append as grouped lines, `rtf.server.events`, written as
+Server-Sent Events of either kind when a stream first asks for it, once for all
+of that subscriber's connections), with one `Hub.deliver_threadsafe`
 call per append (in the order their ids were given). `deliver` puts them on
 every open stream of their subscriber without ever waiting: a stream that
 would hold more than its bound of events is marked cut, and its connection
@@ -15,60 +16,22 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict, deque
-from itertools import repeat
-from typing import NamedTuple
 
 from rtf.server.config import STREAM_QUEUE
+from rtf.server.events import Chunk, sse_matches  # noqa: F401  (sse_matches: re-exported)
 from rtf.server.metrics import Metrics
-
-#: The start of a match event, up to its data (the id filled in).
-_MATCH_HEAD = b"id: %d\nevent: match\ndata: "
-
-
-def sse_matches(first_id: int, lines: list[bytes] | list[str]) -> bytes:
-    """`lines` (``rtf match`` lines, UTF-8 or text, no newline in them) as `match`
-    events with ids ``first_id``, ``first_id + 1``, ...: one join in C, no call per
-    event."""
-    n = len(lines)
-    if n and isinstance(lines[0], str):
-        lines = "\n".join(lines).encode().split(b"\n")
-    parts: list[bytes] = [b""] * (3 * n)
-    parts[0::3] = map(_MATCH_HEAD.__mod__, range(first_id, first_id + n))
-    parts[1::3] = lines
-    parts[2::3] = repeat(b"\n\n", n)
-    return b"".join(parts)
-
-
-class Chunk(NamedTuple):
-    """A subscriber's events ``first_id..last_id`` (consecutive), as SSE bytes."""
-
-    first_id: int
-    last_id: int
-    data: bytes
-
-    @property
-    def size(self) -> int:
-        return self.last_id - self.first_id + 1
-
-    def after(self, event_id: int) -> "Chunk | None":
-        """The part of the chunk above `event_id` (None if nothing is)."""
-        if event_id < self.first_id:
-            return self
-        if event_id >= self.last_id:
-            return None
-        events = self.data.split(b"\n\n")  # one event each (an event holds no blank line)
-        kept = events[event_id - self.first_id + 1:-1]
-        return Chunk(event_id + 1, self.last_id, b"\n\n".join(kept) + b"\n\n")
 
 
 class Stream:
     """One open connection of a subscriber."""
 
-    def __init__(self, subscriber: str, maxsize: int):
+    def __init__(self, subscriber: str, maxsize: int, grouped: bool = False):
         self.subscriber = subscriber
+        #: its events grouped by publication (`rtf.server.events`), or one a match
+        self.grouped = grouped
         self.maxsize = maxsize
         self.chunks: deque[Chunk] = deque()
-        self.queued = 0  # events in `chunks`
+        self.queued = 0  # events in `chunks` (grouped: grouped events)
         self.cut = False  # fell behind: its connection ends with a `cut` event
         self.closed = False  # the server is stopping
         self._wake = asyncio.Event()
@@ -87,12 +50,13 @@ class Stream:
             await self._wake.wait()
 
     def _put(self, chunk: Chunk) -> bool:
-        if self.queued + chunk.size > self.maxsize:
+        size = chunk.events if self.grouped else chunk.size
+        if self.queued + size > self.maxsize:
             self.cut = True
             self.chunks.clear()
         else:
             self.chunks.append(chunk)
-            self.queued += chunk.size
+            self.queued += size
         self._wake.set()
         return not self.cut
 
@@ -110,8 +74,8 @@ class Hub:
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
-    def open(self, subscriber: str) -> Stream:
-        stream = Stream(subscriber, self.queue_size)
+    def open(self, subscriber: str, grouped: bool = False) -> Stream:
+        stream = Stream(subscriber, self.queue_size, grouped)
         stream.closed = self._closing
         self._streams[subscriber].add(stream)
         self.metrics.streams.inc()
