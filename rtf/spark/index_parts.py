@@ -81,27 +81,24 @@ def split_engine(engine, k: int) -> list:
     return parts
 
 
-def split_index(data, name: str, k: int, folder: str | os.PathLike) -> tuple[list[Path], dict]:
-    """The paths of the `k` part files of the index bytes `data` (named `name`) in `folder`,
-    written now unless all are there already; and what it took (``split_s``, ``written``,
-    the parts' ``queries`` and ``bytes``)."""
+def split_index(data, paths: list[Path], source: str = "<index>") -> dict:
+    """Write the ``len(paths)`` part files of the index bytes `data` to `paths` (partition g
+    to ``paths[g]``) unless all are there already; what it took (``split_s``, ``written``,
+    the parts' ``queries`` when written, and ``bytes``)."""
     from rtf.engine import Engine
 
-    folder = Path(folder)
-    paths = [folder / n for n in part_names(name, k)]
     t = time.perf_counter()
     written = not all(p.is_file() for p in paths)
+    queries = None
     if written:
-        folder.mkdir(parents=True, exist_ok=True)
-        parts = split_engine(Engine.from_bytes(data, f"<index {name}>"), k)
+        for folder in {p.parent for p in paths}:
+            folder.mkdir(parents=True, exist_ok=True)
+        parts = split_engine(Engine.from_bytes(data, source), len(paths))
         queries = [len(p) for p in parts]
         for part, path in zip(parts, paths):
             part.save(path)  # (atomic: a reader sees a whole file or none)
-    else:
-        queries = None
-    return paths, {"k": k, "strategy": "hash", "split_s": round(time.perf_counter() - t, 4),
-                   "written": written, "queries": queries,
-                   "bytes": [p.stat().st_size for p in paths]}
+    return {"k": len(paths), "strategy": "hash", "split_s": round(time.perf_counter() - t, 4),
+            "written": written, "queries": queries, "bytes": [p.stat().st_size for p in paths]}
 
 
 def temp_folder() -> Path:
@@ -159,7 +156,7 @@ def partitioned_plans(sc, data, k: int, folder: str | os.PathLike | None = None)
     shipped; and `split_index`'s figures."""
     if k < 1:
         raise ValueError("the number of query partitions must be at least 1")
-    name = data.sha256[:16]
-    paths, info = split_index(data.data, name, k, temp_folder() if folder is None else folder)
+    paths = [Path(temp_folder() if folder is None else folder) / n for n in part_names(data.sha256[:16], k)]
+    info = split_index(data.data, paths, data.source)
     plans = part_plans(data.sha256, ship(sc, paths), 0, (), 0, os.path.basename(data.source))
     return plans, info
