@@ -134,6 +134,9 @@ def test_match_publications_gives_the_matches_of_rtf_match(spark, drops):
     # Through Arrow (as Parquet readers do): a map keeps its variables in projection order
     # (``collect()`` would make Java HashMaps of them, in hash order).
     assert sorted(map(row_line, matches.toArrow().to_pylist())) == expected
+    # In 3 query partitions of the index (each task one partition's part file): the same lines.
+    parted = match_publications(docs, index, lines=True, query_partitions=3)
+    assert sorted(r.value for r in parted.collect()) == expected
 
 
 @spark_test

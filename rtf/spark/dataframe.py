@@ -209,9 +209,6 @@ def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=
     `plan` a list (query partitions, `rtf.spark.index_parts`): the input crossed with them --
     matched once per partition's plan, each task one partition, the results one union; the
     input's counts (publications, triples, bad lines) are reported by partition 0's tasks."""
-    if isinstance(plan, (list, tuple)):
-        parts = [map_matches(df, p, {**shape, "part": g}, lines, metrics, then) for g, p in enumerate(plan)]
-        return functools.reduce(lambda a, b: a.union(b), parts)
     if shape["kind"] == "triples":
         from pyspark.sql import functions as F
 
@@ -224,11 +221,19 @@ def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=
 
             columns += [F.col("modificationTime").cast("double").alias("mtime"), "length"]
     use_worker_python(df.sparkSession.sparkContext)  # (the workers must import rtf: checked once)
+    df = df.select(*columns)
+    if not isinstance(plan, (list, tuple)):
+        return _map(df, plan, shape, lines, metrics, then)
+    parts = [_map(df, p, {**shape, "part": g}, lines, metrics, then) for g, p in enumerate(plan)]
+    return functools.reduce(lambda a, b: a.union(b), parts)  # (one grouping shuffle, reused)
+
+
+def _map(df, plan: EnginePlan, shape: dict, lines: bool, metrics, then):
     run = _partition_matcher(plan, shape, lines, metrics, _worker_log_level())
     if then is not None:
         follow, schema = then
-        return df.select(*columns).mapInArrow(lambda batches: follow(run(batches)), schema)
-    return df.select(*columns).mapInArrow(run, LINES_SCHEMA if lines else MATCH_SCHEMA)
+        return df.mapInArrow(lambda batches: follow(run(batches)), schema)
+    return df.mapInArrow(run, LINES_SCHEMA if lines else MATCH_SCHEMA)
 
 
 def _worker_log_level() -> int:
