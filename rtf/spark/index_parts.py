@@ -93,10 +93,18 @@ def split_index(data, paths: list[Path], source: str = "<index>") -> dict:
     if written:
         for folder in {p.parent for p in paths}:
             folder.mkdir(parents=True, exist_ok=True)
-        parts = split_engine(Engine.from_bytes(data, source), len(paths))
-        queries = [len(p) for p in parts]
-        for part, path in zip(parts, paths):
-            part.save(path)  # (atomic: a reader sees a whole file or none)
+        if len(paths) == 1:  # the index itself, as it is
+            from rtf.io.files import write_atomically
+
+            from rtf.io import store
+
+            write_atomically(paths[0], bytes(data))
+            queries = [store.summary(bytes(data), source)["queries"]]
+        else:
+            parts = split_engine(Engine.from_bytes(data, source), len(paths))
+            queries = [len(p) for p in parts]
+            for part, path in zip(parts, paths):
+                part.save(path)  # (atomic: a reader sees a whole file or none)
     return {"k": len(paths), "strategy": "hash", "split_s": round(time.perf_counter() - t, 4),
             "written": written, "queries": queries, "bytes": [p.stat().st_size for p in paths]}
 
