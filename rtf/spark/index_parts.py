@@ -149,6 +149,12 @@ def ship(sc, paths: list[Path]) -> list[PartFile]:
     return [PartFile(p.name) for p in paths]
 
 
+def shipped(sc) -> set[str]:
+    """The names of the files `ship` added to this SparkContext (an executor that starts later
+    fetches them all: they must stay)."""
+    return set(_SHIPPED.get(sc.applicationId, ()))
+
+
 def part_plans(lineage: str, bases: list, base_op: int, ops: tuple, pin: int, source: str) -> list[EnginePlan]:
     """One plan per partition (`bases[g]` its base at operation `base_op`, a `PartFile`):
     partition g's engine at `pin` is its base and its share of `ops` (`part_ops`)."""

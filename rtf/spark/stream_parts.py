@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 
 from rtf.errors import IndexFileError
+from rtf.io.files import write_atomically
 from rtf.spark.engines import engine_at
-from rtf.spark.index_parts import part_plans, ship, split_index
+from rtf.spark.index_parts import part_plans, ship, shipped, split_index
 
 log = logging.getLogger("rtf.spark")
 
@@ -99,14 +100,16 @@ class StreamParts:
         rows = spark.range(self.k, numPartitions=self.k).mapInArrow(
             _part_compactor(plans), "part long, index binary").collect()
         for row, path in zip(sorted(rows, key=lambda r: r["part"]), self.paths(pin)):
-            from rtf.io.files import write_atomically
-
             write_atomically(path, bytes(row["index"]))
         self._checked.add(pin)
-        for op in self.ops():  # the older compactions (a stream base's split is kept)
+        # The older compactions go, but for a stream base's split and the files this run has
+        # shipped: an executor that starts later fetches every file the SparkContext added.
+        keep = shipped(self.sc)
+        for op in self.ops():
             if op < pin and op not in self.state.base_ops():
                 for path in self.paths(op):
-                    path.unlink(missing_ok=True)
+                    if path.name not in keep:
+                        path.unlink(missing_ok=True)
         log.info("compacted the queries log in %d partitions: their indexes at operation %d saved "
                  "in %.2f s", self.k, pin, time.time() - t)
 
