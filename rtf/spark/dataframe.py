@@ -317,8 +317,10 @@ def _partition_matcher(plan: EnginePlan, shape: dict, lines: bool, metrics, leve
             rows = out.flush()
             stats["rows_s"] += clock() - t
             yield rows
+        if "part" in shape:
+            stats["part"] = shape["part"]
         if shape.get("part"):  # the input's counts are partition 0's (`map_matches`)
-            stats.update(part=shape["part"], part_publications=stats["publications"], publications=0,
+            stats.update(part_publications=stats["publications"], publications=0,
                          triples=0, bad_lines=0, documents=0, bad_examples=[])
         if metrics is not None:
             from pyspark import TaskContext

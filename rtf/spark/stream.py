@@ -490,6 +490,9 @@ def batch_manifest(batch_id: int, stream: str, pin: int, plan: EnginePlan, files
     now = time.time()
     latencies = sorted(now - mtime for _, mtime, _ in files if mtime is not None)
     loads = [t["load_s"] for t in tasks if t.get("load_s")]
+    failed: dict = {}  # query partition -> operations its engine could not apply
+    for t in tasks:
+        failed[t.get("part")] = max(failed.get(t.get("part"), 0), t["ops_failed"])
     bad_examples = [e for t in tasks for e in t.get("bad_examples", ())][:3]
     return {
         "batch": batch_id,
@@ -502,7 +505,7 @@ def batch_manifest(batch_id: int, stream: str, pin: int, plan: EnginePlan, files
         "matches": sum(t["matches"] for t in tasks),
         "bad_lines": sum(t["bad_lines"] for t in tasks),
         "bad_examples": bad_examples,
-        "ops_failed": max((t["ops_failed"] for t in tasks), default=0),
+        "ops_failed": sum(failed.values()),
         "tasks": len(tasks),
         "tasks_retried": sum(1 for t in tasks if t.get("attempt")),
         "engine_loads": len(loads),
