@@ -451,7 +451,7 @@ def test_a_saved_index_gives_the_lines_of_rtf_match_index(spark, inputs, tmp_pat
     capsys.readouterr()
     for extra, message in [(["--algorithm", "rtfs"], "the index"), (["--taxonomy", taxonomy], "--taxonomy"),
                            (["--query-partitions", 2, "--query-partitioning", "merging"], "hash of the query ids"),
-                           (["--query-partitions", 0], "at least 1")]:
+                           (["--query-partitions", 0], "at least 1"), (["--parts-folder", parts], "give both")]:
         bad_out = tmp_path / "bad"
         assert run_script(spark, "--dump", dumps, "--index", index, *extra, "--output", bad_out) == 1
         err = capsys.readouterr().err

@@ -332,11 +332,11 @@ def test_a_checkpoint_belongs_to_one_stream_and_one_driver(tmp_path):
     other.close()
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(base=st.lists(worlds.queries(), min_size=0, max_size=4),
        steps=st.lists(st.tuples(st.sampled_from(["register", "unregister"]), st.integers(0, 5),
                                 worlds.queries()), max_size=6),
-       k=st.integers(1, 4), pins=st.lists(st.integers(0, 6), min_size=1, max_size=3),
+       k=st.integers(1, 4), pins=st.lists(st.integers(0, 6), min_size=1, max_size=2),
        pubs=st.lists(worlds.publications(), min_size=1, max_size=2))
 def test_query_partitions_of_an_index_and_its_log_answer_as_the_whole(base, steps, k, pins, pubs):
     """The K part files of an index (`split_index`) and the log's operations routed by query id

@@ -114,6 +114,8 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         prepare_output(fs, config.output, config.overwrite)
     if config.partitions is not None and config.partitions < 1:
         raise ReplayError("--partitions must be at least 1")
+    if config.parts_folder is not None and (config.index is None or config.query_partitions is None):
+        raise ReplayError("--parts-folder holds the part files of --index with --query-partitions: give both")
     partitions = config.partitions or 2 * sc.defaultParallelism
 
     if config.index is None:
