@@ -435,16 +435,37 @@ def test_a_saved_index_gives_the_lines_of_rtf_match_index(spark, inputs, tmp_pat
     assert metrics["index"]["bytes"] == index.stat().st_size  # the file's bytes, not a pickle
     assert 1 <= metrics["index"]["loads"] <= len({p["worker"] for p in metrics["partitions"]})
 
+    # In 3 query partitions: the index's part files, mapped by the tasks; the same lines.
+    out_k, parts = tmp_path / "out-k3", tmp_path / "parts"
+    assert run_script(spark, "--dump", dumps, "--index", index, "--partitions", 2, "--query-partitions", 3,
+                      "--parts-folder", parts, "--output", out_k) == 0
+    assert spark_lines(out_k) == expected
+    metrics_k = metrics_of(out_k)
+    qp = metrics_k["query_partitions"]
+    assert qp["k"] == 3 and qp["written"] and sum(qp["queries"]) == metrics["queries"] and min(qp["queries"]) > 0
+    assert sorted(f.name for f in parts.iterdir()) == sorted(_part_names(index, 3))
+    assert metrics_k["publications"] == metrics["publications"] and metrics_k["matches"] == len(expected)
+    assert len(metrics_k["partitions"]) == 3 * 2  # each task one partition's engine
+
     # What the index fixes is refused in one line, before any Spark work.
     capsys.readouterr()
     for extra, message in [(["--algorithm", "rtfs"], "the index"), (["--taxonomy", taxonomy], "--taxonomy"),
-                           (["--query-partitions", 2], "--query-partitions")]:
+                           (["--query-partitions", 2, "--query-partitioning", "merging"], "hash of the query ids"),
+                           (["--query-partitions", 0], "at least 1"), (["--parts-folder", parts], "give both")]:
         bad_out = tmp_path / "bad"
         assert run_script(spark, "--dump", dumps, "--index", index, *extra, "--output", bad_out) == 1
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1 and not bad_out.exists()
     with pytest.raises(SystemExit):  # argparse: --queries and --index exclude each other
         run_script(spark, "--dump", dumps, "--index", index, "--queries", queries, "--output", out)
+
+
+def _part_names(index: Path, k: int) -> list[str]:
+    import hashlib
+
+    from rtf.spark.index_parts import part_names
+
+    return part_names(hashlib.sha256(index.read_bytes()).hexdigest()[:16], k)
 
 
 # ---------------------------------------------------------- query partitions

@@ -332,6 +332,75 @@ def test_a_checkpoint_belongs_to_one_stream_and_one_driver(tmp_path):
     other.close()
 
 
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(base=st.lists(worlds.queries(), min_size=0, max_size=4),
+       steps=st.lists(st.tuples(st.sampled_from(["register", "unregister"]), st.integers(0, 5),
+                                worlds.queries()), max_size=6),
+       k=st.integers(1, 4), pins=st.lists(st.integers(0, 6), min_size=1, max_size=2),
+       pubs=st.lists(worlds.publications(), min_size=1, max_size=2))
+def test_query_partitions_of_an_index_and_its_log_answer_as_the_whole(base, steps, k, pins, pubs):
+    """The K part files of an index (`split_index`) and the log's operations routed by query id
+    (`part_plans`): at every pin each query is in exactly one partition, and the partitions'
+    matches together are the naive engine's."""
+    import tempfile
+
+    from rtf.io.output import match_line
+    from rtf.spark.index_parts import part_names, part_of, part_plans, split_index
+
+    _fresh_slot()
+    start = Engine("rtfs", taxonomy=worlds.taxonomy())
+    for i, text in enumerate(base):
+        apply_operation(start, {"op": "register", "id": f"b{i}", "query": text})
+    base_queries = [(q.id, base[int(q.id[1:])]) for q in start.queries()]
+    ops = [(n, {"op": kind, "id": f"b{i}" if i < 2 else f"q{i}", "query": text})
+           if kind == "register" else (n, {"op": kind, "id": f"b{i}" if i < 2 else f"q{i}"})
+           for n, (kind, i, text) in enumerate(steps, 1)]
+    with tempfile.TemporaryDirectory() as folder:
+        paths = [Path(folder, name) for name in part_names("t", k)]
+        info = split_index(start.to_bytes(), paths)
+        assert info["written"] and sum(info["queries"]) == len(start)
+        assert not split_index(start.to_bytes(), paths)["written"]  # found: written once
+        for pin in sorted(min(p, len(ops)) for p in pins):
+            plans = part_plans("L", [Constant(str(p)) for p in paths], 0,
+                               tuple(o for o in ops if o[0] <= pin), pin, "test")
+            reference = _reference(base_queries, ops, pin)
+            ids, got = [], []
+            for g, plan in enumerate(plans):
+                engine, _ = engine_at(plan)
+                ids += [q.id for q in engine.queries()]
+                assert all(part_of(q.id, k) == g for q in engine.queries())
+                got += [match_line(pub.id, m) for pub in pubs for m in engine.match(pub)]
+            assert sorted(ids) == sorted(q.id for q in reference.queries())
+            assert sorted(got) == sorted(match_line(pub.id, m) for pub in pubs for m in reference.match(pub))
+    _fresh_slot()
+
+
+def test_a_damaged_partition_file_of_a_stream_is_made_again(tmp_path):
+    from rtf.spark.stream_parts import StreamParts
+
+    class Context:  # (what StreamParts asks of a SparkContext)
+        applicationId, added = "app", []
+
+        def addFile(self, path):
+            self.added.append(path)
+
+    state = StreamState(tmp_path)
+    state.open()
+    engine = Engine("rtfs")
+    for i in range(6):
+        engine.register(Q_RIO, f"q{i}")
+    state.add_base(0, engine.to_bytes())
+    parts = StreamParts(Context(), state, "stream-id", "L", 2)
+    plans = parts.plans(0, None)
+    assert len(plans) == 2 and parts.ops() == [0] and len(Context.added) == 2
+    held = [len(Engine.load(p)) for p in parts.paths(0)]
+    parts.paths(0)[1].write_bytes(parts.paths(0)[1].read_bytes()[:-100])  # damaged
+    again = StreamParts(Context(), state, "stream-id", "L", 2)
+    again.plans(0, None)
+    assert [len(Engine.load(p)) for p in again.paths(0)] == held and sum(held) == 6
+    state.close()
+
+
 def test_the_newest_base_at_or_below_a_pin(tmp_path):
     state = StreamState(tmp_path)
     state.open()

@@ -134,6 +134,9 @@ def test_match_publications_gives_the_matches_of_rtf_match(spark, drops):
     # Through Arrow (as Parquet readers do): a map keeps its variables in projection order
     # (``collect()`` would make Java HashMaps of them, in hash order).
     assert sorted(map(row_line, matches.toArrow().to_pylist())) == expected
+    # In 3 query partitions of the index (each task one partition's part file): the same lines.
+    parted = match_publications(docs, index, lines=True, query_partitions=3)
+    assert sorted(r.value for r in parted.collect()) == expected
 
 
 @spark_test
@@ -338,6 +341,59 @@ def test_stream_follows_the_queries_log_from_the_batch_that_saw_it(spark, drops,
     assert metrics[1]["bad_lines"] == 1
 
 
+@spark_test
+def test_query_partitions_follow_the_queries_log_and_give_the_same_batches(spark, drops, tmp_path):
+    """--query-partitions 3: each batch crossed with the partitions holds the matches of the
+    whole index at its pin; the log's registration and removal reach their partitions; a
+    compaction saves each partition, and a restart builds from those files."""
+    from rtf.spark.batch_output import BatchOutput
+    from rtf.spark.index_parts import part_of
+    from rtf.spark.oplog import QueriesLog
+    from rtf.spark.stream import StreamConfig, StreamJob
+
+    files, index = drops
+    inbox, output = tmp_path / "in", tmp_path / "out"
+    inbox.mkdir()
+    qlog = QueriesLog(tmp_path / "qlog", create=True)
+    qlog.register(EVERY_TYPED.replace("?c", "<http://dbpedia.org/ontology/Airline>"), "airlines", "ann")
+    config = StreamConfig(input=str(inbox), output=str(output), checkpoint=str(tmp_path / "ckpt"),
+                          index=str(index), queries_log=str(qlog.path), trigger_seconds=0.5,
+                          max_files_per_trigger=1, stop_when_idle=3, compact_every=2, query_partitions=3)
+    gone = Counter(json.loads(line)["query"]
+                   for line in expected_lines(index, [files["esbm.nt"]])).most_common(1)[0][0]
+    assert part_of("typed", 3) != part_of(gone, 3)  # (two partitions' logs at work)
+
+    def feed():
+        _drop(inbox, files["nordlys.nt.gz"])
+        _wait_for(lambda: BatchOutput(output).batch_ids() == [0])
+        qlog.append([{"op": "register", "id": "typed", "query": EVERY_TYPED}, {"op": "unregister", "id": gone}])
+        _drop(inbox, files["esbm.nt"])
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    assert StreamJob(spark, config).run()["committed"] == [0, 1]
+    feeder.join()
+    parts = sorted(p.name.split("-", 1)[1] for p in (tmp_path / "ckpt" / "rtf" / "parts").iterdir())
+    assert parts == [f"{op:020d}.part{g}of3.idx" for op in (0, 3) for g in range(3)]  # split; compacted
+    _drop(inbox, files["db8k.nt.bz2"])  # a restart: batch 2 builds from the compaction's files
+    assert StreamJob(spark, config).run()["committed"] == [0, 1, 2]
+
+    counts = _check_batches(output, index, qlog.read())
+    assert set(counts.values()) == {1}
+    manifests = BatchOutput(output).manifests()
+    assert [(m["op"], m["base_op"]) for m in manifests] == [(1, 0), (3, 0), (3, 3)]
+    assert [m["tasks"] % 3 for m in manifests] == [0, 0, 0]  # every task one partition
+    assert manifests[1]["publications"] == len({p.id for p in read_publications_of(files["esbm.nt"])})
+    lines = [json.loads(line) for line in counts]
+    assert {line["query"] for line in lines} >= {"typed", "airlines"} and gone in {line["query"] for line in lines}
+
+
+def read_publications_of(path: Path) -> list:
+    from rtf.io.reader import read_publications
+
+    return list(read_publications(path, skip_invalid=True))
+
+
 def _run_stream(tmp_path, *extra, env=None, timeout=240):
     """spark/stream.py in a process group of its own (so that a SIGKILL takes its JVM too)."""
     argv = [sys.executable, str(STREAM), "--input", str(tmp_path / "in"), "--output",
@@ -374,11 +430,13 @@ def test_driver_killed_at_each_step_then_restarted_gives_each_match_once(drops, 
 
     # A SIGKILL of the driver (and its JVM) after a batch's matches are written, and after
     # one is committed; each time a restart from the checkpoint.
-    for step in ("written:0", "committed:1"):
-        run = _run_stream(tmp_path, "--index", index, env={CRASH_ENV: step})
+    # One engine, then 2 query partitions, then 3 (`--query-partitions`): the same answers.
+    for step, parts in (("written:0", ()), ("committed:1", ("--query-partitions", 2))):
+        run = _run_stream(tmp_path, "--index", index, *parts, env={CRASH_ENV: step})
         assert run.returncode == -signal.SIGKILL, (step, run.stderr[-3000:])
         assert f"{CRASH_ENV}={step}" in run.stderr
-    final = _run_stream(tmp_path, "--metrics", tmp_path / "metrics.jsonl")  # the checkpoint has the index
+    final = _run_stream(tmp_path, "--metrics", tmp_path / "metrics.jsonl",  # the checkpoint has the index
+                        "--query-partitions", 3)
     assert final.returncode == 0, final.stderr[-3000:]
     assert "no new file" in final.stderr and "batch 1: already committed" in final.stderr
 

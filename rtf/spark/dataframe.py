@@ -49,6 +49,7 @@ refused here, at once, in one line saying what to set
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -135,14 +136,22 @@ def broadcast_index(sc, index: IndexBytes):
 
 def match_publications(df, index, *, column: str | None = None, path_column: str | None = None,
                        format: str | None = None, group_by: str = "subject", lines: bool = False,
-                       metrics=None):
+                       metrics=None, query_partitions: int | None = None):
     """The matches of the publications of `df` against the saved index `index` (module doc).
 
     `metrics`: an accumulator from `task_metrics` that every task adds its
     figures to (publications, matches, bad lines, engine load and match seconds).
+    `query_partitions` K: the index split into K partitions by a hash of the query ids,
+    each task matching one partition's engine, mapped from a file shipped to every
+    executor once (`rtf.spark.index_parts`); the same matches.
     """
     shape = input_shape(df, column, path_column, format, group_by)
     data = index_bytes(index)
+    if query_partitions is not None:
+        from rtf.spark.index_parts import partitioned_plans
+
+        plans, _ = partitioned_plans(df.sparkSession.sparkContext, data, query_partitions)
+        return map_matches(df, plans, shape, lines=lines, metrics=metrics)
     plan = EnginePlan(data.sha256, broadcast_index(df.sparkSession.sparkContext, data),
                       source=os.path.basename(data.source))
     return map_matches(df, plan, shape, lines=lines, metrics=metrics)
@@ -195,7 +204,11 @@ def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=
 
     `then`, a pair (function, schema): the function takes the task's match batches in the same
     Python worker and yields rows of `schema` (the Delta output's file writer): the matches do not
-    go back to the JVM and out to a Python worker again."""
+    go back to the JVM and out to a Python worker again.
+
+    `plan` a list (query partitions, `rtf.spark.index_parts`): the input crossed with them --
+    matched once per partition's plan, each task one partition, the results one union; the
+    input's counts (publications, triples, bad lines) are reported by partition 0's tasks."""
     if shape["kind"] == "triples":
         from pyspark.sql import functions as F
 
@@ -208,11 +221,19 @@ def map_matches(df, plan: EnginePlan, shape: dict, lines: bool = False, metrics=
 
             columns += [F.col("modificationTime").cast("double").alias("mtime"), "length"]
     use_worker_python(df.sparkSession.sparkContext)  # (the workers must import rtf: checked once)
+    df = df.select(*columns)
+    if not isinstance(plan, (list, tuple)):
+        return _map(df, plan, shape, lines, metrics, then)
+    parts = [_map(df, p, {**shape, "part": g}, lines, metrics, then) for g, p in enumerate(plan)]
+    return functools.reduce(lambda a, b: a.union(b), parts)  # (one grouping shuffle, reused)
+
+
+def _map(df, plan: EnginePlan, shape: dict, lines: bool, metrics, then):
     run = _partition_matcher(plan, shape, lines, metrics, _worker_log_level())
     if then is not None:
         follow, schema = then
-        return df.select(*columns).mapInArrow(lambda batches: follow(run(batches)), schema)
-    return df.select(*columns).mapInArrow(run, LINES_SCHEMA if lines else MATCH_SCHEMA)
+        return df.mapInArrow(lambda batches: follow(run(batches)), schema)
+    return df.mapInArrow(run, LINES_SCHEMA if lines else MATCH_SCHEMA)
 
 
 def _worker_log_level() -> int:
@@ -296,6 +317,11 @@ def _partition_matcher(plan: EnginePlan, shape: dict, lines: bool, metrics, leve
             rows = out.flush()
             stats["rows_s"] += clock() - t
             yield rows
+        if "part" in shape:
+            stats["part"] = shape["part"]
+        if shape.get("part"):  # the input's counts are partition 0's (`map_matches`)
+            stats.update(part_publications=stats["publications"], publications=0,
+                         triples=0, bad_lines=0, documents=0, bad_examples=[])
         if metrics is not None:
             from pyspark import TaskContext
 
@@ -352,7 +378,8 @@ def _publications(batch, shape: dict, stats: dict) -> Iterator:
             first = (read.errors[0] if read.errors else read.breaks[0].error()) if bad else None
         if bad:
             stats["bad_lines"] += bad
-            log.warning("%s: skipped %d bad line(s); first: %s", source, bad, first)
+            if not shape.get("part"):  # (said once, by partition 0's task)
+                log.warning("%s: skipped %d bad line(s); first: %s", source, bad, first)
             if len(stats["bad_examples"]) < 3:
                 stats["bad_examples"].append(str(first))
         yield from pubs

@@ -70,7 +70,7 @@ from rtf.query.text import (
 
 __all__ = ["STRATEGIES", "ALWAYS", "tuple_anchors", "branch_anchors", "query_anchors",
            "publication_keys", "contains", "Group", "partition_queries", "route", "GroupMatcher",
-           "build_group_matchers", "parse_records", "Router"]
+           "build_group_matchers", "parse_records", "Router", "hash_group"]
 
 STRATEGIES = ("hash", "containment", "merging")
 
@@ -265,7 +265,8 @@ class Group:
         return bool(self.query_ids) and (ALWAYS in self.anchors or not self.anchors.isdisjoint(keys))
 
 
-def _crc_group(qid: str, k: int) -> int:
+def hash_group(qid: str, k: int) -> int:
+    """The group of query `qid` by the ``hash`` strategy: CRC-32 of its id (UTF-8) mod `k`."""
     return zlib.crc32(qid.encode("utf-8")) % k
 
 
@@ -283,7 +284,7 @@ def partition_queries(queries: Sequence[tuple[str, Query]], k: int, strategy: st
     order = {qid: i for i, (qid, _) in enumerate(queries)}
     parsed = dict(queries)
     if strategy == "hash":
-        where = {qid: _crc_group(qid, k) for qid, _ in queries}
+        where = {qid: hash_group(qid, k) for qid, _ in queries}
         parent: dict[str, str] = {}
     else:
         parent = containment_forest(queries)

@@ -42,9 +42,12 @@ from rtf.bench.machine import machine_info
 from rtf.spark.dataframe import (
     LINES_SCHEMA,
     MATCH_SCHEMA,
+    IndexBytes,
     ListParam,
     collected,
     index_bytes,
+    input_shape,
+    map_matches,
     match_publications,
     task_metrics,
 )
@@ -77,6 +80,7 @@ class ReplayConfig:
     batch_chars: int = BATCH_CHARS
     query_partitions: int | None = None  # K groups of queries (None: one engine for all)
     query_partitioning: str = "hash"  # rtf.spark.partition.STRATEGIES
+    parts_folder: str | None = None  # with index and query_partitions: where the part files are kept
     measure_memory: bool = False  # unpickle each group's engine on the driver under tracemalloc
     text_analysis: str | None = None  # with `queries`: --text-analysis (`rtf.io.analysis_file`)
 
@@ -110,6 +114,8 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         prepare_output(fs, config.output, config.overwrite)
     if config.partitions is not None and config.partitions < 1:
         raise ReplayError("--partitions must be at least 1")
+    if config.parts_folder is not None and (config.index is None or config.query_partitions is None):
+        raise ReplayError("--parts-folder holds the part files of --index with --query-partitions: give both")
     partitions = config.partitions or 2 * sc.defaultParallelism
 
     if config.index is None:
@@ -191,7 +197,24 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         materialize(triples, "read_parse_s", f"read and parsed {len(files)} file(s)")
 
         # 2. match (group by subject, filter).
-        if k is not None:
+        if k is not None and config.index is not None:  # the index's K part files, mapped
+            from rtf.spark.index_parts import partitioned_plans
+
+            task_acc = task_metrics(sc)
+            t = time.perf_counter()
+            plans, split = partitioned_plans(sc, IndexBytes(index_blob, config.index), k, config.parts_folder)
+            log(f"split the index into {k} partitions by query id in {split['split_s']:.2f} s"
+                + ("" if split["written"] else f" (found in {config.parts_folder})"))
+            matches = map_matches(triples, plans, input_shape(triples), lines=config.output_format == "jsonl",
+                                  metrics=task_acc)
+            broadcast_call_s = time.perf_counter() - t
+            stages["broadcast_s"] = broadcast_call_s
+            blob_bytes, unpersist = max(split["bytes"]), lambda: None
+            grouping = lambda parts: index_partitions(split, parts)  # noqa: E731
+            materialize(matches, "match_s", f"grouped and matched in {partitions} partitions x {k}",
+                        previous=triples)
+            parts_of = lambda: [_partition_figures(t) for t in collected(task_acc)]  # noqa: E731
+        elif k is not None:
             from rtf.spark.query_groups import filter_groups, grouped_records
 
             partition_stats = sc.accumulator([], ListParam())
@@ -275,9 +298,11 @@ def index_for_broadcast(config: ReplayConfig) -> tuple[bytes, dict]:
     built only in the workers, from these bytes."""
     if config.queries is not None:
         raise ReplayError("--index and --queries exclude each other: the index holds the queries")
-    if config.query_partitions is not None:
-        raise ReplayError("--index cannot be used with --query-partitions yet: "
-                          "give the queries with --queries to split them into groups")
+    if config.query_partitions is not None and config.query_partitioning != "hash":
+        raise ReplayError(f"--query-partitioning {config.query_partitioning} needs the queries' text "
+                          "(--queries): with --index the partitions are by a hash of the query ids")
+    if config.query_partitions is not None and config.query_partitions < 1:
+        raise ReplayError("--query-partitions must be at least 1")
     if config.taxonomy:
         raise ReplayError("--taxonomy cannot be used with --index: the index holds its taxonomy "
                           "(rebuild it with `rtf index build --taxonomy`)")
@@ -293,6 +318,14 @@ def index_for_broadcast(config: ReplayConfig) -> tuple[bytes, dict]:
 
 
 _SHUFFLE_CONF = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.coalescePartitions.enabled")
+
+
+def index_partitions(split: dict, parts: list[dict]) -> dict:
+    """``query_partitions`` of the metrics for an index's partitions (`rtf.spark.index_parts`)."""
+    pubs = sum(p["publications"] for p in parts)  # (partition 0's tasks count the input)
+    return {**split, "publications": pubs, "contained_queries": 0, "index_bytes_max": max(split["bytes"]),
+            "index_bytes_total": sum(split["bytes"]), "pairs_routed": split["k"] * pubs, "pairs_skipped": 0,
+            "engine_loads": sum(1 for p in parts if p["load_s"] > 0)}
 
 
 def _partition_figures(task: dict) -> dict:

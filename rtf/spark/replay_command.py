@@ -58,6 +58,10 @@ a saved index (built once, loaded by each worker without parsing a query):
       --taxonomy ../shared/data/dbpedia/ontology/dbpedia_2015-10.nt.gz --output /tmp/q.idx
   rtf spark replay --dump ../shared/data/dbpedia --index /tmp/q.idx --output /tmp/out-idx
 
+a saved index in 4 partitions (each executor maps only the part files its tasks match):
+  rtf spark replay --dump ../shared/data/dbpedia --index /tmp/q.idx --query-partitions 4 \
+      --parts-folder /tmp/q-parts --output /tmp/out-idx-k4
+
 on a cluster (rtf and its dependencies installed on every node, see docs/spark.md;
 spark-submit runs a file: spark/dbpedia_eval.py of a checkout is this command):
   spark-submit --master yarn spark/dbpedia_eval.py --dump hdfs:///dbpedia/2015-10/ \\
@@ -82,7 +86,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     source.add_argument("--index", metavar="IDX",
                         help="a saved index (`rtf index build`) instead of --queries: its bytes are "
                              "broadcast and each worker loads it once; it fixes the algorithm and "
-                             "taxonomy (not with --query-partitions)")
+                             "taxonomy")
     p.add_argument("--taxonomy", metavar="ONTO",
                    help="ontology whose rdfs:subClassOf answers a/rdfs:subClassOf* (read on the driver)")
     p.add_argument("--text-analysis", metavar="FILE",
@@ -100,7 +104,13 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("--query-partitions", type=int, metavar="K",
                    help="split the queries into K groups, one engine each, shipped only to the tasks "
                         "that filter against it; a publication goes only to the groups its predicates, "
-                        "classes and words can match (default: one engine for all queries)")
+                        "classes and words can match (default: one engine for all queries); with "
+                        "--index: K partitions by a hash of the query ids, each a part file of the index "
+                        "that every executor receives once and its tasks map")
+    p.add_argument("--parts-folder", metavar="DIR",
+                   help="with --index and --query-partitions: where the driver writes the index's K "
+                        "part files, kept for a later run of the same index and K (default: a "
+                        "temporary folder, removed at exit)")
     p.add_argument("--query-partitioning", choices=("hash", "containment", "merging"), default="hash",
                    help="how --query-partitions splits the queries: hash of the id; containment "
                         "(a query contained in another stays with it and runs only when it matches); "
@@ -149,7 +159,7 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
                           partitions=args.partitions, timed=not args.pipelined,
                           overwrite=args.overwrite, output_format=args.output_format,
                           query_partitions=args.query_partitions,
-                          query_partitioning=args.query_partitioning,
+                          query_partitioning=args.query_partitioning, parts_folder=args.parts_folder,
                           measure_memory=args.measure_index_memory, text_analysis=args.text_analysis)
     spark = spark or active_session()  # (in-process callers: theirs, left running)
     own = spark is None

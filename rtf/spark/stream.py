@@ -97,6 +97,7 @@ class StreamConfig:
     keep_warm: bool = True
     metrics: str | None = None  # a JSON Lines file, one line per committed batch
     output_format: str = "parquet"  # OUTPUT_FORMATS
+    query_partitions: int | None = None  # K: the queries in K partitions by id (`rtf.spark.stream_parts`)
 
 
 class StreamJob:
@@ -110,6 +111,7 @@ class StreamJob:
         self.shape = {"kind": "documents", "column": "content", "path_column": "path",
                       "format": None, "group_by": config.group_by, "files": True}
         self._bases: dict[int, object] = {}  # base operation -> broadcast of its bytes
+        self.parts = None  # the query partitions (`rtf.spark.stream_parts.StreamParts`), if any
         self.lineage = ""
         self.stream = ""  # the stream's id (CHECKPOINT/rtf/stream.json), written into every manifest
         self.failure: RtfError | OSError | None = None  # what ended a batch, said in one line
@@ -139,6 +141,10 @@ class StreamJob:
         if not self.state.base_path(0).exists():
             self.state.add_base(0, start.data)
         self.lineage = f"{identity['index_sha256']}+{identity['queries_log'] or '-'}"
+        if self.config.query_partitions is not None:
+            from rtf.spark.stream_parts import StreamParts
+
+            self.parts = StreamParts(self.sc, self.state, self.stream, self.lineage, self.config.query_partitions)
         log.info("stream %s: output %s, checkpoint %s, %d committed batch(es), queries log at "
                  "operation %d", self.stream[:12], self.output.folder, self.state.checkpoint,
                  len(self.output.batch_ids()), self._log_size())
@@ -152,8 +158,11 @@ class StreamJob:
             bc = self._bases[op] = self.sc.broadcast(self.state.base_path(op).read_bytes())
         return bc
 
-    def plan(self, pin: int) -> EnginePlan:
-        """The engine of operation `pin`: the newest base at or below it, and the operations after."""
+    def plan(self, pin: int) -> EnginePlan | list[EnginePlan]:
+        """The engine of operation `pin`: the newest base at or below it, and the operations after
+        (with query partitions, one plan per partition: `rtf.spark.stream_parts`)."""
+        if self.parts is not None:
+            return self.parts.plans(pin, self.log_ops)
         base_op = self.state.newest_base(pin)
         ops = tuple(self.log_ops.read(after=base_op, upto=pin)) if self.log_ops and pin > base_op else ()
         return EnginePlan(self.lineage, self._base(base_op), base_op, ops, pin,
@@ -257,11 +266,13 @@ class StreamJob:
     # ------------------------------------------------------------- compaction
 
     def _maybe_compact(self, pin: int) -> None:
-        base_op = self.state.newest_base(pin)
+        base_op = self.parts.base_op(pin) if self.parts is not None else self.state.newest_base(pin)
         if self.log_ops is None or pin - base_op < self.config.compact_every:
             return
         t = time.time()
         plan = self.plan(pin)
+        if self.parts is not None:
+            return self.parts.compact(self.spark, plan, pin)
         data = self.spark.range(1, numPartitions=1).mapInArrow(
             _compactor(plan), "index binary").collect()[0]["index"]
         self.state.add_base(pin, bytes(data))
@@ -479,19 +490,22 @@ def batch_manifest(batch_id: int, stream: str, pin: int, plan: EnginePlan, files
     now = time.time()
     latencies = sorted(now - mtime for _, mtime, _ in files if mtime is not None)
     loads = [t["load_s"] for t in tasks if t.get("load_s")]
+    failed: dict = {}  # query partition -> operations its engine could not apply
+    for t in tasks:
+        failed[t.get("part")] = max(failed.get(t.get("part"), 0), t["ops_failed"])
     bad_examples = [e for t in tasks for e in t.get("bad_examples", ())][:3]
     return {
         "batch": batch_id,
         "stream": stream,
         "op": pin,
-        "base_op": plan.base_op,
+        "base_op": (plan[0] if isinstance(plan, list) else plan).base_op,
         "files": [{"path": p, "mtime": m, "bytes": n} for p, m, n in files],
         "publications": sum(t["publications"] for t in tasks),
         "triples": sum(t["triples"] for t in tasks),
         "matches": sum(t["matches"] for t in tasks),
         "bad_lines": sum(t["bad_lines"] for t in tasks),
         "bad_examples": bad_examples,
-        "ops_failed": max((t["ops_failed"] for t in tasks), default=0),
+        "ops_failed": sum(failed.values()),
         "tasks": len(tasks),
         "tasks_retried": sum(1 for t in tasks if t.get("attempt")),
         "engine_loads": len(loads),
@@ -542,15 +556,17 @@ def quantile(values: list[float], q: float) -> float:
 # ------------------------------------------------------------------ workers
 
 
-def _warmer(plan: EnginePlan):
+def _warmer(plan: EnginePlan | list[EnginePlan]):
     def run(batches):
         import platform
 
         import pyarrow as pa
+        from pyspark import TaskContext
 
         for _ in batches:
             pass
-        engine, info = engine_at(plan)
+        engine, info = engine_at(plan[TaskContext.get().partitionId() % len(plan)]
+                                 if isinstance(plan, list) else plan)
         yield pa.RecordBatch.from_arrays(
             [pa.array([f"{platform.node()}:{os.getpid()}"]), pa.array([info["load_s"]]),
              pa.array([info["op"]], pa.int64())], ["worker", "load_s", "op"])

@@ -58,6 +58,11 @@ queries' a/rdfs:subClassOf*):
   rtf spark queries-log qlog/ register --id new1 \\
       --query 'SELECT ?s WHERE { ?s ?p ?o FILTER ftcontains(?o, "rio") }'
 
+query partitions (each file's publications matched against 4 partitions of the queries,
+each task one partition: an executor maps only the partitions its tasks match):
+  rtf spark stream --input drops/ --output matches/ --checkpoint ckpt/ \\
+      --index q.idx --queries-log qlog/ --query-partitions 4 --stop-when-idle 30
+
 restarts: with the same --checkpoint and --output. An output goes with the
 checkpoint that wrote it: a lost or new checkpoint beside an output that
 holds batches, a damaged file of either, is refused before Spark starts, in
@@ -113,6 +118,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("--stop-when-idle", type=float, metavar="S",
                    help="stop cleanly once, started and warmed up, the stream has waited S seconds "
                         "for a new file (default: run on)")
+    p.add_argument("--query-partitions", type=int, metavar="K",
+                   help="split the queries into K partitions by a hash of their ids: each task matches "
+                        "one partition's engine, mapped from a part file every executor receives once; "
+                        "the queries log's operations go to the partition of their query id "
+                        "(default: one engine for all queries)")
     p.add_argument("--compact-every", type=int, default=1000, metavar="N",
                    help="save the index anew once N operations followed the last saved one (default 1000)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
@@ -153,7 +163,8 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
     for name, value in (("--trigger-seconds", args.trigger_seconds),
                         ("--max-files-per-trigger", args.max_files_per_trigger),
                         ("--max-bytes-per-trigger", args.max_bytes_per_trigger),
-                        ("--stop-when-idle", args.stop_when_idle), ("--compact-every", args.compact_every)):
+                        ("--stop-when-idle", args.stop_when_idle), ("--compact-every", args.compact_every),
+                        ("--query-partitions", args.query_partitions)):
         if value is not None and value <= 0:
             print(f"{prog}: error: {name} must be positive", file=sys.stderr)
             return 2
@@ -168,7 +179,7 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
         max_bytes_per_trigger=args.max_bytes_per_trigger,
         stop_when_idle=args.stop_when_idle, glob=args.glob, group_by=args.group_by,
         compact_every=args.compact_every, warm_up=args.warm_up, keep_warm=args.keep_warm,
-        metrics=args.metrics, output_format=args.output_format)
+        metrics=args.metrics, output_format=args.output_format, query_partitions=args.query_partitions)
     try:
         output, state, log_ops = check_config(config)
         check_checkpoint(config, output, state, log_ops)  # all told before a JVM starts
