@@ -603,12 +603,14 @@ def test_timeout_ends_an_iterator_kept_busy_by_pings(ping):
 
 
 def test_timeout_counts_from_the_last_event():
-    fake = Fake(stream(*[match(i) for i in range(1, 6)], ": ping\n\n", ": ping\n\n", pause=0.15))
+    fake = Fake(stream(*[match(i) for i in range(1, 9)], ": ping\n\n", ": ping\n\n", pause=0.15))
     with client(fake) as broker:
         start = time.monotonic()
-        events = list(broker.matches("alice", timeout=0.25, reconnect=False))
-    assert ids(events) == [1, 2, 3, 4, 5]                    # 0.75 s in all, 0.15 s apart
-    assert time.monotonic() - start >= 0.75
+        events = list(broker.matches("alice", timeout=0.5, reconnect=False))
+    # 1.2 s in all, 0.15 s apart: a timeout counted from the start would end after 3 events
+    # (0.35 s to spare between two events, for a busy machine: 0.1 s was not enough)
+    assert ids(events) == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert time.monotonic() - start >= 1.2
 
 
 def test_timeout_ends_the_reconnection_loop():
