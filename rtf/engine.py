@@ -387,6 +387,10 @@ class Engine:
     def get(self, query_id: str) -> RegisteredQuery:
         """The registered query of that id (its query, subscriber and metadata).
 
+        A query registered as text (in an engine without text analysis) is kept as its
+        text: the record's ``query`` is parsed from it again each time it is read, an
+        equal model (read ``text`` for the text alone).
+
         KeyError if no query has that id, TypeError if `query_id` is not a str.
         """
         _check_id(query_id)
