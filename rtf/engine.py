@@ -267,8 +267,7 @@ class Engine:
                 compile_filter(f)  # built now, so that matching never builds it
             if (self.text_analysis is None and not self._keep_models and parsed.algebra is None
                     and (isinstance(query, str) or analysed_here) and parsed.text):
-                # Made from its text here, so made again from it alike: kept as text
-                # (`TextRecord`; the query table keeps what matching reads).
+                # Parsed here from its text, so parsed again alike: kept as text (`TextRecord`)
                 record = text_record(query_id, parsed.text, subscriber, parsed.is_ask, metadata)
             else:
                 record = RegisteredQuery(query_id, parsed, subscriber, parsed.is_ask, metadata)
@@ -387,9 +386,8 @@ class Engine:
     def get(self, query_id: str) -> RegisteredQuery:
         """The registered query of that id (its query, subscriber and metadata).
 
-        A query registered as text (in an engine without text analysis) is kept as its
-        text: the record's ``query`` is parsed from it again each time it is read, an
-        equal model (read ``text`` for the text alone).
+        A query registered as text (with no text analysis) is kept as text: ``query`` is
+        parsed from it again, an equal model, each time it is read (``text`` is not).
 
         KeyError if no query has that id, TypeError if `query_id` is not a str.
         """
