@@ -36,7 +36,7 @@ from rtf.io.parse_ahead import Ahead, original, parsed_ahead
 from rtf.io.publication import PublicationLike, as_publication
 from rtf.io.taxonomy import Taxonomy
 from rtf.matching.query_table import bulk_memos
-from rtf.matching.registered import _NO_METADATA, RegisteredQuery, loaded_records  # noqa: F401 (rtf.engine.RegisteredQuery)
+from rtf.matching.registered import _NO_METADATA, RegisteredQuery, loaded_records, text_record  # noqa: F401 (rtf.engine.RegisteredQuery)
 from rtf.matching.structures import shrunk
 from rtf.matching.results import Match, Matches, merged  # noqa: F401 (Match: rtf.engine.Match, the public name)
 from rtf.parser import parse_query
@@ -166,6 +166,9 @@ class Engine:
         #: True while `register_parsed` registers queries parsed under this engine's text
         #: analysis (a saved index's): they are not parsed again.
         self._parsed_here = False
+        #: Keep every query's model (an index builder reads them all); else a query
+        #: registered as text keeps its text alone (`rtf.matching.registered.TextRecord`).
+        self._keep_models = False
         self._lock = threading.RLock()
         #: match lists whose records are still to be read from `_queries` (`_records_of`)
         #: (by id: a match list compares as a list and has no hash)
@@ -262,7 +265,12 @@ class Engine:
             for f in parsed.filters:
                 check_regexes(f, parsed.text)
                 compile_filter(f)  # built now, so that matching never builds it
-            record = RegisteredQuery(query_id, parsed, subscriber, parsed.is_ask, metadata)
+            if (self.text_analysis is None and not self._keep_models and parsed.algebra is None
+                    and (isinstance(query, str) or analysed_here) and parsed.text):
+                # Parsed here from its text, so parsed again alike: kept as text (`TextRecord`)
+                record = text_record(query_id, parsed.text, subscriber, parsed.is_ask, metadata)
+            else:
+                record = RegisteredQuery(query_id, parsed, subscriber, parsed.is_ask, metadata)
             self._index.add(query_id, parsed, record)
         except QueryError:
             raise
@@ -378,6 +386,9 @@ class Engine:
     def get(self, query_id: str) -> RegisteredQuery:
         """The registered query of that id (its query, subscriber and metadata).
 
+        A query registered as text (with no text analysis) is kept as text: ``query`` is
+        parsed from it again, an equal model, each time it is read (``text`` is not).
+
         KeyError if no query has that id, TypeError if `query_id` is not a str.
         """
         _check_id(query_id)
@@ -403,6 +414,7 @@ class Engine:
             self._asks = sum(rq.is_ask for rq in self._queries.values())
         self.__dict__.setdefault("text_analysis", None)  # pickled by an older rtf
         self.__dict__.setdefault("_parsed_here", False)
+        self.__dict__.setdefault("_keep_models", False)
         self._lock = threading.RLock()
         self._unsettled = weakref.WeakValueDictionary()
 

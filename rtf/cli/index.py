@@ -92,6 +92,7 @@ def cmd_build(args) -> int:
     # mapping the table back, not by registering every query again. Without it, a chunk of
     # queries is indexed at a time, then written out: the memory of a few queries.
     whole = args.table and args.algorithm in ("rtfs", "rtfm")
+    engine._keep_models = True  # (every model is read for the warnings and the file)
     target = engine if whole else IndexBuilder(engine, on_registered=lambda rq: warnings.add(rq.id, rq.query))
     register_all(target, iter_queries(args.queries), args.queries, workers=args.workers)
     if whole:

@@ -34,6 +34,7 @@ from rtf.matching.id_column import IdColumn
 from rtf.matching.id_order import IdOrder
 from rtf.matching.shared_predicates import ResidualPlan, residual_plan
 from rtf.matching.pivots import Pivots
+from rtf.matching.registered import TextRecord
 from rtf.matching.star import ProjectedStars, StarPlan, projected_star, star_plan
 from rtf.matching.structures import Structures, grown, shrunk
 from rtf.matching.tuple_shapes import (  # noqa: F401 (re-exported: where the indexes import them)
@@ -130,6 +131,34 @@ class RegisteredBranch:
         if plan is None and self.branch.residual:
             plan = self.residual = residual_plan(self.branch.residual)
         return plan
+
+
+_BRANCH = RegisteredBranch.branch.__get__
+
+
+class _TextBranch(RegisteredBranch):
+    """The one branch of a query kept as text (`rtf.matching.registered.TextRecord`)
+    answered by its star plan, which reads neither the branch nor the model: it keeps the
+    record instead, and its branch is made again from the model when read."""
+
+    __slots__ = ()
+
+    @property
+    def branch(self) -> Branch:  # type: ignore[override]
+        return _BRANCH(self).query.branches[0]
+
+    def __reduce__(self):  # (its fields as stored: the record pickles as its text)
+        return _text_branch, tuple(_FIELD_GET[name](self) for name in RegisteredBranch.__slots__)
+
+
+_FIELD_GET = {name: getattr(RegisteredBranch, name).__get__ for name in RegisteredBranch.__slots__}
+
+
+def _text_branch(*fields) -> _TextBranch:
+    made = object.__new__(_TextBranch)
+    for name, value in zip(RegisteredBranch.__slots__, fields):
+        getattr(RegisteredBranch, name).__set__(made, value)
+    return made
 
 
 def needed_outside(query: Query, branch: Branch) -> set[str]:
@@ -346,6 +375,10 @@ class QueryTable:
         if star is not None and (star.var is None or star.on_subject):
             code = self.slot_answer[branches[0].slot] = self._answer_code(star.var if star.projected else "")
             self._tally_answer(code, 1)
+            rb = branches[0]
+            if type(record) is TextRecord and rb.star is not None and not rb.branch.residual:
+                rb.branch = record  # (see `_TextBranch`)
+                rb.__class__ = _TextBranch
         elif optional is None and algebra is None:
             # A star that projects its objects: answered per ProjectedStar (rtf.matching.star),
             # all the branches of one at once when it is its query's only branch (the

@@ -2,6 +2,9 @@
 
 A query loaded from a saved index of format 4 gets a `_LoadedQuery`: the
 same record, its model decoded only when first read (`rtf.matching.restoring`).
+A query registered as text in an engine without text analysis gets a `TextRecord`:
+its text alone, its model parsed again whenever it is read (`text_record`). Matching
+reads neither's model: the query table holds what it needs.
 """
 
 from __future__ import annotations
@@ -35,7 +38,60 @@ class RegisteredQuery:
         return self.query.text
 
 
-class _LoadedQuery(RegisteredQuery):
+class _LazyQuery(RegisteredQuery):
+    """A record whose model is read from elsewhere: equal to the plain record it stands for."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        if not isinstance(other, RegisteredQuery):
+            return NotImplemented
+        return (self.id, self.query, self.subscriber, self.is_ask) == (other.id, other.query, other.subscriber,
+                                                                       other.is_ask)
+
+    __hash__ = RegisteredQuery.__hash__
+
+
+_TEXT = RegisteredQuery.query.__get__  # (a `TextRecord` keeps its text where the model would be)
+
+
+class TextRecord(_LazyQuery):
+    """A query registered as text in an engine without text analysis: its text alone, the
+    model parsed again from it each time it is read (`Engine.get`, explanations, a save),
+    which gives a model equal to the one registered. At 100K full-text queries the models
+    were a fifth of the engine's memory; an engine that reads every model (an index
+    builder) keeps them (`Engine._keep_models`)."""
+
+    __slots__ = ()
+
+    @property
+    def query(self) -> Query:  # type: ignore[override]
+        from rtf.parser import parse_query
+        from rtf.query.text import analysed
+        with analysed(None):  # (read where another engine's analysis may be in effect)
+            return parse_query(_TEXT(self))
+
+    @property
+    def text(self) -> str:  # type: ignore[override]
+        return _TEXT(self)
+
+    def __reduce__(self):  # (pickled as its text: a copy is lean too)
+        return text_record, (self.id, _TEXT(self), self.subscriber, self.is_ask, self.metadata)
+
+
+def text_record(query_id: str, text: str, subscriber: str | None, is_ask: bool,
+                metadata: Metadata = _NO_METADATA) -> TextRecord:
+    """The record of a query registered as `text` (see `TextRecord`)."""
+    made = object.__new__(TextRecord)
+    _SET_ID(made, query_id)
+    _SET_QUERY(made, text)
+    _SET_SUBSCRIBER(made, subscriber)
+    _SET_ASK(made, is_ask)
+    _SET_METADATA(made, metadata)
+    return made
+
+
+class _LoadedQuery(_LazyQuery):
     """A query of a saved index, its model decoded when first read (`rtf.matching.restoring`).
 
     Each load makes a subclass of its own (`loaded_records`) holding the file's models
@@ -49,20 +105,13 @@ class _LoadedQuery(RegisteredQuery):
     text = property(lambda self: self._models.text(self._k))  # type: ignore[assignment]
     metadata = property(lambda self: self._metadata.get(self._k, _NO_METADATA))  # type: ignore[assignment]
 
-    def __eq__(self, other):
-        if not isinstance(other, RegisteredQuery):
-            return NotImplemented
-        return (self.id, self.query, self.subscriber, self.is_ask) == (other.id, other.query, other.subscriber,
-                                                                       other.is_ask)
-
-    __hash__ = RegisteredQuery.__hash__
-
     def __reduce__(self):  # (pickled, as Spark ships engines, as the record it stands for)
         return RegisteredQuery, (self.id, self.query, self.subscriber, self.is_ask, self.metadata)
 
 
 _SET_ID, _SET_SUBSCRIBER, _SET_ASK = (RegisteredQuery.id.__set__, RegisteredQuery.subscriber.__set__,
                                       RegisteredQuery.is_ask.__set__)
+_SET_QUERY, _SET_METADATA = RegisteredQuery.query.__set__, RegisteredQuery.metadata.__set__
 _SET_K = _LoadedQuery._k.__set__
 
 

@@ -67,22 +67,37 @@ class LazyBranches(list):
         return found
 
 
+class _FullTexts:
+    """The shapes' full texts of a loaded file, as value entries (`entries_text`), each read
+    from the mapped section by shape id when first needed (UTF-8 and bounds checked at load)."""
+
+    __slots__ = ("offsets", "data", "decoder")
+
+    def __init__(self, offsets: np.ndarray, data: np.ndarray, decoder: _ValueBuilder):
+        self.offsets, self.data, self.decoder = offsets, data, decoder
+
+    def entries(self, sid: int) -> str:
+        return self.data[int(self.offsets[sid]):int(self.offsets[sid + 1])].tobytes().decode("utf-8")
+
+
 class MappedShape(TupleShape):
     """A shape restored from a saved index: its full text (and so its `key`) decoded from
     the file's value entries when first read (`checker`, removals, registrations)."""
 
-    __slots__ = ("_entries", "_decoder", "_fulltext")
+    __slots__ = ("_texts", "_fulltext")
+
+    @property
+    def _entries(self) -> str:
+        return self._texts.entries(self.id)
 
     @property
     def fulltext(self):
         found = self._fulltext
-        if found is PENDING:
-            found = None
-            if self._entries:
-                found = _decoded(self._decoder, self._entries, f"full text of shape {self.id}")
-                if not isinstance(found, FTExpr):
-                    raise IndexFileError(f"the index's full text of shape {self.id} is malformed: was the "
-                                         f"file edited?")
+        if found is PENDING:  # (None: no full text)
+            found = _decoded(self._texts.decoder, self._entries, f"full text of shape {self.id}")
+            if not isinstance(found, FTExpr):
+                raise IndexFileError(f"the index's full text of shape {self.id} is malformed: was the "
+                                     f"file edited?")
             self._fulltext = found
         return found
 
@@ -308,12 +323,13 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     _expect((not len(qslots) or int(np.bincount(qslots).max()) == 1)  # (each slot of one query)
             and ((pivot < 0) | (slot_query >= 0)).all() and ((slot_answer < 0) | (slot_query >= 0)).all(),
             "the saved slots")
-    texts = sections.read_strings(a["fulltext_offsets"], a["fulltexts"], "the shapes' full texts")
-    _expect(len(texts) == shape_count, "the saved shapes")
+    texts = _full_texts(a["fulltext_offsets"], a["fulltexts"], decoder)
+    _expect(len(texts.offsets) == shape_count + 1, "the saved shapes")
     shape_at = np.full(max(shape_count, 64), None, dtype=object)
     structures: dict = {}
-    made = [_shape(sid, raw, text, decoder, check, structures) for sid, raw, text, check
-            in zip(range(shape_count), raw_shapes, texts, a["shape_check"].tolist()) if raw is not None]
+    made = [_shape(sid, raw, texts, empty, check, structures) for sid, raw, empty, check
+            in zip(range(shape_count), raw_shapes, (np.diff(texts.offsets) == 0).tolist(), a["shape_check"].tolist())
+            if raw is not None]
     free_shapes = array("i", [sid for sid, raw in enumerate(raw_shapes) if raw is None])
     if free_shapes:  # (no branch of a free shape id)
         _expect(not np.isin(bshapes, np.frombuffer(free_shapes, dtype=np.int32)).any(), "the saved shapes")
@@ -385,7 +401,24 @@ def _pairs(slots: np.ndarray, shapes: np.ndarray, shape_count: int) -> np.ndarra
     return np.asarray(slots, dtype=np.int64) * (shape_count + 1) + np.asarray(shapes, dtype=np.int64)
 
 
-def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool, structures: dict) -> MappedShape:
+def _full_texts(offsets: np.ndarray, data: np.ndarray, decoder: _ValueBuilder) -> _FullTexts:
+    """The shapes' full texts section, checked whole as `sections.read_strings` checks it
+    (ascending offsets, UTF-8, each text whole characters) but made into no string."""
+    if not sections.ascending(offsets, len(data)):
+        raise ValueError("the offsets of the shapes' full texts are not ascending within its bytes")
+    if data.dtype != np.uint8:
+        raise ValueError("the shapes' full texts are not bytes")
+    try:
+        data.tobytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("the shapes' full texts are not UTF-8") from None
+    starts = offsets[:-1][offsets[:-1] < len(data)]
+    if ((data[starts] & 0xC0) == 0x80).any():  # (a text beginning inside a character)
+        raise ValueError("the shapes' full texts are not UTF-8")
+    return _FullTexts(offsets, data, decoder)
+
+
+def _shape(sid: int, raw, texts: _FullTexts, empty: bool, check: bool, structures: dict) -> MappedShape:
     """The shape saved as `raw` (``[subject, predicate, object, keys]``), its structure's
     fields made once for all its shapes (`structures`: (s, p, o) -> them and the shapes of
     that structure, which it joins)."""
@@ -400,26 +433,30 @@ def _shape(sid: int, raw, text: str, decoder: _ValueBuilder, check: bool, struct
         found = structures[(subject, predicate, obj)] = (
             (sys.intern(subject), sys.intern(predicate), sys.intern(obj), predicate == _TYPE_PATH,
              row_positions((subject, predicate, obj))), [])
-    if type(keys) is not list or (check and not text):
+    if type(keys) is not list or (check and empty):
         raise ValueError(f"the saved shape {sid} is malformed")
     layout, members = found
     shape = _new(MappedShape)
     members.append(shape)
     shape.subject, shape.predicate, shape.object, shape.is_type_path, shape.row_positions = layout
-    shape.id, shape._entries, shape._decoder, shape._fulltext = sid, text, decoder, PENDING if text else None
+    shape.id, shape._texts, shape._fulltext = sid, texts, None if empty else PENDING
+    # (each word one object for all shapes, as registration shares them: 100K shapes held
+    # ~190K copies of a few thousand words, a tenth of a loaded full-text index)
     if not keys or type(keys[0]) is str:
-        shape._keys = keys = tuple(keys)
         if not all(type(w) is str for w in keys):
             raise ValueError(f"the saved shape {sid} has a key that is not a string")
+        shape._keys = tuple(map(_intern, keys))
     else:
-        shape._keys = keys = tuple((tuple(words), tuple(prefixes)) for words, prefixes in keys)
+        keys = tuple((tuple(words), tuple(prefixes)) for words, prefixes in keys)
         if not all(type(w) is str for alternative in keys for part in alternative for w in part):
             raise ValueError(f"the saved shape {sid} has a key that is not a string")
+        shape._keys = tuple((tuple(map(_intern, words)), tuple(map(_intern, prefixes))) for words, prefixes in keys)
     shape.needs_check, shape.check, shape.structures = check, None, None
     return shape
 
 
 _new = object.__new__
+_intern = sys.intern
 
 
 def _expect(ok: bool, what: str) -> None:

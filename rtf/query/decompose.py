@@ -213,9 +213,10 @@ def _branch(patterns, literals) -> Branch:
             residual.append(lit)
     tuples = []
     for i, p in enumerate(patterns):
-        ft = _ft_and(fulltext[i]) if i in fulltext else None
-        # Shared: thousands of queries ask for the same ``?s a dbo:Person``.
-        tuples.append(shared(TupleConjunct(p.subject, p.predicate, p.object, ft)))
+        if i in fulltext:  # (its own query's, as a rule: not kept in the shared table)
+            tuples.append(TupleConjunct(p.subject, p.predicate, p.object, _ft_and(fulltext[i])))
+        else:  # shared: thousands of queries ask for the same ``?s a dbo:Person``
+            tuples.append(shared(TupleConjunct(p.subject, p.predicate, p.object, None)))
     branch = Branch(tuple(tuples), tuple(residual))
     if residual or fulltext:
         # Its own query's: a branch with words or filters is rarely another
