@@ -285,21 +285,31 @@ def check_manifests(rows: list[dict], manifests: list[dict], index: Path, ops=()
 
 
 @spark_test
-def test_stream_follows_the_queries_log_from_the_batch_that_saw_it(spark, drops, tmp_path):
-    from rtf.io.reader import read_publications
-    from rtf.spark.batch_output import BatchOutput
+def _stream_with_a_log(tmp_path, index, **settings):
+    """An inbox, an output folder, a queries log holding one registration ("airlines", of
+    subscriber ann) and a stream's settings over them (one file a batch, a compaction every
+    two operations), `settings` added."""
     from rtf.spark.oplog import QueriesLog
-    from rtf.spark.stream import StreamConfig, StreamJob
+    from rtf.spark.stream import StreamConfig
 
-    files, index = drops
     inbox, output = tmp_path / "in", tmp_path / "out"
     inbox.mkdir()
     qlog = QueriesLog(tmp_path / "qlog", create=True)
     qlog.register(EVERY_TYPED.replace("?c", "<http://dbpedia.org/ontology/Airline>"), "airlines", "ann")
     config = StreamConfig(input=str(inbox), output=str(output), checkpoint=str(tmp_path / "ckpt"),
                           index=str(index), queries_log=str(qlog.path), trigger_seconds=0.5,
-                          max_files_per_trigger=1, stop_when_idle=4, compact_every=2,
-                          metrics=str(tmp_path / "metrics.jsonl"))
+                          max_files_per_trigger=1, compact_every=2, **settings)
+    return inbox, output, qlog, config
+
+
+def test_stream_follows_the_queries_log_from_the_batch_that_saw_it(spark, drops, tmp_path):
+    from rtf.io.reader import read_publications
+    from rtf.spark.batch_output import BatchOutput
+    from rtf.spark.stream import StreamJob
+
+    files, index = drops
+    inbox, output, qlog, config = _stream_with_a_log(tmp_path, index, stop_when_idle=4,
+                                                     metrics=str(tmp_path / "metrics.jsonl"))
     order = ["nordlys.nt.gz", "esbm.nt", "db8k.nt.bz2", "abstracts.nq"]
     late_files = [files[name] for name in order[2:]]
     # The index's query that matches most in the later files: unregistered mid-stream.
@@ -348,17 +358,10 @@ def test_query_partitions_follow_the_queries_log_and_give_the_same_batches(spark
     compaction saves each partition, and a restart builds from those files."""
     from rtf.spark.batch_output import BatchOutput
     from rtf.spark.index_parts import part_of
-    from rtf.spark.oplog import QueriesLog
-    from rtf.spark.stream import StreamConfig, StreamJob
+    from rtf.spark.stream import StreamJob
 
     files, index = drops
-    inbox, output = tmp_path / "in", tmp_path / "out"
-    inbox.mkdir()
-    qlog = QueriesLog(tmp_path / "qlog", create=True)
-    qlog.register(EVERY_TYPED.replace("?c", "<http://dbpedia.org/ontology/Airline>"), "airlines", "ann")
-    config = StreamConfig(input=str(inbox), output=str(output), checkpoint=str(tmp_path / "ckpt"),
-                          index=str(index), queries_log=str(qlog.path), trigger_seconds=0.5,
-                          max_files_per_trigger=1, stop_when_idle=3, compact_every=2, query_partitions=3)
+    inbox, output, qlog, config = _stream_with_a_log(tmp_path, index, stop_when_idle=3, query_partitions=3)
     gone = Counter(json.loads(line)["query"]
                    for line in expected_lines(index, [files["esbm.nt"]])).most_common(1)[0][0]
     assert part_of("typed", 3) != part_of(gone, 3)  # (two partitions' logs at work)
