@@ -535,30 +535,30 @@ class Engine:
         messages. The Spark jobs broadcast an index file's bytes and each
         worker builds its engine here.
         """
-        found = store.sections.unpack(data, store.FORMAT_VERSION, source)
-        if found.signed and restoring.SNAPSHOT in found.arrays:  # this installation's: mapped back
-            engine = restoring.restored(cls, loaded_records, found, source)
-            if engine is not None:
-                return engine
-        saved = store.decode_index(data, source, found)
-        if saved.algorithm not in ALGORITHMS:
-            raise IndexFileError(f"{source}: unknown algorithm {saved.algorithm!r}")
-        was_enabled = gc.isenabled()
-        gc.disable()  # millions of long-lived objects, no cycles (see store.decode_index)
-        try:
-            engine = cls(saved.algorithm, taxonomy=saved.taxonomy, max_solutions=saved.max_solutions,
-                         text_analysis=saved.text_analysis)
-            with bulk_memos():  # the file's equal tuples are one value: each shape computed once
-                engine.register_parsed(saved.queries)
-        except (RtfError, KeyError, TypeError, ValueError, IndexError, AttributeError,
-                RecursionError) as e:
-            raise IndexFileError(f"{source}: the index content is malformed: "
-                                 f"{type(e).__name__}: {e}") from None
-        finally:
-            if was_enabled:
-                gc.enable()
-        engine._next_id = saved.next_id
-        return engine
+        found = store.sections.unpack(data, store.FORMAT_VERSION, source, overlap=True)
+        with found.verified():  # (its checksum computed meanwhile: `Sections.verified`)
+            if found.signed and restoring.SNAPSHOT in found.arrays:  # this installation's: mapped back
+                if (engine := restoring.restored(cls, loaded_records, found, source)) is not None:
+                    return engine
+            saved = store.decode_index(data, source, found)
+            if saved.algorithm not in ALGORITHMS:
+                raise IndexFileError(f"{source}: unknown algorithm {saved.algorithm!r}")
+            was_enabled = gc.isenabled()
+            gc.disable()  # millions of long-lived objects, no cycles (see store.decode_index)
+            try:
+                engine = cls(saved.algorithm, taxonomy=saved.taxonomy, max_solutions=saved.max_solutions,
+                             text_analysis=saved.text_analysis)
+                with bulk_memos():  # the file's equal tuples are one value: each shape computed once
+                    engine.register_parsed(saved.queries)
+            except (RtfError, KeyError, TypeError, ValueError, IndexError, AttributeError,
+                    RecursionError) as e:
+                raise IndexFileError(f"{source}: the index content is malformed: "
+                                     f"{type(e).__name__}: {e}") from None
+            finally:
+                if was_enabled:
+                    gc.enable()
+            engine._next_id = saved.next_id
+            return engine
 
     def _spill(self, ids: list[str]) -> list[RegisteredQuery]:
         """For `rtf.io.builder.IndexBuilder`: the records of `ids` -- every query of the index -- taken
