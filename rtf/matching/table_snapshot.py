@@ -42,6 +42,7 @@ from rtf.errors import IndexFileError
 from rtf.io import sections
 from rtf.io.store import CLASS_NAMES, _ValueBuilder, _ValueTable
 from rtf.matching.query_table import PENDING, QueryTable, RegisteredBranch, planned_branches
+from rtf.matching.loaded_ids import FileIds, LoadedMap
 from rtf.matching.star import star_plan
 from rtf.matching.structures import grown, sorted_unique
 from rtf.matching import value_snapshot
@@ -218,14 +219,13 @@ def _text_key(shape) -> tuple:
 class MappedQueries:
     """What makes a restored query's branches when first needed (see the module)."""
 
-    def __init__(self, ids: list[str], models: Callable[[int], object], slot_query: np.ndarray,
+    def __init__(self, file_ids: FileIds, models: Callable[[int], object], slot_query: np.ndarray,
                  query_slot_offsets: np.ndarray, query_slots: np.ndarray,
                  branch_shape_offsets: np.ndarray, branch_shapes: np.ndarray):
-        self.ids, self.models = ids, models
+        self.file_ids, self.ids, self.models = file_ids, file_ids.ids, models
         self.slot_query = slot_query  # slot -> the number of its query (-1: none restored)
         self.query_slot_offsets, self.query_slots = query_slot_offsets, query_slots
         self.branch_shape_offsets, self.branch_shapes = branch_shape_offsets, branch_shapes
-        self.number: dict[str, int] | None = None  # id -> number, made when first asked
         #: the restored shapes by structure and full text as saved (`shape_of_key`)
         self.by_text: dict[tuple, MappedShape] | None = None
 
@@ -249,9 +249,7 @@ class MappedQueries:
 
     def number_of(self, query_id: str) -> int:
         """The restored query's number in the file."""
-        if self.number is None:
-            self.number = dict(zip(self.ids, range(len(self.ids))))
-        return self.number[query_id]
+        return self.file_ids.number()[query_id]
 
     def slots_of(self, query_id: str) -> tuple[int, int]:
         """(first, end) of the restored query's entries in `query_slots`."""
@@ -270,7 +268,7 @@ class MappedQueries:
     def materialise(self, table: QueryTable, query_id: str) -> tuple[RegisteredBranch, ...]:
         """Make the branches of the restored query `query_id` from its model, in their slots."""
         start, end = self.slots_of(query_id)
-        query = self.models(self.number[query_id])
+        query = self.models(self.number_of(query_id))
         planned = planned_branches(query)
         optional = optional_part(query)
         if len(planned) != end - start:
@@ -292,14 +290,15 @@ class MappedQueries:
         return found
 
 
-def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], subscribers: list,
+def restore(table: QueryTable, arrays: dict[str, np.ndarray], file_ids: FileIds, subscribers: list,
             asks: np.ndarray, models: Callable[[int], object]) -> tuple[list[TupleShape], list[list], np.ndarray]:
     """Fill the empty `table` with the saved arrays (`snapshot`'s, names without `PREFIX`)
-    of the queries `ids` (with their `subscribers` and ASK flags, in file order); return
+    of the queries `file_ids` (with their `subscribers` and ASK flags, in file order); return
     the shapes to index (in id order, and grouped by structure) and which queries were
     restored (the others are to register).
     ValueError if an array is missing, of the wrong size, or holds an id out of range."""
     a = {name[len(PREFIX):]: array for name, array in arrays.items() if name.startswith(PREFIX)}
+    ids = file_ids.ids
     head = json.loads(a["head"].tobytes())
     raw_shapes, decoder = head["shapes"], _ValueBuilder(head["classes"])
     queries, shape_count = len(ids), len(raw_shapes)
@@ -334,7 +333,7 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     if free_shapes:  # (no branch of a free shape id)
         _expect(not np.isin(bshapes, np.frombuffer(free_shapes, dtype=np.int32)).any(), "the saved shapes")
     shape_at[np.array([shape.id for shape in made], dtype=np.int64)] = np.fromiter(made, dtype=object, count=len(made))
-    table.mapped = MappedQueries(ids, models, slot_query, qoff, qslots, boff, bshapes)
+    table.mapped = MappedQueries(file_ids, models, slot_query, qoff, qslots, boff, bshapes)
     live = slot_query >= 0
     size = max(slots_count, 64)
     pending = np.full(slots_count, None, dtype=object)
@@ -367,7 +366,7 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     if value_snapshot.STARS + "head" in arrays:
         value_snapshot.restore_stars(table, arrays, live, branch_pairs)
     runs = [(PENDING,) * n for n in range(int(counts.max()) + 1 if len(counts) else 0)]  # (one tuple a length)
-    table.queries.update(zip(id_objects[mapped].tolist(), map(runs.__getitem__, counts[mapped].tolist())))
+    table.queries = LoadedMap(file_ids, lambda k: runs[counts[k]], mapped)  # (each entry made when read)
     table.id_order.changed()
     table.id_column.changed()
     return made, [members for _, members in structures.values()], mapped
