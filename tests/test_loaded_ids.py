@@ -1,0 +1,74 @@
+"""`rtf.matching.loaded_ids.LoadedMap`: a loaded engine's records and branches by id, each made
+when first read, behave as the dicts they stand for (order included); a load makes none."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rtf import Engine
+from rtf.matching.loaded_ids import FileIds, LoadedMap
+
+IDS = ["a", "b", "c", "d", "e"]
+PRESENT = [True, True, False, True, True]  # ("c": absent, as a query the load registers from its model)
+
+
+def _pair(present=PRESENT):
+    made = []
+
+    def make(k: int) -> str:
+        made.append(k)
+        return f"file-{IDS[k]}"
+
+    loaded = LoadedMap(FileIds(IDS), make, np.array(present))
+    plain = {i: f"file-{i}" for i, p in zip(IDS, present) if p}
+    return loaded, plain, made
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["set", "del", "get"]),
+                          st.sampled_from(IDS + ["x", "y"]), st.integers(0, 9)), max_size=25))
+def test_a_loaded_map_behaves_as_a_dict(operations):
+    """Set, delete, read in any order: the same entries in the same order as a dict."""
+    loaded, plain, _ = _pair([True] * len(IDS))
+    for op, key, value in operations:
+        if op == "set":
+            plain[key] = loaded[key] = value
+        elif op == "del" and key in plain:
+            del plain[key], loaded[key]
+        assert loaded.get(key) == plain.get(key) and (key in loaded) == (key in plain)
+        assert list(loaded) == list(plain) and loaded.values() == list(plain.values()) and len(loaded) == len(plain)
+    copied = pickle.loads(pickle.dumps(loaded))  # (as Spark ships an engine: the dict it stands for)
+    assert copied == plain and type(copied) is dict
+
+
+def test_entries_are_made_when_first_read_and_once():
+    loaded, _, made = _pair()
+    assert made == [] and len(loaded) == 4 and "c" not in loaded
+    assert loaded["b"] == "file-b" and loaded["b"] == "file-b" and made == [1]
+    loaded["c"] = "registered"
+    assert list(loaded) == ["a", "b", "c", "d", "e"] and made == [1]
+    del loaded["a"]
+    loaded["a"] = "again"  # (removed and registered again: last, as a dict puts it)
+    assert list(loaded) == ["b", "c", "d", "e", "a"] and loaded["a"] == "again"
+
+
+def test_a_load_makes_no_record_until_one_is_read(tmp_path):
+    engine = Engine("rtfs")
+    for n in range(5):
+        engine.register(f'SELECT ?s WHERE {{ ?s <http://ex/p{n}> ?o }}', f"q{n}", "alice" if n % 2 else None)
+    engine.save(tmp_path / "q.idx")
+    loaded = Engine.load(tmp_path / "q.idx")
+    assert isinstance(loaded._queries, LoadedMap) and loaded._queries._made == {}
+    assert loaded._index.table.queries._made == {}
+    assert [m.query_id for m in loaded.match([("<http://ex/s>", "<http://ex/p3>", "<http://ex/o>")])] == ["q3"]
+    assert loaded._queries._made == {}  # (a match's ids and subscribers come from the table)
+    assert loaded.get("q3").subscriber == "alice" and list(loaded._queries._made) == [3]
+    loaded.unregister("q1")
+    loaded.register('SELECT ?s WHERE { ?s <http://ex/p1> ?o }', "q1")
+    assert [q.id for q in loaded.queries()] == ["q0", "q2", "q3", "q4", "q1"]
+    assert [(q.id, q.subscriber, q.query) for q in loaded.queries()] == \
+        [(q.id, q.subscriber, q.query) for q in Engine.from_bytes(loaded.to_bytes()).queries()]
