@@ -194,13 +194,16 @@ def restored(engine_class, lazy_records, found, source: str):
         models = Models(found, source, ids, head)
         index = engine._index
         file_ids = FileIds(ids)
-        shapes, groups, mapped = table_snapshot.restore(index.table, found.arrays, file_ids, columns.subscribers,
-                                                        columns.asks, models.query)
+        table = index.table
+        shapes, mapped = table_snapshot.restore(table, found.arrays, file_ids, columns.subscribers,
+                                                columns.asks, models.query)
         restore = getattr(index.index, "restore_saved", None)  # (RTFs: `RTFsIndex.restore_saved`)
         prefix = table_snapshot.PREFIX
         if restore is None or not restore({name[len(prefix):]: array for name, array in found.arrays.items()
-                                           if name.startswith(prefix)}, groups, index.table._next_shape):
-            for shape in shapes:
+                                           if name.startswith(prefix)}, shapes.structures(), shapes.structure_of,
+                                          shapes.alternatives, table.shapes_of):
+            table.mapped.make_all(table)  # (RTFm: every shape indexed again from its saved keys)
+            for shape in table.shape_at[np.flatnonzero(shapes.structure_of >= 0)].tolist():
                 index.index.add(shape)
         metadata, subscribers, asks = columns.metadata, columns.subscribers, columns.asks.tolist()
         # (each record made when first read; the queries registered below take their places)
