@@ -241,7 +241,7 @@ class MappedQueries:
         """Make every restored shape not made yet (a registration, a save, a pickle needs them)."""
         unmade = self.unmade
         if unmade is not None:
-            for sid in [sid for sid, raw in enumerate(unmade.raw) if raw is not None]:
+            for sid in [sid for sid, keys in enumerate(unmade.keys) if keys is not None]:
                 unmade.make(table, sid)
             self.unmade = None
 
@@ -443,11 +443,15 @@ class UnmadeShapes:
     its number of ``ftor`` alternatives (`alternatives`, 0 without words); `make` makes one.
     The trie forest keeps the shapes with words by id (`rtf.trieforest.rtfs`), so a load
     makes only those without (a paper workload: 1,207 of 341,331 shapes); a match makes
-    those it finds (`QueryTable.shapes_of`), a registration, a save or a pickle all of them."""
+    those it finds (`QueryTable.shapes_of`), a registration, a save or a pickle all of them.
+    Until then a shape's keys are kept as one string (`keys`, joined by `_SEPARATOR`), not
+    the JSON's lists: 680K lists the cyclic collector would walk again and again at 1M."""
 
     def __init__(self, raw_shapes: list, texts: _FullTexts, checks: np.ndarray):
         count = len(raw_shapes)
-        self.raw, self.texts = raw_shapes, texts  # (raw: None once its shape is made)
+        self.texts = texts
+        #: shape id -> its keys to make it with (None: free, or made)
+        self.keys: list = [None] * count
         self.empty = (np.diff(texts.offsets) == 0).tolist()
         self.checks = checks.astype(bool).tolist()
         if len(self.checks) != count:
@@ -455,7 +459,7 @@ class UnmadeShapes:
         structures: dict = {}
         self.layouts: list[tuple] = []
         numbers, alternatives = [-1] * count, [0] * count
-        empty, check, join = self.empty, self.checks, "".join
+        empty, check, join, packed = self.empty, self.checks, _SEPARATOR.join, self.keys
         for sid, raw in enumerate(raw_shapes):
             if raw is None:
                 continue
@@ -468,10 +472,12 @@ class UnmadeShapes:
             numbers[sid] = n
             if type(keys) is not list or (check[sid] and empty[sid]):
                 raise ValueError(f"the saved shape {sid} is malformed")
+            packed[sid] = ""
             if keys:
                 try:
                     if type(keys[0]) is str:
-                        join(keys)  # (TypeError unless every key is a string)
+                        joined = join(keys)  # (TypeError unless every key is a string)
+                        packed[sid] = joined if joined.count(_SEPARATOR) == len(keys) - 1 else keys
                         alternatives[sid] = 1
                     else:
                         for alternative in keys:
@@ -479,6 +485,7 @@ class UnmadeShapes:
                             if type(alternative) is not list or type(words) is not list or type(prefixes) is not list:
                                 raise TypeError
                             join(words), join(prefixes)
+                        packed[sid] = keys
                         alternatives[sid] = len(keys)
                 except (TypeError, ValueError):
                     raise ValueError(f"the saved shape {sid} has a key that is not a string") from None
@@ -501,7 +508,9 @@ class UnmadeShapes:
 
     def make(self, table: QueryTable, sid: int) -> MappedShape:
         """Make shape `sid` (still to make), into `table.shape_at`."""
-        keys = self.raw[sid][3]
+        keys = self.keys[sid]
+        if type(keys) is str:
+            keys = keys.split(_SEPARATOR) if keys else ()
         shape = _new(MappedShape)
         shape.subject, shape.predicate, shape.object, shape.is_type_path, shape.row_positions = \
             self.layouts[self.structure_of[sid]]
@@ -514,20 +523,22 @@ class UnmadeShapes:
             shape._keys = tuple((tuple(map(_intern, words)), tuple(map(_intern, prefixes))) for words, prefixes in keys)
         shape.needs_check, shape.check, shape.structures = self.checks[sid], None, None
         table.shape_at[sid] = shape
-        self.raw[sid] = None
+        self.keys[sid] = None
         self.count -= 1
         return shape
 
     def made(self, table: QueryTable, ids, found: list) -> list:
         """`found` (the shapes at `ids`, None where not made or free) with those to make made."""
-        raw = self.raw
+        keys = self.keys
         for n, (shape, sid) in enumerate(zip(found, np.asarray(ids).tolist())):
-            if shape is None and raw[sid] is not None:
+            if shape is None and keys[sid] is not None:
                 found[n] = self.make(table, sid)
         return found
 
 
 _new = object.__new__
+#: What joins a shape's keys while it waits to be made (`UnmadeShapes.keys`).
+_SEPARATOR = "\x00"
 _intern = sys.intern
 
 
