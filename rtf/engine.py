@@ -39,7 +39,6 @@ from rtf.matching.query_table import bulk_memos
 from rtf.matching.registered import _NO_METADATA, RegisteredQuery, loaded_records, text_record  # noqa: F401 (rtf.engine.RegisteredQuery)
 from rtf.matching.structures import shrunk
 from rtf.matching.results import Match, Matches, merged  # noqa: F401 (Match: rtf.engine.Match, the public name)
-from rtf.parser import parse_query
 from rtf.query.expressions import compile_filter
 from rtf.query.analysis import FieldAnalysis, TextAnalysis, analysis_from_dict, normal_analysis
 from rtf.query.model import Query
@@ -247,6 +246,7 @@ class Engine:
         hand back with its matches). Only `QueryError` escapes for its problems.
 
         `analysed_here`: the parsed `query` was parsed under this engine's text analysis."""
+        from rtf.parser import parse_query  # (not imported by a load: `rtf match --index` parses nothing)
         try:
             if (isinstance(query, Query) and self.text_analysis is not None and not self._parsed_here
                     and not analysed_here):
