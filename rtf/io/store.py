@@ -59,6 +59,7 @@ from rtf.io.model_checks import (
     check_value,
     query_with_branches,
 )
+from rtf.io.term_checks import TermChecker
 from rtf.io.taxonomy import Taxonomy
 from rtf.query import model, terms
 from rtf.query.analysis import TextAnalysis
@@ -432,16 +433,7 @@ class _ValueBuilder:
         self.share = [cls in _SHARED_CLASSES for cls in self.classes]
         self.memo: dict = {}  # branches by (patterns, filters, group), see query_with_branches
         self.values: list = []
-        self._analysis, self._terms = analysis, None
-
-    @property
-    def terms(self):
-        """The checker of the models' full-text terms (`rtf.io.term_checks`, which imports
-        the query parser: made when a model is first decoded, not by a mapped load)."""
-        if self._terms is None:
-            from rtf.io.term_checks import TermChecker
-            self._terms = TermChecker(self._analysis)
-        return self._terms
+        self.terms = TermChecker(analysis)
 
     def add(self, entries: list) -> None:
         """Build each entry (see the module doc): only classes of `MODEL_CLASSES`, and a
