@@ -72,3 +72,21 @@ def test_a_load_makes_no_record_until_one_is_read(tmp_path):
     assert [q.id for q in loaded.queries()] == ["q0", "q2", "q3", "q4", "q1"]
     assert [(q.id, q.subscriber, q.query) for q in loaded.queries()] == \
         [(q.id, q.subscriber, q.query) for q in Engine.from_bytes(loaded.to_bytes()).queries()]
+
+
+def test_a_mapped_load_and_its_matches_import_no_query_parser(tmp_path):
+    """`rtf match --index` parses no query: the engine, the store and its term checks import
+    the parser (lark: ~0.05 s of a 0.15 s start) only where they parse."""
+    import subprocess
+    import sys
+
+    engine = Engine("rtfs")
+    engine.register('SELECT ?s WHERE { ?s <http://ex/p> ?o FILTER ftcontains(?o, "rio") }', "q1")
+    engine.save(tmp_path / "q.idx")
+    code = ("import sys; from rtf import Engine; e = Engine.load(sys.argv[1]); "
+            "assert e._index.table.mapped is not None; "
+            "assert [m.query_id for m in e.match([('<http://ex/s>', '<http://ex/p>', '\"Rio\"')])] == ['q1']; "
+            "print(sorted(m for m in ('lark', 'rtf.parser') if m in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", code, str(tmp_path / "q.idx")], capture_output=True, text=True)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == "[]"
