@@ -67,6 +67,16 @@ def test_a_load_makes_no_record_until_one_is_read(tmp_path):
     assert [m.query_id for m in loaded.match([("<http://ex/s>", "<http://ex/p3>", "<http://ex/o>")])] == ["q3"]
     assert loaded._queries._made == {}  # (a match's ids and subscribers come from the table)
     assert loaded.get("q3").subscriber == "alice" and list(loaded._queries._made) == [3]
+    # A shape with words is made when a match finds it, not by the load (the forest keeps its id).
+    engine.register('SELECT ?s WHERE { ?s <http://ex/t> ?o FILTER ftcontains(?o, "rio") }', "ft")
+    table = Engine.from_bytes(engine.to_bytes())._index.table
+    assert not [s for s in table.shape_at.tolist() if s is not None and s.has_words]
+    assert table.mapped.unmade.count == 1 and len([s for s in table.shape_at.tolist() if s is not None]) == 5
+    again = Engine.from_bytes(engine.to_bytes())
+    assert [m.query_id for m in again.match([("<http://ex/s>", "<http://ex/t>", '"Rio"')])] == ["ft"]
+    assert [s.words for s in again._index.table.shape_at.tolist() if s is not None and s.has_words] == [("rio",)]
+    again.unregister("ft")  # (its shape's id leaves the forest and the word index)
+    assert again.match([("<http://ex/s>", "<http://ex/t>", '"Rio"')]) == [] and len(again) == 5
     loaded.unregister("q1")
     loaded.register('SELECT ?s WHERE { ?s <http://ex/p1> ?o }', "q1")
     assert [q.id for q in loaded.queries()] == ["q0", "q2", "q3", "q4", "q1"]
