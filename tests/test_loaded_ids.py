@@ -100,3 +100,20 @@ def test_a_mapped_load_and_its_matches_import_no_query_parser(tmp_path):
     found = subprocess.run([sys.executable, "-c", code, str(tmp_path / "q.idx")], capture_output=True, text=True)
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == "[]"
+
+
+def test_a_waiting_shape_s_keys_come_back_as_saved():
+    """`UnmadeShapes` keeps a shape's keys as one string until the shape is made: keys that
+    the string could not give back (empty, holding the separator) are kept as they are."""
+    from rtf.matching.query_table import QueryTable
+    from rtf.matching.table_snapshot import UnmadeShapes, _full_texts
+
+    keys = [["a", "b"], ["a\x00b"], [""], ["x", ""], [], [[["w"], ["pre"]], [["v"], []]]]
+    raw = [["?1", "<http://ex/p>", "?2", k] for k in keys] + [None]
+    texts = _full_texts(np.zeros(len(raw) + 1, dtype=np.int64), np.zeros(0, dtype=np.uint8), None)
+    shapes = UnmadeShapes(raw, texts, np.zeros(len(raw), dtype=bool))
+    assert shapes.alternatives.tolist() == [1, 1, 1, 1, 0, 2, 0] and shapes.structure_of.tolist() == [0] * 6 + [-1]
+    table = QueryTable()
+    assert [shapes.make(table, sid)._keys for sid in range(6)] == \
+        [("a", "b"), ("a\x00b",), ("",), ("x", ""), (), ((("w",), ("pre",)), (("v",), ()))]
+    assert shapes.count == 0 and table.shapes_of([0, 6]) == [table.shape_at[0], None]

@@ -477,7 +477,8 @@ class UnmadeShapes:
                 try:
                     if type(keys[0]) is str:
                         joined = join(keys)  # (TypeError unless every key is a string)
-                        packed[sid] = joined if joined.count(_SEPARATOR) == len(keys) - 1 else keys
+                        # (as a list if a key is empty or holds the separator: split, it would differ)
+                        packed[sid] = joined if joined.count(_SEPARATOR) == len(keys) - 1 and "" not in keys else keys
                         alternatives[sid] = 1
                     else:
                         for alternative in keys:
