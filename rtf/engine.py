@@ -39,7 +39,6 @@ from rtf.matching.query_table import bulk_memos
 from rtf.matching.registered import _NO_METADATA, RegisteredQuery, loaded_records, text_record  # noqa: F401 (rtf.engine.RegisteredQuery)
 from rtf.matching.structures import shrunk
 from rtf.matching.results import Match, Matches, merged  # noqa: F401 (Match: rtf.engine.Match, the public name)
-from rtf.parser import parse_query
 from rtf.query.expressions import compile_filter
 from rtf.query.analysis import FieldAnalysis, TextAnalysis, analysis_from_dict, normal_analysis
 from rtf.query.model import Query
@@ -247,6 +246,7 @@ class Engine:
         hand back with its matches). Only `QueryError` escapes for its problems.
 
         `analysed_here`: the parsed `query` was parsed under this engine's text analysis."""
+        from rtf.parser import parse_query  # (not imported by a load: `rtf match --index` parses nothing)
         try:
             if (isinstance(query, Query) and self.text_analysis is not None and not self._parsed_here
                     and not analysed_here):
@@ -535,30 +535,30 @@ class Engine:
         messages. The Spark jobs broadcast an index file's bytes and each
         worker builds its engine here.
         """
-        found = store.sections.unpack(data, store.FORMAT_VERSION, source)
-        if found.signed and restoring.SNAPSHOT in found.arrays:  # this installation's: mapped back
-            engine = restoring.restored(cls, loaded_records, found, source)
-            if engine is not None:
-                return engine
-        saved = store.decode_index(data, source, found)
-        if saved.algorithm not in ALGORITHMS:
-            raise IndexFileError(f"{source}: unknown algorithm {saved.algorithm!r}")
-        was_enabled = gc.isenabled()
-        gc.disable()  # millions of long-lived objects, no cycles (see store.decode_index)
-        try:
-            engine = cls(saved.algorithm, taxonomy=saved.taxonomy, max_solutions=saved.max_solutions,
-                         text_analysis=saved.text_analysis)
-            with bulk_memos():  # the file's equal tuples are one value: each shape computed once
-                engine.register_parsed(saved.queries)
-        except (RtfError, KeyError, TypeError, ValueError, IndexError, AttributeError,
-                RecursionError) as e:
-            raise IndexFileError(f"{source}: the index content is malformed: "
-                                 f"{type(e).__name__}: {e}") from None
-        finally:
-            if was_enabled:
-                gc.enable()
-        engine._next_id = saved.next_id
-        return engine
+        found = store.sections.unpack(data, store.FORMAT_VERSION, source, overlap=True)
+        with found.verified():  # (its checksum computed meanwhile: `Sections.verified`)
+            if found.signed and restoring.SNAPSHOT in found.arrays:  # this installation's: mapped back
+                if (engine := restoring.restored(cls, loaded_records, found, source)) is not None:
+                    return engine
+            saved = store.decode_index(data, source, found)
+            if saved.algorithm not in ALGORITHMS:
+                raise IndexFileError(f"{source}: unknown algorithm {saved.algorithm!r}")
+            was_enabled = gc.isenabled()
+            gc.disable()  # millions of long-lived objects, no cycles (see store.decode_index)
+            try:
+                engine = cls(saved.algorithm, taxonomy=saved.taxonomy, max_solutions=saved.max_solutions,
+                             text_analysis=saved.text_analysis)
+                with bulk_memos():  # the file's equal tuples are one value: each shape computed once
+                    engine.register_parsed(saved.queries)
+            except (RtfError, KeyError, TypeError, ValueError, IndexError, AttributeError,
+                    RecursionError) as e:
+                raise IndexFileError(f"{source}: the index content is malformed: "
+                                     f"{type(e).__name__}: {e}") from None
+            finally:
+                if was_enabled:
+                    gc.enable()
+            engine._next_id = saved.next_id
+            return engine
 
     def _spill(self, ids: list[str]) -> list[RegisteredQuery]:
         """For `rtf.io.builder.IndexBuilder`: the records of `ids` -- every query of the index -- taken

@@ -296,7 +296,7 @@ class IndexedQueries(QueryIndex):
             flagged = ids[flags]  # no Python step for the others
             if not len(flagged):
                 continue
-            wrong = [n for n, shape in enumerate(table.shape_at[flagged].tolist()) if not holds(shape, t[2])]
+            wrong = [n for n, shape in enumerate(table.shapes_of(flagged)) if not holds(shape, t[2])]
             if wrong:
                 chunks[k] = (np.delete(ids, np.flatnonzero(flags)[wrong]), t)
         return hits

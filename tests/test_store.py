@@ -101,6 +101,10 @@ def _saved(tmp_path) -> bytes:
     return (tmp_path / "q.idx").read_bytes()
 
 
+def _first_section(data: bytes) -> int:
+    return sections.ENTRY.unpack_from(data, sections.HEADER_SIZE)[2]
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda d: d[: len(d) // 2], "truncated"),
     (lambda d: d[:20], "truncated"),
@@ -108,6 +112,7 @@ def _saved(tmp_path) -> bytes:
     (lambda d: b"", "not an rtf index"),
     (lambda d: d + b"\0", "trailing"),
     (lambda d: d[:-5] + bytes([d[-5] ^ 1]) + d[-4:], "checksum"),
+    (lambda d: d[:_first_section(d)] + b"\xff" * 64 + d[_first_section(d) + 64:], "checksum"),  # (not inflated)
     (lambda d: b'{"queries": []}' + b" " * 60, "not an rtf index"),
     (lambda d: d[:8] + (1).to_bytes(4, "little") + d[12:], "version 1, but this rtf reads version 4"),
     (lambda d: d[:8] + (2).to_bytes(4, "little") + d[12:], "version 2, but this rtf reads version 4"),
@@ -122,7 +127,10 @@ def _saved(tmp_path) -> bytes:
     (lambda d: with_body({**body(d), "taxonomy": {"<a>": ["<b>"], "<b>": ["<a>"]}}), "cycle"),
     (lambda d: with_body([1, 2]), "not an object"),
 ])
-def test_a_bad_file_is_refused_with_one_clear_error(damage, message, tmp_path):
+@pytest.mark.parametrize("overlap", [False, True], ids=["checksum-first", "checksum-in-a-thread"])
+def test_a_bad_file_is_refused_with_one_clear_error(damage, message, overlap, tmp_path, monkeypatch):
+    if overlap:  # (a large file's checksum is computed while the load goes on: the same errors)
+        monkeypatch.setattr(sections, "OVERLAP_BYTES", 0)
     bad = tmp_path / "bad.idx"
     bad.write_bytes(damage(_saved(tmp_path)))
     with pytest.raises(IndexFileError, match=message):

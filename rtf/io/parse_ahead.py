@@ -26,8 +26,10 @@ from dataclasses import replace
 from itertools import islice
 
 from rtf.io.processes import forked_pool
-from rtf.parser import PARSE_CACHE, cache_key, parse_query
 from rtf.query.text import analysed
+
+# (rtf.parser is imported where it is used: `rtf match --index` imports this module,
+# through the engine, and never parses a query)
 
 #: Query texts a worker parses at a time (amortises the pickling both ways).
 CHUNK = 2048
@@ -76,6 +78,8 @@ def parse_ahead(records: Iterable, workers: int, analysis=None) -> Iterator:
     query earlier in a batch is still the first error). The workers are
     stopped when the iterator ends or is closed.
     """
+    from rtf.parser import PARSE_CACHE
+
     try:
         pool = forked_pool(workers, _start_worker, (analysis,))
     except (OSError, ValueError):  # no fork on this system, or no room for a process: parsed here
@@ -116,6 +120,8 @@ def _chunks(records: Iterator, analysis) -> Iterator[tuple]:
 
 
 def _prepared(chunk: list, analysis) -> tuple:
+    from rtf.parser import PARSE_CACHE, cache_key
+
     texts = [_text_of(record) for record in chunk]
     keys = [None if text is None else cache_key(text, analysis) for text in texts]
     # A text this process parsed or received before is not sent again (as
@@ -151,6 +157,8 @@ def _start_worker(analysis) -> None:
 def _parse_chunk(texts: list) -> list:
     """In a worker: each text's parsed query (its text left out: the parent has it), or None
     where it has none or fails to parse."""
+    from rtf.parser import parse_query
+
     analysis = _ANALYSIS.get("analysis")
     parsed: list = []
     with analysed(analysis) if analysis is not None else nullcontext():

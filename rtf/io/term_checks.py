@@ -38,10 +38,7 @@ import sys
 from collections import Counter
 from functools import lru_cache
 
-from lark import Token
-
 from rtf.errors import QueryError
-from rtf.parser.lexical import string_value
 from rtf.query import model
 from rtf.query.analysis import TextAnalysis, words
 from rtf.query.text import FullTextError, analysed, parse_ft_string
@@ -92,6 +89,9 @@ def ftcontains_strings(text: str, raw: bool = False) -> list[tuple[str, ...]] | 
 
 def _string_value(literal: str) -> str:
     """The value of a string literal as the parser reads it (QueryError if it cannot)."""
+    from lark import Token  # (the parser: not imported by a mapped load, which checks no model)
+
+    from rtf.parser.lexical import string_value
     return string_value(Token("STRING", literal, line=1, column=1))
 
 

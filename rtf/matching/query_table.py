@@ -405,6 +405,17 @@ class QueryTable:
             found = self.mapped.materialise(self, query_id) if model else self.mapped.shells(self, query_id)
         return found
 
+    def shapes_of(self, ids) -> list:
+        """The shapes of the shape ids `ids` (None for a free id), made now where a load left
+        them to make (`rtf.matching.table_snapshot.UnmadeShapes`)."""
+        found = self.shape_at[ids].tolist()
+        return self.mapped.made(self, ids, found) if self.mapped is not None and None in found else found
+
+    def __getstate__(self) -> dict:  # (a loaded table is pickled with every shape made)
+        if self.mapped is not None:
+            self.mapped.make_all(self)
+        return self.__dict__
+
     def shape_count(self) -> int:
         return self._next_shape - len(self._free_shapes)
 

@@ -9,6 +9,7 @@ reads neither's model: the query table holds what it needs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rtf.io.metadata import Metadata
@@ -115,11 +116,11 @@ _SET_QUERY, _SET_METADATA = RegisteredQuery.query.__set__, RegisteredQuery.metad
 _SET_K = _LoadedQuery._k.__set__
 
 
-def loaded_records(models, ids: list[str], numbers: list[int], subscribers: list, asks: list,
-                   metadata: dict) -> dict[str, RegisteredQuery]:
-    """The records of queries `numbers` of a loaded file (id -> record, in that order): ids,
-    subscribers and ASK flags by query number, `metadata` by number for those with some,
-    models read from `models` (`rtf.matching.restoring.Models`) when first asked for."""
+def loaded_records(models, ids: list[str], subscribers: list, asks: list, metadata: dict
+                   ) -> Callable[[int], RegisteredQuery]:
+    """What makes the record of query k of a loaded file (`rtf.matching.loaded_ids`, when
+    first read): ids, subscribers and ASK flags by query number, `metadata` by number for
+    those with some, models read from `models` (`rtf.matching.restoring.Models`) when first asked for."""
     cls = type("_LoadedQuery", (_LoadedQuery,), {"__slots__": (), "_models": models,
                                                   "_metadata": metadata})
     new = object.__new__
@@ -132,4 +133,4 @@ def loaded_records(models, ids: list[str], numbers: list[int], subscribers: list
         _SET_K(made, k)
         return made
 
-    return dict(zip(map(ids.__getitem__, numbers), map(record, numbers)))
+    return record

@@ -25,6 +25,7 @@ from rtf.io import query_models, store
 from rtf.io.model_checks import check_head
 from rtf.io.query_columns import query_sections, read_query_sections, read_texts
 from rtf.matching import table_snapshot
+from rtf.matching.loaded_ids import FileIds, LoadedMap
 from rtf.matching.query_table import bulk_memos
 
 #: Held while a file's models are decoded (`Models`).
@@ -177,9 +178,9 @@ def head_of(found, source: str):
 
 def restored(engine_class, lazy_records, found, source: str):
     """The engine of a signed file with a query table (`found`: its sections), or None if
-    its algorithm keeps none; `lazy_records(models, ids, numbers, subscribers, asks, metadata)`
-    makes the records of queries `numbers` whose models are read from `models` when first
-    asked for (`rtf.matching.registered.loaded_records`)."""
+    its algorithm keeps none; `lazy_records(models, ids, subscribers, asks, metadata)(k)`
+    makes the record of query k, its model read from `models` when first asked for
+    (`rtf.matching.registered.loaded_records`; each made when first read: `LoadedMap`)."""
     head = head_of(found, source)
     if head.algorithm not in ALGORITHMS:
         return None
@@ -192,24 +193,27 @@ def restored(engine_class, lazy_records, found, source: str):
         ids = columns.ids
         models = Models(found, source, ids, head)
         index = engine._index
-        shapes, groups, mapped = table_snapshot.restore(index.table, found.arrays, ids, columns.subscribers,
-                                                        columns.asks, models.query)
+        file_ids = FileIds(ids)
+        table = index.table
+        shapes, mapped = table_snapshot.restore(table, found.arrays, file_ids, columns.subscribers,
+                                                columns.asks, models.query)
         restore = getattr(index.index, "restore_saved", None)  # (RTFs: `RTFsIndex.restore_saved`)
         prefix = table_snapshot.PREFIX
         if restore is None or not restore({name[len(prefix):]: array for name, array in found.arrays.items()
-                                           if name.startswith(prefix)}, groups, index.table._next_shape):
-            for shape in shapes:
+                                           if name.startswith(prefix)}, shapes.structures(), shapes.structure_of,
+                                          shapes.alternatives, table.shapes_of):
+            table.mapped.make_all(table)  # (RTFm: every shape indexed again from its saved keys)
+            for shape in table.shape_at[np.flatnonzero(shapes.structure_of >= 0)].tolist():
                 index.index.add(shape)
-        queries = engine._queries
         metadata, subscribers, asks = columns.metadata, columns.subscribers, columns.asks.tolist()
-        queries.update(lazy_records(models, ids, np.flatnonzero(mapped).tolist(), subscribers, asks, metadata))
+        # (each record made when first read; the queries registered below take their places)
+        engine._queries = LoadedMap(file_ids, lazy_records(models, ids, subscribers, asks, metadata), mapped)
         rest = np.flatnonzero(~mapped).tolist()
         if rest:
             models.prefetch(len(rest))
             with bulk_memos():
                 engine.register_parsed([(models.query(k), ids[k], subscribers[k], metadata.get(k))
                                         for k in rest])
-            engine._queries = {qid: queries[qid] for qid in ids}  # (in the file's order)
         engine._asks = int(columns.asks.sum())
         engine._next_id = head.next_id
         index.table.id_order.rank(index.table.slot_id)  # (a stream of publications follows a load)

@@ -42,6 +42,7 @@ from rtf.errors import IndexFileError
 from rtf.io import sections
 from rtf.io.store import CLASS_NAMES, _ValueBuilder, _ValueTable
 from rtf.matching.query_table import PENDING, QueryTable, RegisteredBranch, planned_branches
+from rtf.matching.loaded_ids import FileIds, LoadedMap
 from rtf.matching.star import star_plan
 from rtf.matching.structures import grown, sorted_unique
 from rtf.matching import value_snapshot
@@ -177,6 +178,8 @@ def snapshot(table: QueryTable, ids: list[str]) -> dict[str, np.ndarray]:
     extra_slots = sorted(s for s in pivots.extra if keep[s])
     extras = [pivots.extra[s] for s in extra_slots]
     counted = np.concatenate([pivot[pivot >= 0], others[others > 0] - 1, *[e - 1 for e in extras]]).astype(np.int64)
+    if table.mapped is not None:
+        table.mapped.make_all(table)
     shapes = table.shape_at[:shape_count].tolist()
     full_texts = ["" if shape is None else shape._entries if type(shape) is MappedShape  # (as loaded)
                   else entries_text(shape.fulltext) for shape in shapes]
@@ -218,21 +221,38 @@ def _text_key(shape) -> tuple:
 class MappedQueries:
     """What makes a restored query's branches when first needed (see the module)."""
 
-    def __init__(self, ids: list[str], models: Callable[[int], object], slot_query: np.ndarray,
+    def __init__(self, file_ids: FileIds, models: Callable[[int], object], slot_query: np.ndarray,
                  query_slot_offsets: np.ndarray, query_slots: np.ndarray,
                  branch_shape_offsets: np.ndarray, branch_shapes: np.ndarray):
-        self.ids, self.models = ids, models
+        self.file_ids, self.ids, self.models = file_ids, file_ids.ids, models
         self.slot_query = slot_query  # slot -> the number of its query (-1: none restored)
         self.query_slot_offsets, self.query_slots = query_slot_offsets, query_slots
         self.branch_shape_offsets, self.branch_shapes = branch_shape_offsets, branch_shapes
-        self.number: dict[str, int] | None = None  # id -> number, made when first asked
         #: the restored shapes by structure and full text as saved (`shape_of_key`)
         self.by_text: dict[tuple, MappedShape] | None = None
+        #: the restored shapes not made yet (None once all are)
+        self.unmade: UnmadeShapes | None = None
+
+    def made(self, table: QueryTable, ids, found: list) -> list:
+        """`QueryTable.shapes_of`: the shapes at `ids` (`found`, read) with those to make made."""
+        return found if self.unmade is None else self.unmade.made(table, ids, found)
+
+    def make_all(self, table: QueryTable) -> None:
+        """Make every restored shape not made yet (a registration, a save, a pickle needs them)."""
+        unmade = self.unmade
+        if unmade is not None:
+            for sid in [sid for sid, keys in enumerate(unmade.keys) if keys is not None]:
+                unmade.make(table, sid)
+            self.unmade = None
+
+    def __getstate__(self) -> dict:  # (pickled with every shape made: `QueryTable.__getstate__`)
+        return {**self.__dict__, "unmade": None}
 
     def shape_of_key(self, table: QueryTable, key: tuple) -> MappedShape | None:
         """The restored shape of table key `key` (structure, full text), if any: found by its
         saved text, so that registering after a load decodes no shape's full text."""
         if self.by_text is None:
+            self.make_all(table)
             self.by_text = {_text_key(s): s for s in table.shape_at.tolist() if s is not None}
         found = self.by_text.get((key[0], key[1], key[2], entries_text(key[3])))
         if found is not None:
@@ -249,9 +269,7 @@ class MappedQueries:
 
     def number_of(self, query_id: str) -> int:
         """The restored query's number in the file."""
-        if self.number is None:
-            self.number = dict(zip(self.ids, range(len(self.ids))))
-        return self.number[query_id]
+        return self.file_ids.number()[query_id]
 
     def slots_of(self, query_id: str) -> tuple[int, int]:
         """(first, end) of the restored query's entries in `query_slots`."""
@@ -264,13 +282,13 @@ class MappedQueries:
         start, end = self.slots_of(query_id)
         offsets = self.branch_shape_offsets
         return tuple(RegisteredBranch(query_id, None, int(self.query_slots[at]),  # type: ignore[arg-type]
-                                      shapes=tuple(table.shape_at[self.branch_shapes[offsets[at]:offsets[at + 1]]]))
+                                      shapes=tuple(table.shapes_of(self.branch_shapes[offsets[at]:offsets[at + 1]])))
                      for at in range(start, end))
 
     def materialise(self, table: QueryTable, query_id: str) -> tuple[RegisteredBranch, ...]:
         """Make the branches of the restored query `query_id` from its model, in their slots."""
         start, end = self.slots_of(query_id)
-        query = self.models(self.number[query_id])
+        query = self.models(self.number_of(query_id))
         planned = planned_branches(query)
         optional = optional_part(query)
         if len(planned) != end - start:
@@ -279,7 +297,7 @@ class MappedQueries:
         made = []
         for at, (b, keys, keep, keep_names, _) in zip(range(start, end), planned):
             first, last = int(self.branch_shape_offsets[at]), int(self.branch_shape_offsets[at + 1])
-            shapes = tuple(table.shape_at[self.branch_shapes[first:last]].tolist())
+            shapes = tuple(table.shapes_of(self.branch_shapes[first:last]))
             if [s.structure for s in shapes] != [key[:3] for key in keys]:
                 raise IndexFileError(f"the index's table gives query {query_id!r} shapes that are not "
                                      f"those of its model: was the file edited?")
@@ -292,14 +310,15 @@ class MappedQueries:
         return found
 
 
-def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], subscribers: list,
-            asks: np.ndarray, models: Callable[[int], object]) -> tuple[list[TupleShape], list[list], np.ndarray]:
+def restore(table: QueryTable, arrays: dict[str, np.ndarray], file_ids: FileIds, subscribers: list,
+            asks: np.ndarray, models: Callable[[int], object]) -> tuple[UnmadeShapes, np.ndarray]:
     """Fill the empty `table` with the saved arrays (`snapshot`'s, names without `PREFIX`)
-    of the queries `ids` (with their `subscribers` and ASK flags, in file order); return
-    the shapes to index (in id order, and grouped by structure) and which queries were
-    restored (the others are to register).
+    of the queries `file_ids` (with their `subscribers` and ASK flags, in file order); return
+    the shapes, checked and left to make (`UnmadeShapes`: to index), and which queries
+    were restored (the others are to register).
     ValueError if an array is missing, of the wrong size, or holds an id out of range."""
     a = {name[len(PREFIX):]: array for name, array in arrays.items() if name.startswith(PREFIX)}
+    ids = file_ids.ids
     head = json.loads(a["head"].tobytes())
     raw_shapes, decoder = head["shapes"], _ValueBuilder(head["classes"])
     queries, shape_count = len(ids), len(raw_shapes)
@@ -325,16 +344,13 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
             "the saved slots")
     texts = _full_texts(a["fulltext_offsets"], a["fulltexts"], decoder)
     _expect(len(texts.offsets) == shape_count + 1, "the saved shapes")
+    unmade = UnmadeShapes(raw_shapes, texts, a["shape_check"])  # (every shape checked, none made)
     shape_at = np.full(max(shape_count, 64), None, dtype=object)
-    structures: dict = {}
-    made = [_shape(sid, raw, texts, empty, check, structures) for sid, raw, empty, check
-            in zip(range(shape_count), raw_shapes, (np.diff(texts.offsets) == 0).tolist(), a["shape_check"].tolist())
-            if raw is not None]
-    free_shapes = array("i", [sid for sid, raw in enumerate(raw_shapes) if raw is None])
+    free_shapes = array("i", np.flatnonzero(unmade.structure_of < 0).tolist())
     if free_shapes:  # (no branch of a free shape id)
         _expect(not np.isin(bshapes, np.frombuffer(free_shapes, dtype=np.int32)).any(), "the saved shapes")
-    shape_at[np.array([shape.id for shape in made], dtype=np.int64)] = np.fromiter(made, dtype=object, count=len(made))
-    table.mapped = MappedQueries(ids, models, slot_query, qoff, qslots, boff, bshapes)
+    table.mapped = MappedQueries(file_ids, models, slot_query, qoff, qslots, boff, bshapes)
+    table.mapped.unmade = unmade
     live = slot_query >= 0
     size = max(slots_count, 64)
     pending = np.full(slots_count, None, dtype=object)
@@ -362,15 +378,17 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], ids: list[str], su
     _restore_pivots(table.pivots, a, counted, shape_count, branch_pairs)
     valued = live & ~counted
     if valued.any() or any(name.startswith(value_snapshot.PREFIX) for name in arrays):
+        table.mapped.make_all(table)  # (the value groups hold their shapes)
         value_snapshot.restore(table, arrays, valued, lambda text: _decoded(decoder, text, "opaque value test"),
                                branch_pairs[valued[branch_pairs // (shape_count + 1)]])
     if value_snapshot.STARS + "head" in arrays:
+        table.mapped.make_all(table)
         value_snapshot.restore_stars(table, arrays, live, branch_pairs)
     runs = [(PENDING,) * n for n in range(int(counts.max()) + 1 if len(counts) else 0)]  # (one tuple a length)
-    table.queries.update(zip(id_objects[mapped].tolist(), map(runs.__getitem__, counts[mapped].tolist())))
+    table.queries = LoadedMap(file_ids, lambda k: runs[counts[k]], mapped)  # (each entry made when read)
     table.id_order.changed()
     table.id_column.changed()
-    return made, [members for _, members in structures.values()], mapped
+    return unmade, mapped
 
 
 def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int, branch_pairs: np.ndarray) -> None:
@@ -418,44 +436,110 @@ def _full_texts(offsets: np.ndarray, data: np.ndarray, decoder: _ValueBuilder) -
     return _FullTexts(offsets, data, decoder)
 
 
-def _shape(sid: int, raw, texts: _FullTexts, empty: bool, check: bool, structures: dict) -> MappedShape:
-    """The shape saved as `raw` (``[subject, predicate, object, keys]``), its structure's
-    fields made once for all its shapes (`structures`: (s, p, o) -> them and the shapes of
-    that structure, which it joins)."""
-    if type(raw) is not list or len(raw) != 4:
-        raise ValueError(f"the saved shape {sid} is malformed")
-    subject, predicate, obj, keys = raw
-    found = structures.get((subject, predicate, obj))
-    if found is None:
+class UnmadeShapes:
+    """A loaded file's shapes, each made (a `MappedShape`) when first read: every saved shape
+    is checked at load and numbered by structure (`structure_of`, -1 for a free id, in the
+    order the structures first appear; `layouts`: each structure's fields, made once) with
+    its number of ``ftor`` alternatives (`alternatives`, 0 without words); `make` makes one.
+    The trie forest keeps the shapes with words by id (`rtf.trieforest.rtfs`), so a load
+    makes only those without (a paper workload: 1,207 of 341,331 shapes); a match makes
+    those it finds (`QueryTable.shapes_of`), a registration, a save or a pickle all of them.
+    Until then a shape's keys are kept as one string (`keys`, joined by `_SEPARATOR`), not
+    the JSON's lists: 680K lists the cyclic collector would walk again and again at 1M."""
+
+    def __init__(self, raw_shapes: list, texts: _FullTexts, checks: np.ndarray):
+        count = len(raw_shapes)
+        self.texts = texts
+        #: shape id -> its keys to make it with (None: free, or made)
+        self.keys: list = [None] * count
+        self.empty = (np.diff(texts.offsets) == 0).tolist()
+        self.checks = checks.astype(bool).tolist()
+        if len(self.checks) != count:
+            raise ValueError("the saved shapes are inconsistent")
+        structures: dict = {}
+        self.layouts: list[tuple] = []
+        numbers, alternatives = [-1] * count, [0] * count
+        empty, check, join, packed = self.empty, self.checks, _SEPARATOR.join, self.keys
+        for sid, raw in enumerate(raw_shapes):
+            if raw is None:
+                continue
+            if type(raw) is not list or len(raw) != 4:
+                raise ValueError(f"the saved shape {sid} is malformed")
+            subject, predicate, obj, keys = raw
+            n = structures.get((subject, predicate, obj))
+            if n is None:
+                n = structures[(subject, predicate, obj)] = self._layout(sid, subject, predicate, obj)
+            numbers[sid] = n
+            if type(keys) is not list or (check[sid] and empty[sid]):
+                raise ValueError(f"the saved shape {sid} is malformed")
+            packed[sid] = ""
+            if keys:
+                try:
+                    if type(keys[0]) is str:
+                        joined = join(keys)  # (TypeError unless every key is a string)
+                        # (as a list if a key is empty or holds the separator: split, it would differ)
+                        packed[sid] = joined if joined.count(_SEPARATOR) == len(keys) - 1 and "" not in keys else keys
+                        alternatives[sid] = 1
+                    else:
+                        for alternative in keys:
+                            words, prefixes = alternative
+                            if type(alternative) is not list or type(words) is not list or type(prefixes) is not list:
+                                raise TypeError
+                            join(words), join(prefixes)
+                        packed[sid] = keys
+                        alternatives[sid] = len(keys)
+                except (TypeError, ValueError):
+                    raise ValueError(f"the saved shape {sid} has a key that is not a string") from None
+        self.structure_of = np.array(numbers, dtype=np.int64)
+        self.alternatives = np.array(alternatives, dtype=np.int64)
+        self.count = int(np.count_nonzero(self.structure_of >= 0))  # (shapes still to make)
+
+    def _layout(self, sid: int, subject, predicate, obj) -> int:
+        """The number of a new structure, its fields made once for all its shapes."""
         if (type(subject) is not str or type(predicate) is not str or type(obj) is not str
                 or not (subject and predicate and obj)):
             raise ValueError(f"the saved shape {sid} is malformed")
-        found = structures[(subject, predicate, obj)] = (
-            (sys.intern(subject), sys.intern(predicate), sys.intern(obj), predicate == _TYPE_PATH,
-             row_positions((subject, predicate, obj))), [])
-    if type(keys) is not list or (check and empty):
-        raise ValueError(f"the saved shape {sid} is malformed")
-    layout, members = found
-    shape = _new(MappedShape)
-    members.append(shape)
-    shape.subject, shape.predicate, shape.object, shape.is_type_path, shape.row_positions = layout
-    shape.id, shape._texts, shape._fulltext = sid, texts, None if empty else PENDING
-    # (each word one object for all shapes, as registration shares them: 100K shapes held
-    # ~190K copies of a few thousand words, a tenth of a loaded full-text index)
-    if not keys or type(keys[0]) is str:
-        if not all(type(w) is str for w in keys):
-            raise ValueError(f"the saved shape {sid} has a key that is not a string")
-        shape._keys = tuple(map(_intern, keys))
-    else:
-        keys = tuple((tuple(words), tuple(prefixes)) for words, prefixes in keys)
-        if not all(type(w) is str for alternative in keys for part in alternative for w in part):
-            raise ValueError(f"the saved shape {sid} has a key that is not a string")
-        shape._keys = tuple((tuple(map(_intern, words)), tuple(map(_intern, prefixes))) for words, prefixes in keys)
-    shape.needs_check, shape.check, shape.structures = check, None, None
-    return shape
+        self.layouts.append((sys.intern(subject), sys.intern(predicate), sys.intern(obj),
+                             predicate == _TYPE_PATH, row_positions((subject, predicate, obj))))
+        return len(self.layouts) - 1
+
+    def structures(self) -> list[tuple[str, str, str]]:
+        """Each structure number's (subject, predicate, object)."""
+        return [layout[:3] for layout in self.layouts]
+
+    def make(self, table: QueryTable, sid: int) -> MappedShape:
+        """Make shape `sid` (still to make), into `table.shape_at`."""
+        keys = self.keys[sid]
+        if type(keys) is str:
+            keys = keys.split(_SEPARATOR) if keys else ()
+        shape = _new(MappedShape)
+        shape.subject, shape.predicate, shape.object, shape.is_type_path, shape.row_positions = \
+            self.layouts[self.structure_of[sid]]
+        shape.id, shape._texts, shape._fulltext = sid, self.texts, None if self.empty[sid] else PENDING
+        # (each word one object for all shapes, as registration shares them: 100K shapes held
+        # ~190K copies of a few thousand words, a tenth of a loaded full-text index)
+        if not keys or type(keys[0]) is str:
+            shape._keys = tuple(map(_intern, keys))
+        else:
+            shape._keys = tuple((tuple(map(_intern, words)), tuple(map(_intern, prefixes))) for words, prefixes in keys)
+        shape.needs_check, shape.check, shape.structures = self.checks[sid], None, None
+        table.shape_at[sid] = shape
+        self.keys[sid] = None
+        self.count -= 1
+        return shape
+
+    def made(self, table: QueryTable, ids, found: list) -> list:
+        """`found` (the shapes at `ids`, None where not made or free) with those to make made."""
+        keys = self.keys
+        for n, (shape, sid) in enumerate(zip(found, np.asarray(ids).tolist())):
+            if shape is None and keys[sid] is not None:
+                found[n] = self.make(table, sid)
+        return found
 
 
 _new = object.__new__
+#: What joins a shape's keys while it waits to be made (`UnmadeShapes.keys`).
+_SEPARATOR = "\x00"
 _intern = sys.intern
 
 

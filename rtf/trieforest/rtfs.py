@@ -36,6 +36,15 @@ from rtf.trieforest import words
 from rtf.trieforest.words import WordIndex
 
 
+class _Path:
+    """A structure, as `StructuralForest.insert` reads a shape's."""
+
+    __slots__ = ("structure",)
+
+    def __init__(self, structure: tuple[str, str, str]):
+        self.structure = structure
+
+
 class RTFsIndex(ShapeIndex):
     def __init__(self):
         self.forest = StructuralForest()
@@ -54,7 +63,7 @@ class RTFsIndex(ShapeIndex):
                 node.worded = set()
                 self.numbers[node] = self._next_number
                 self._next_number += 1
-            node.worded.add(shape)
+            node.worded.add(shape.id)
             if shape.id >= len(self.node_of):
                 self.node_of = grown(self.node_of, shape.id + 1, -1)
             self.node_of[shape.id] = self.numbers[node]
@@ -68,31 +77,34 @@ class RTFsIndex(ShapeIndex):
         (`rtf.trieforest.words.snapshot`), so that a load need not index every key again."""
         return words.snapshot(self.words)
 
-    def restore_saved(self, arrays: dict[str, np.ndarray], groups: list[list[TupleShape]], shape_count: int) -> bool:
-        """Index the shapes restored from a saved index (of `shape_count` ids, in `groups`
-        of one structure each) into this empty index, with the word index `saved` wrote
-        (`arrays`, checked against the shapes: ValueError); False, nothing done, if the
-        file has none. Each structure's path is made once, its shapes put at its object
-        node at once."""
+    def restore_saved(self, arrays: dict[str, np.ndarray], structures: list[tuple[str, str, str]],
+                      structure_of: np.ndarray, alternatives: np.ndarray, shapes_of) -> bool:
+        """Index the shapes restored from a saved index into this empty index: shape id k of
+        structure ``structures[structure_of[k]]`` (-1: a free id) with ``alternatives[k]``
+        ``ftor`` alternatives (0: no words), with the word index `saved` wrote (`arrays`,
+        checked against the shapes: ValueError); False, nothing done, if the file has none.
+        Each structure's path is made once, its shapes put at its object node at once: those
+        with words by id (no shape made), those without as the shapes (`shapes_of(ids)`)."""
         if not all(name in arrays for name in words.SAVED):
             return False
-        worded = [shape for group in groups for shape in group if shape._keys]
-        alternatives = np.zeros(shape_count, dtype=np.int64)  # shape id -> its number of alternatives
-        alternatives[[shape.id for shape in worded]] = [1 if type(shape._keys[0]) is str else len(shape._keys)
-                                                         for shape in worded]
+        shape_count = len(structure_of)
         index = words.restore(arrays, alternatives)
         node_of = np.full(max(16, shape_count), -1, dtype=np.int32)
         numbers = self.numbers
-        for group in groups:
-            node = self.forest.insert(group[0])
-            with_words = [shape for shape in group if shape._keys]
-            if with_words:
-                node.worded = set(with_words)
+        live = np.flatnonzero(structure_of >= 0)
+        order = live[np.argsort(structure_of[live], kind="stable")]  # (by structure, then id)
+        cuts = np.flatnonzero(np.diff(structure_of[order])) + 1
+        for members in np.split(order, cuts) if len(order) else ():
+            node = self.forest.insert(_Path(structures[int(structure_of[members[0]])]))
+            has_words = alternatives[members] > 0
+            with_words = members[has_words]
+            if len(with_words):
+                node.worded = set(with_words.tolist())
                 numbers[node] = number = len(numbers)
-                node_of[[shape.id for shape in with_words]] = number
+                node_of[with_words] = number
                 self.worded_shapes += len(with_words)
-            if len(with_words) < len(group):
-                node.shapes = [shape for shape in group if not shape._keys]
+            if len(with_words) < len(members):
+                node.shapes = shapes_of(members[~has_words])
         self._next_number = len(numbers)
         self.node_of = node_of
         self.words = index
@@ -103,7 +115,7 @@ class RTFsIndex(ShapeIndex):
         if shape.has_words:
             parent, content = steps[-1]
             node = parent.children[content]
-            node.worded.discard(shape)
+            node.worded.discard(shape.id)
             if not node.worded:
                 node.worded = None
                 del self.numbers[node]
