@@ -60,7 +60,7 @@ class TextRecord(_LazyQuery):
     model parsed again from it each time it is read (`Engine.get`, explanations, a save),
     which gives a model equal to the one registered. At 100K full-text queries the models
     were a fifth of the engine's memory; an engine that reads every model (an index
-    builder) keeps them (`Engine._keep_models`)."""
+    builder) keeps them (`Engine(keep_models=True)`)."""
 
     __slots__ = ()
 
