@@ -36,7 +36,7 @@ from rtf.io.parse_ahead import Ahead, original, parsed_ahead
 from rtf.io.publication import PublicationLike, as_publication
 from rtf.io.taxonomy import Taxonomy
 from rtf.matching.query_table import bulk_memos
-from rtf.matching.registered import _NO_METADATA, RegisteredQuery, loaded_records, text_record  # noqa: F401 (rtf.engine.RegisteredQuery)
+from rtf.matching.registered import _NO_METADATA, RegisteredQuery, loaded_records, parsed_once, text_record  # noqa: F401 (rtf.engine.RegisteredQuery)
 from rtf.matching.structures import shrunk
 from rtf.matching.results import Match, Matches, matches_of  # noqa: F401 (Match: rtf.engine.Match, the public name)
 from rtf.parser import parse_query
@@ -483,22 +483,25 @@ class Engine:
         Atomic: `path` is replaced only once the whole file is on disk (see
         `rtf.io.store` and docs/index-format.md). Returns the file size in bytes.
         """
-        return store.write_index(self._saved(), path, self._snapshot())
+        records = parsed_once(list(self._queries.values()))  # (each model read twice)
+        return store.write_index(self._saved(records), path, self._snapshot(records))
 
     @_synchronized
     def to_bytes(self) -> bytes:
         """The bytes `save` would write: the saved-index format, to send or keep elsewhere."""
-        return store.encode_index(self._saved(), self._snapshot())
+        records = parsed_once(list(self._queries.values()))
+        return store.encode_index(self._saved(records), self._snapshot(records))
 
-    def _snapshot(self) -> dict | None:
+    def _snapshot(self, records: list[RegisteredQuery]) -> dict | None:
         """The sections a load maps back instead of registering the queries again (an
         indexed engine's query table: `rtf.matching.table_snapshot`)."""
         if self.algorithm not in restoring.ALGORITHMS:
             return None
-        return restoring.snapshot(self._index, list(self._queries.values()))
+        return restoring.snapshot(self._index, records)
 
-    def _saved(self) -> store.SavedIndex:
-        reuse, queries = restoring.saved_queries(list(self._queries.values()))  # (loaded ones as they were)
+    def _saved(self, records: list[RegisteredQuery] | None = None) -> store.SavedIndex:
+        reuse, queries = restoring.saved_queries(  # (loaded ones as they were)
+            list(self._queries.values()) if records is None else records)
         return store.SavedIndex(self.algorithm, self.max_solutions, self.taxonomy, queries, self._next_id,
                                 None if self.text_analysis is None else self.text_analysis.as_dict(), reuse)
 

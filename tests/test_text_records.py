@@ -126,3 +126,14 @@ def test_a_loaded_shape_reads_its_full_text_from_the_file_and_shares_its_words(t
     data = np.frombuffer("é".encode(), dtype=np.uint8)
     with pytest.raises(ValueError, match="UTF-8"):  # a text that begins inside a character
         _full_texts(np.array([0, 1, 2]), data, None)
+
+
+def test_a_save_parses_each_query_kept_as_text_once_and_writes_the_bytes_of_kept_models(monkeypatch):
+    import rtf.parser
+    kept = _engine(keep_models=True)
+    engine = _engine()
+    parses = []
+    real = rtf.parser.parse_query
+    monkeypatch.setattr(rtf.parser, "parse_query", lambda text, *a, **k: parses.append(text) or real(text, *a, **k))
+    assert engine.to_bytes() == kept.to_bytes()
+    assert sorted(parses) == sorted([FT, JOIN, RESIDUAL])  # (a save reads each model twice)

@@ -91,6 +91,13 @@ def text_record(query_id: str, text: str, subscriber: str | None, is_ask: bool,
     return made
 
 
+def parsed_once(records: list) -> list:
+    """`records` with each `TextRecord` parsed once, as the plain record it stands for: what a
+    save reads (it reads each model twice: for the body and for the models' section)."""
+    return [RegisteredQuery(rq.id, rq.query, rq.subscriber, rq.is_ask, rq.metadata) if type(rq) is TextRecord
+            else rq for rq in records]
+
+
 class _LoadedQuery(_LazyQuery):
     """A query of a saved index, its model decoded when first read (`rtf.matching.restoring`).
 
