@@ -274,10 +274,7 @@ class Engine:
                         _ = term.key  # every index needs it; a term without one cannot match
             for f in parsed.filters:
                 check_regexes(f, parsed.text)
-                # Built (a malformed model is refused here, not met while matching) but not
-                # cached: matching builds what it runs once (`shared_predicates`), and 8,192
-                # full-text filters no match reads held ~8 MB in `compile_filter`'s cache.
-                compile_filter.__wrapped__(f)
+                compile_filter(f)  # built now, so that matching never builds it
             if (self.text_analysis is None and not self.keep_models and parsed.algebra is None
                     and (isinstance(query, str) or analysed_here) and parsed.text):
                 # Parsed here from its text, so parsed again alike: kept as text (`TextRecord`)

@@ -137,20 +137,3 @@ def test_a_save_parses_each_query_kept_as_text_once_and_writes_the_bytes_of_kept
     monkeypatch.setattr(rtf.parser, "parse_query", lambda text, *a, **k: parses.append(text) or real(text, *a, **k))
     assert engine.to_bytes() == kept.to_bytes()
     assert sorted(parses) == sorted([FT, JOIN, RESIDUAL])  # (a save reads each model twice)
-
-
-def test_registration_builds_each_filter_refusing_a_malformed_one_and_caches_none():
-    import dataclasses
-
-    import pytest
-
-    from rtf import QueryError
-    from rtf.query.expressions import compile_filter
-    from rtf.query.model import Call, Variable
-    compile_filter.cache_clear()
-    engine = _engine()  # (~8 MB of full-text filters no match reads were kept at 100K)
-    assert compile_filter.cache_info().currsize == 0
-    assert sorted(engine.match(PUB).query_ids) == ["ft", "join", "parsed", "residual"]
-    bad = dataclasses.replace(parse_query(RESIDUAL), filters=(Call("nosuch", (Variable("n"),)),))
-    with pytest.raises(QueryError, match="not a filter expression"):
-        engine.register(bad, "bad")
