@@ -36,9 +36,9 @@ from rtf.io.parse_ahead import Ahead, original, parsed_ahead
 from rtf.io.publication import PublicationLike, as_publication
 from rtf.io.taxonomy import Taxonomy
 from rtf.matching.query_table import bulk_memos
-from rtf.matching.registered import _NO_METADATA, RegisteredQuery, loaded_records, text_record  # noqa: F401 (rtf.engine.RegisteredQuery)
+from rtf.matching.registered import _NO_METADATA, RegisteredQuery, loaded_records, parsed_once, text_record  # noqa: F401 (rtf.engine.RegisteredQuery)
 from rtf.matching.structures import shrunk
-from rtf.matching.results import Match, Matches, merged  # noqa: F401 (Match: rtf.engine.Match, the public name)
+from rtf.matching.results import Match, Matches, matches_of  # noqa: F401 (Match: rtf.engine.Match, the public name)
 from rtf.query.expressions import compile_filter
 from rtf.query.analysis import FieldAnalysis, TextAnalysis, analysis_from_dict, normal_analysis
 from rtf.query.model import Query
@@ -123,6 +123,14 @@ class Engine:
     distinct solutions one query reports for one publication, and with them
     the work of its join; a capped `Match` says ``truncated=True``.
 
+    `keep_models` (default False): keep every query's parsed model. Without it, a query
+    registered as text in an engine without `text_analysis` keeps its text alone
+    (`rtf.matching.registered.TextRecord`: 100K full-text queries take ~40 MB less), and
+    ``get(id).query`` parses it again, an equal model, each time it is read (~60 us).
+    Keep them where every model is read again and again (index builders, ``rtf check``,
+    ``rtf serve``'s snapshots). The attribute ``keep_models`` may be set later (on a loaded
+    engine, say): it rules the queries registered after.
+
     Query ids are str, and only str: `register`, `unregister` and ``in``
     raise TypeError for anything else, so that an id means the same thing
     everywhere.
@@ -136,7 +144,8 @@ class Engine:
 
     def __init__(self, algorithm: Algorithm = DEFAULT_ALGORITHM, taxonomy: Taxonomy | str | PathLike | None = None,
                  max_solutions: int = MAX_SOLUTIONS,
-                 text_analysis: TextAnalysis | FieldAnalysis | Mapping[str, Any] | None = None):
+                 text_analysis: TextAnalysis | FieldAnalysis | Mapping[str, Any] | None = None,
+                 keep_models: bool = False):
         if isinstance(max_solutions, bool) or not isinstance(max_solutions, int):
             raise TypeError(f"max_solutions must be a positive int, not {type(max_solutions).__name__}")
         if not 1 <= max_solutions <= MAX_SOLUTIONS_BOUND:
@@ -150,6 +159,8 @@ class Engine:
         #: Text analysis options beyond the spec's default words (`rtf.query.analysis`), for
         #: queries and publications alike, maybe per field; None when there are none.
         self.text_analysis: TextAnalysis | FieldAnalysis | None = normal_analysis(text_analysis)
+        if not isinstance(keep_models, bool):
+            raise TypeError(f"keep_models must be a bool, not {type(keep_models).__name__}")
         self.algorithm = algorithm
         self.max_solutions = max_solutions
         self._index = make_index(algorithm)
@@ -165,9 +176,8 @@ class Engine:
         #: True while `register_parsed` registers queries parsed under this engine's text
         #: analysis (a saved index's): they are not parsed again.
         self._parsed_here = False
-        #: Keep every query's model (an index builder reads them all); else a query
-        #: registered as text keeps its text alone (`rtf.matching.registered.TextRecord`).
-        self._keep_models = False
+        #: Keep every query's model; else a query registered as text keeps its text alone.
+        self.keep_models = keep_models
         self._lock = threading.RLock()
         #: match lists whose records are still to be read from `_queries` (`_records_of`)
         #: (by id: a match list compares as a list and has no hash)
@@ -265,7 +275,7 @@ class Engine:
             for f in parsed.filters:
                 check_regexes(f, parsed.text)
                 compile_filter(f)  # built now, so that matching never builds it
-            if (self.text_analysis is None and not self._keep_models and parsed.algebra is None
+            if (self.text_analysis is None and not self.keep_models and parsed.algebra is None
                     and (isinstance(query, str) or analysed_here) and parsed.text):
                 # Parsed here from its text, so parsed again alike: kept as text (`TextRecord`)
                 record = text_record(query_id, parsed.text, subscriber, parsed.is_ask, metadata)
@@ -329,32 +339,7 @@ class Engine:
                                                                    pub.now_key())
         if truncated:
             self._truncated += len(truncated)
-        # Parallel lists, built in C: no Python object per match until one is read. The
-        # groups hold the queries' slots (the index keeps their ids and subscribers by slot,
-        # read when asked for: `Matches.slots`); the registration records are read from
-        # `_queries` only if asked for (`_records_of`): at a million queries, gathering them
-        # was a fifth of a publication's time.
-        if len(groups) == 1 and not found:  # the common case: one answer shared by all
-            group = groups[0]  # in id order, as slots: their ids are read when asked for
-            matches = Matches(None, group.per_id(), None, truncated, self._asks > 0, None,
-                              self._records_of, group.slots, group.table)
-        elif len(groups) == 1 and len(found) * 8 < len(groups[0].slots):
-            # One large group and a few other answers (version-3 queries confirmed, say):
-            # those put in their places in the group's id order, not everything sorted again.
-            ids, solutions, subscribers = merged(groups[0], found, self._queries)
-            matches = Matches(ids, solutions, None, truncated, self._asks > 0, subscribers,
-                              self._records_of)
-        else:
-            subscribers = {}
-            for group in groups:
-                ids = group.ids  # (read from the table once: pairs() would read them again)
-                found.update(zip(ids, group.per_id()))
-                subscribers.update(zip(ids, group.subscribers))
-            qids = sorted(found)
-            queries = self._queries
-            subscribers.update((q, queries[q].subscriber) for q in found.keys() - subscribers.keys())
-            matches = Matches(qids, list(map(found.__getitem__, qids)), None, truncated, self._asks > 0,
-                              list(map(subscribers.__getitem__, qids)), self._records_of)
+        matches = matches_of(groups, found, truncated, self._asks > 0, self._queries, self._records_of)
         if matches:
             self._unsettled[id(matches)] = matches
         return matches
@@ -414,7 +399,7 @@ class Engine:
             self._asks = sum(rq.is_ask for rq in self._queries.values())
         self.__dict__.setdefault("text_analysis", None)  # pickled by an older rtf
         self.__dict__.setdefault("_parsed_here", False)
-        self.__dict__.setdefault("_keep_models", False)
+        self.__dict__.setdefault("keep_models", self.__dict__.pop("_keep_models", False))  # (its old name)
         self._lock = threading.RLock()
         self._unsettled = weakref.WeakValueDictionary()
 
@@ -498,22 +483,25 @@ class Engine:
         Atomic: `path` is replaced only once the whole file is on disk (see
         `rtf.io.store` and docs/index-format.md). Returns the file size in bytes.
         """
-        return store.write_index(self._saved(), path, self._snapshot())
+        records = parsed_once(list(self._queries.values()))  # (each model read twice)
+        return store.write_index(self._saved(records), path, self._snapshot(records))
 
     @_synchronized
     def to_bytes(self) -> bytes:
         """The bytes `save` would write: the saved-index format, to send or keep elsewhere."""
-        return store.encode_index(self._saved(), self._snapshot())
+        records = parsed_once(list(self._queries.values()))
+        return store.encode_index(self._saved(records), self._snapshot(records))
 
-    def _snapshot(self) -> dict | None:
+    def _snapshot(self, records: list[RegisteredQuery]) -> dict | None:
         """The sections a load maps back instead of registering the queries again (an
         indexed engine's query table: `rtf.matching.table_snapshot`)."""
         if self.algorithm not in restoring.ALGORITHMS:
             return None
-        return restoring.snapshot(self._index, list(self._queries.values()))
+        return restoring.snapshot(self._index, records)
 
-    def _saved(self) -> store.SavedIndex:
-        reuse, queries = restoring.saved_queries(list(self._queries.values()))  # (loaded ones as they were)
+    def _saved(self, records: list[RegisteredQuery] | None = None) -> store.SavedIndex:
+        reuse, queries = restoring.saved_queries(  # (loaded ones as they were)
+            list(self._queries.values()) if records is None else records)
         return store.SavedIndex(self.algorithm, self.max_solutions, self.taxonomy, queries, self._next_id,
                                 None if self.text_analysis is None else self.text_analysis.as_dict(), reuse)
 

@@ -54,14 +54,32 @@ def test_a_query_registered_as_text_holds_its_text_and_reads_as_its_model():
 
 
 def test_an_engine_that_reads_every_model_or_analyses_text_keeps_the_models():
+    import pytest
+
     from rtf import TextAnalysis
-    keeper = Engine("rtfs")
-    keeper._keep_models = True
+    from rtf.io.builder import IndexBuilder
+    keeper = Engine("rtfs", keep_models=True)
     keeper.register(FT, "ft")
     analysed = Engine("rtfs", text_analysis=TextAnalysis(fold_accents=True))
     analysed.register(FT, "ft")
-    for engine in (keeper, analysed):
+    loaded_later = Engine("rtfs")  # (set on an engine made elsewhere: a loaded one, a builder's)
+    loaded_later.register(FT, "before")
+    loaded_later.keep_models = True
+    loaded_later.register(FT, "ft")
+    assert type(loaded_later.get("before")) is TextRecord
+    built = Engine("rtfs")
+    IndexBuilder(built)  # (it reads every model for the file)
+    built.register(FT, "ft")
+    for engine in (keeper, analysed, loaded_later, built):
         assert type(engine.get("ft")) is RegisteredQuery and _held(engine, "ft")[0].text == FT
+    with pytest.raises(TypeError, match="keep_models must be a bool"):
+        Engine(keep_models="yes")
+    state = keeper.__getstate__()  # an engine pickled by an rtf that named it _keep_models
+    state["_keep_models"] = state.pop("keep_models")
+    old = Engine.__new__(Engine)
+    old.__setstate__(state)
+    assert old.keep_models is True and "_keep_models" not in vars(old)
+    assert pickle.loads(pickle.dumps(Engine())).keep_models is False
 
 
 def test_full_text_tuples_are_not_kept_in_the_shared_values():
@@ -108,3 +126,14 @@ def test_a_loaded_shape_reads_its_full_text_from_the_file_and_shares_its_words(t
     data = np.frombuffer("é".encode(), dtype=np.uint8)
     with pytest.raises(ValueError, match="UTF-8"):  # a text that begins inside a character
         _full_texts(np.array([0, 1, 2]), data, None)
+
+
+def test_a_save_parses_each_query_kept_as_text_once_and_writes_the_bytes_of_kept_models(monkeypatch):
+    import rtf.parser
+    kept = _engine(keep_models=True)
+    engine = _engine()
+    parses = []
+    real = rtf.parser.parse_query
+    monkeypatch.setattr(rtf.parser, "parse_query", lambda text, *a, **k: parses.append(text) or real(text, *a, **k))
+    assert engine.to_bytes() == kept.to_bytes()
+    assert sorted(parses) == sorted([FT, JOIN, RESIDUAL])  # (a save reads each model twice)

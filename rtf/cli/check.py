@@ -79,8 +79,8 @@ def check_query_file(path: str, taxonomy=None) -> int:
 
     problems: list[str] = []
     records = load_queries(path, problems)
-    engine = Engine("naive", taxonomy=taxonomy)  # the cheapest index; registering runs every check
-    engine._keep_models = True  # (every model is read for its warnings)
+    # The cheapest index (registering runs every check); every model is read for its warnings: kept.
+    engine = Engine("naive", taxonomy=taxonomy, keep_models=True)
     register_all(engine, records, path, problems)
     # (line, report): the problems of both passes and the warnings, merged into line order.
     reports = [(_line_of(problem, path), logging.ERROR, problem) for problem in problems]

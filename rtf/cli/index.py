@@ -86,13 +86,13 @@ def cmd_build(args) -> int:
     from rtf.io.queries import iter_queries, register_all
     from rtf.matching.explain import TaxonomyReport
 
-    engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args))
+    # (every model is read for the warnings and the file: kept)
+    engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args), keep_models=True)
     warnings = TaxonomyReport(engine.taxonomy)
     # With the query table (format 4), every query is indexed at once: the file then loads by
     # mapping the table back, not by registering every query again. Without it, a chunk of
     # queries is indexed at a time, then written out: the memory of a few queries.
     whole = args.table and args.algorithm in ("rtfs", "rtfm")
-    engine._keep_models = True  # (every model is read for the warnings and the file)
     target = engine if whole else IndexBuilder(engine, on_registered=lambda rq: warnings.add(rq.id, rq.query))
     register_all(target, iter_queries(args.queries), args.queries, workers=args.workers)
     if whole:

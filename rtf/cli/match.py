@@ -294,10 +294,11 @@ def cmd_match(args) -> int:
         from rtf.parser.grammar import lark_parser, parser_builds
         built_before = parser_builds.seconds
         args.algorithm = args.algorithm or DEFAULT_ALGORITHM
-        engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args))
         # sparql-json and --explain read a query's model for each of its matches: kept, not
         # parsed again from its text each time (`rtf.matching.registered.TextRecord`).
-        engine._keep_models = getattr(args, "output_format", None) == "sparql-json" or getattr(args, "explain", False)
+        keep = getattr(args, "output_format", None) == "sparql-json" or bool(getattr(args, "explain", False))
+        engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args),
+                        keep_models=keep)
         problems = [] if args.skip_invalid else None
         # Read whole before registering: records read one by one between the index's
         # objects left ~25 MB of holes in the index's memory at 100K queries (rtf index

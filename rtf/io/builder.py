@@ -55,7 +55,7 @@ class IndexBuilder:
         if len(engine):
             raise ValueError("IndexBuilder takes an empty engine")
         self._engine = engine
-        engine._keep_models = True  # (each chunk's models are read for the file)
+        engine.keep_models = True  # (each chunk's models are read for the file)
         self._writer = store.IndexWriter()
         self._chunk = BUILD_CHUNK if chunk is None else chunk
         self._on_registered = on_registered

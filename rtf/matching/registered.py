@@ -61,7 +61,7 @@ class TextRecord(_LazyQuery):
     model parsed again from it each time it is read (`Engine.get`, explanations, a save),
     which gives a model equal to the one registered. At 100K full-text queries the models
     were a fifth of the engine's memory; an engine that reads every model (an index
-    builder) keeps them (`Engine._keep_models`)."""
+    builder) keeps them (`Engine(keep_models=True)`)."""
 
     __slots__ = ()
 
@@ -90,6 +90,13 @@ def text_record(query_id: str, text: str, subscriber: str | None, is_ask: bool,
     _SET_ASK(made, is_ask)
     _SET_METADATA(made, metadata)
     return made
+
+
+def parsed_once(records: list) -> list:
+    """`records` with each `TextRecord` parsed once, as the plain record it stands for: what a
+    save reads (it reads each model twice: for the body and for the models' section)."""
+    return [RegisteredQuery(rq.id, rq.query, rq.subscriber, rq.is_ask, rq.metadata) if type(rq) is TextRecord
+            else rq for rq in records]
 
 
 class _LoadedQuery(_LazyQuery):

@@ -127,7 +127,7 @@ class Registry:
             self.engine = engine if engine is not None else self._open(algorithm, taxonomy)
             # Every model is read by each snapshot (under the engine's lock): kept, not
             # parsed again from the texts each time (`rtf.matching.registered.TextRecord`).
-            self.engine._keep_models = True
+            self.engine.keep_models = True
         except sqlite3.Error as e:
             raise self.store.unusable(e) from None
 
@@ -138,7 +138,7 @@ class Registry:
         source = "snapshot" if loaded is not None else "rebuilt"
         engine, through, held = (loaded if loaded is not None
                                  else (Engine(algorithm, taxonomy, text_analysis=self.text_analysis), 0, []))
-        engine._keep_models = True  # (see `__init__`)
+        engine.keep_models = True  # (a loaded snapshot's too: see `__init__`)
         rows = {row.id: row for row in self.store.all()}
         removed = 0
         for qid, subscriber, text in held:  # the snapshot's queries that are not the table's

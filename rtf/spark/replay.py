@@ -147,9 +147,9 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
 
         from rtf.io.analysis_file import read_text_analysis
 
+        # (every model is read for the bytes the workers build from: kept)
         engine = Engine(config.algorithm, taxonomy=config.taxonomy, text_analysis=(
-            None if config.text_analysis is None else read_text_analysis(config.text_analysis)))
-        engine._keep_models = True  # (every model is read for the bytes the workers build from)
+            None if config.text_analysis is None else read_text_analysis(config.text_analysis)), keep_models=True)
         register_all(engine, load_queries(config.queries), str(config.queries))
         n_queries = len(engine)
         index_stats = engine.stats()
