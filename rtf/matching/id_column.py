@@ -46,13 +46,14 @@ class IdColumns:
     and ``jsonl`` outputs write them (`ids_text`, `lines_text`), each made when first asked
     for."""
 
-    __slots__ = ("generation", "_slot_id", "_slot_subscriber", "_ids", "_quoted", "_lines", "_codes")
+    __slots__ = ("generation", "_slot_id", "_slot_subscriber", "_ids", "_quoted", "_quoted_len",
+                 "_lines", "_codes")
 
     def __init__(self, generation: int, slot_id: np.ndarray, slot_subscriber: np.ndarray | None):
         self.generation = generation
         self._slot_id = slot_id.copy()
         self._slot_subscriber = None if slot_subscriber is None else slot_subscriber.copy()
-        self._ids = self._quoted = self._lines = self._codes = None
+        self._ids = self._quoted = self._quoted_len = self._lines = self._codes = None
 
     def arrow(self):
         """(ids, subscribers) as pyarrow string arrays by slot (see the class), or None when
@@ -78,6 +79,26 @@ class IdColumns:
             self._quoted = _fixed([_json_string(q)[1:-1] + IDS_SEPARATOR if q is not None else ""
                                    for q in self._slot_id.tolist()])
         return _taken(self._quoted, slots)
+
+    def ids_pieces(self, slots: np.ndarray, ends: np.ndarray) -> list[bytes] | None:
+        """`ids_text` of consecutive pieces of `slots`, cut before each of `ends` (increasing,
+        the last ``len(slots)``; no piece empty): one gather for them all (`rtf serve`'s
+        grouped events of many publications). None where `ids_text` is, or for ids too long
+        for the fixed-width column: then take each piece with `ids_text`."""
+        self.ids_text(slots[:0])  # (the column, made when first asked for)
+        column = self._quoted
+        if column is False or not isinstance(column[0], np.ndarray):
+            return None
+        rows, padded = column
+        text = rows[slots].tobytes()
+        if padded:  # each row's length without its padding
+            if self._quoted_len is None:
+                self._quoted_len = np.char.str_len(rows)
+            text = text.translate(None, b"\0")
+            cuts = np.cumsum(self._quoted_len[slots])[ends - 1].tolist()
+        else:
+            cuts = (ends * rows.itemsize).tolist()
+        return [text[a:b] for a, b in zip([0, *cuts], cuts)]
 
     def lines_text(self, slots: np.ndarray) -> bytes | None:
         """What the JSON lines of `slots`' matches hold between the quotes that open their

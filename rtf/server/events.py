@@ -43,10 +43,6 @@ _QUERIES = b', "queries": ["'
 _QUERIES_END = b'"], '
 _QUERY = b', "query": "'
 
-#: Subscribers in one publication's matches up to which they are taken apart by a
-#: mask each (else by one sort).
-_MASKED = 8
-
 
 def sse_matches(first_id: int, lines: list[bytes] | list[str]) -> bytes:
     """`lines` (``rtf match`` lines, UTF-8 or text, no newline in them) as `match`
@@ -78,44 +74,75 @@ def sse_grouped(first_id: int, counts: list[int], lines: list[bytes]) -> bytes:
 
 def grouped_runs(pub_id: str, matches) -> list[tuple]:
     """One publication's `Matches` as grouped lines, ``(subscriber, count, line)``, each
-    subscriber's in query-id order (subscriber None too: the caller drops it).
+    subscriber's in query-id order (subscriber None too: the caller drops it)."""
+    return grouped_lines([(pub_id, matches)])
+
+
+def grouped_lines(found: list[tuple]) -> list[tuple]:
+    """The grouped lines (`grouped_runs`) of each ``(publication id, Matches)`` of `found`,
+    in their order: one list.
 
     The usual publication (every match shares one answer: star queries about the
     subject) takes each subscriber's ids from the query table's column of them
-    (`IdColumns.ids_text`) by slot, grouped by subscriber with numpy: no Python step
-    per match. Others are grouped match by match."""
-    n = len(matches)
-    if not n:
+    (`IdColumns.ids_pieces`) by slot: the slots of all such publications in a row are
+    grouped by publication and subscriber with one numpy sort and their ids gathered
+    at once, no Python step per match and a few numpy calls per request, not per
+    publication. Others are grouped match by match."""
+    out: list[tuple] = []
+    batch: list[tuple] = []  # (head, matches, answer) of the usual publications in a row
+    columns = None
+    for pub_id, matches in found:
+        n = len(matches)
+        if not n:
+            continue
+        head = b'{"publication": ' + _json_string(pub_id).encode()
+        solutions = matches.solutions
+        mine = matches.id_columns() if hasattr(matches, "id_columns") else None
+        if mine is not None and solutions.count(solutions[0]) == n and not matches.has_ask():
+            if mine is not columns:  # (the table changed between two publications)
+                out += _by_slot(batch, columns)
+                batch, columns = [], mine
+            batch.append((head, matches, _answer_text(solutions[0]).encode()))
+        else:
+            out += _by_slot(batch, columns)
+            batch, columns = [], None
+            out += _runs_one_by_one(head, matches)
+    out += _by_slot(batch, columns)
+    return out
+
+
+def _by_slot(batch: list[tuple], columns) -> list[tuple]:
+    """The grouped lines of `batch`'s publications (``(head, matches, answer)``, each of
+    whose matches share `answer`), their ids taken by slot from `columns`."""
+    if not batch:
         return []
-    solutions = matches.solutions
-    columns = matches.id_columns() if hasattr(matches, "id_columns") else None
-    head = b'{"publication": ' + _json_string(pub_id).encode()
-    if columns is not None and solutions.count(solutions[0]) == n and not matches.has_ask():
-        names, by_slot = columns.subscriber_codes()
-        slots = matches.slots
-        of = by_slot[slots]
-        answer = b'"], ' + _answer_text(solutions[0]).encode() + b"}"
-        out = []
-        counts = np.bincount(of, minlength=len(names))
-        present = np.flatnonzero(counts)
-        if len(present) == 1:
-            parts = [(names[int(present[0])], slots)]
-        elif len(present) <= _MASKED:  # a pass per subscriber, cheaper than a sort
-            parts = [(names[k], slots[of == k]) for k in present.tolist()]
-        else:
-            order = np.argsort(of, kind="stable")
-            ends = np.cumsum(counts)
-            parts = [(names[k], slots[order[ends[k] - counts[k]:ends[k]]]) for k in present.tolist()]
-        for subscriber, taken in parts:
-            text = columns.ids_text(taken)
-            if text is None:
-                break
-            out.append((subscriber, len(taken),
-                        b"".join((head, _SUBSCRIBER, _subscriber_json(subscriber), _QUERIES,
-                                  text[:-len(_SEP)], answer))))
-        else:
-            return out
-    return _runs_one_by_one(head, matches)
+    names, by_slot = columns.subscriber_codes()
+    k = len(names)
+    if len(batch) == 1:
+        slots = batch[0][1].slots
+        key = by_slot[slots]
+    else:
+        slots = np.concatenate([matches.slots for _, matches, _ in batch])
+        key = by_slot[slots] + np.repeat(np.arange(0, k * len(batch), k, dtype=np.int32),
+                                         [len(matches.slots) for _, matches, _ in batch])
+    keys = k * len(batch)
+    counts = np.bincount(key, minlength=keys)
+    present = np.flatnonzero(counts)
+    if len(present) > len(batch):  # some publication has several subscribers: group them
+        # (a stable sort: each group keeps query-id order; radix for 16-bit keys)
+        slots = slots[np.argsort(key.astype(np.uint16) if keys <= 1 << 16 else key, kind="stable")]
+    sizes = counts[present]
+    pieces = columns.ids_pieces(slots, np.cumsum(sizes))
+    if pieces is None:
+        return [run for head, matches, _ in batch for run in _runs_one_by_one(head, matches)]
+    subscribers = [_subscriber_json(name) for name in names]
+    out = []
+    for key, n, text in zip(present.tolist(), sizes.tolist(), pieces):
+        p, code = divmod(key, k)
+        head, _, answer = batch[p]
+        out.append((names[code], n, b"".join((head, _SUBSCRIBER, subscribers[code], _QUERIES,
+                                              text[:-len(_SEP)], _QUERIES_END, answer, b"}"))))
+    return out
 
 
 def _subscriber_json(subscriber) -> bytes:
