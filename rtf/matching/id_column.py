@@ -90,12 +90,12 @@ class IdColumns:
         if column is False or not isinstance(column[0], np.ndarray):
             return None
         rows, padded = column
-        text = rows[slots].tobytes()
+        text = rows.take(slots).tobytes()
         if padded:  # each row's length without its padding
             if self._quoted_len is None:
                 self._quoted_len = np.char.str_len(rows)
-            text = text.translate(None, b"\0")
-            cuts = np.cumsum(self._quoted_len[slots])[ends - 1].tolist()
+            text = _unpadded(text, self._quoted_len, rows.itemsize)
+            cuts = np.cumsum(self._quoted_len.take(slots))[ends - 1].tolist()
         else:
             cuts = (ends * rows.itemsize).tolist()
         return [text[a:b] for a, b in zip([0, *cuts], cuts)]
@@ -151,11 +151,20 @@ def _taken(column, slots: np.ndarray) -> bytes | None:
         return None
     rows, padded = column
     if isinstance(rows, np.ndarray):
-        text = rows[slots].tobytes()
+        text = rows.take(slots).tobytes()  # (take: 3 times faster than rows[slots] for bytes rows)
         return text.translate(None, b"\0") if padded else text  # (twice as fast as replace)
     taken = rows.take(slots)
     offsets = np.frombuffer(taken.buffers()[1], np.int32, len(taken) + 1, 4 * taken.offset)
     return taken.buffers()[2][int(offsets[0]):int(offsets[-1])].to_pybytes()
+
+
+def _unpadded(text: bytes, lengths: np.ndarray, width: int) -> bytes:
+    """Fixed-width rows of `width` bytes without their NUL padding. `bytes.replace` jumps
+    from NUL to NUL (memchr): far faster than `translate`'s byte-by-byte copy when the
+    column holds under 1 % of NULs (most ids as wide as the widest), far slower above."""
+    if int(lengths.sum()) >= 0.99 * width * len(lengths):
+        return text.replace(b"\0", b"")
+    return text.translate(None, b"\0")
 
 
 class IdColumn:
