@@ -247,7 +247,9 @@ class Publisher:
                     job.sync_future.set_result(done)
 
     def _finish_on_loop(self, chunks, outcomes) -> None:
-        self.hub.deliver(chunks)
+        # The requests first: their answers are written before the streams' events (the
+        # loop runs the woken tasks in this order), so that a publisher waiting for its
+        # answer does not also wait for every stream's write.
         for job, done, error in outcomes:
             if job.future.done():  # the request was cancelled (its client left)
                 continue
@@ -255,4 +257,5 @@ class Publisher:
                 job.future.set_exception(error)
             else:
                 job.future.set_result(done)
+        self.hub.deliver(chunks)
 
