@@ -97,18 +97,20 @@ def test_grouped_lines_expand_to_the_match_lines(engine_and_pubs, one_answer):
         assert [n for n, _ in _per_subscriber(grouped_runs(pubs[1].id, found))["alice"]] == [2, 1, 1, 1]
 
 
-@pytest.mark.parametrize("one_answer", [False, True])
-def test_the_grouped_lines_of_many_publications_are_each_ones_in_turn(engine_and_pubs, one_answer):
+@pytest.mark.parametrize("one_answer, long_ids", [(False, False), (True, False), (True, True)])
+def test_the_grouped_lines_of_many_publications_are_each_ones_in_turn(engine_and_pubs, one_answer,
+                                                                      long_ids):
     """`grouped_lines` of a request's publications (their ids gathered at once when every
     match of each shares one answer; else publication by publication, the two ways
     interleaved) are each publication's `grouped_runs`, in order: the same lines, each
-    publication's subscribers in the same order."""
+    publication's subscribers in the same order. Also with ids too long for the
+    fixed-width column of ids (an Arrow one)."""
     engine, pubs = engine_and_pubs
     if one_answer:
         engine = Engine()
         for qid, text, subscriber in QUERIES:
             if "SELECT ?s WHERE" in text:
-                engine.register(text, qid, subscriber)
+                engine.register(text, qid + ("x" * 120 if long_ids and qid != "a1" else ""), subscriber)
     # the usual publications several times in a row, and the one without a match between
     pubs = [pubs[0], pubs[1], pubs[2], pubs[1], pubs[0]]
     found = [(pub.id, engine.match(pub)) for pub in pubs]

@@ -83,13 +83,15 @@ class IdColumns:
     def ids_pieces(self, slots: np.ndarray, ends: np.ndarray) -> list[bytes] | None:
         """`ids_text` of consecutive pieces of `slots`, cut before each of `ends` (increasing,
         the last ``len(slots)``; no piece empty): one gather for them all (`rtf serve`'s
-        grouped events of many publications). None where `ids_text` is, or for ids too long
-        for the fixed-width column: then take each piece with `ids_text`."""
+        grouped events of many publications). None where `ids_text` is."""
         self.ids_text(slots[:0])  # (the column, made when first asked for)
         column = self._quoted
-        if column is False or not isinstance(column[0], np.ndarray):
+        if column is False:
             return None
         rows, padded = column
+        if not isinstance(rows, np.ndarray):  # (an Arrow column: ids too long for fixed width)
+            cuts = ends.tolist()
+            return [_taken(column, slots[a:b]) for a, b in zip([0, *cuts], cuts)]
         text = rows.take(slots).tobytes()
         if padded:  # each row's length without its padding
             if self._quoted_len is None:

@@ -80,51 +80,72 @@ def grouped_runs(pub_id: str, matches) -> list[tuple]:
 
 def grouped_lines(found: list[tuple]) -> list[tuple]:
     """The grouped lines (`grouped_runs`) of each ``(publication id, Matches)`` of `found`,
-    in their order: one list.
+    in their order: one list (`GroupedLines`)."""
+    lines = GroupedLines()
+    for pub_id, matches in found:
+        lines.add(pub_id, matches)
+    return lines.runs()
+
+
+class GroupedLines:
+    """The grouped lines of publications matched one after the other: `add` each one's
+    `Matches` as soon as it is matched, then `runs` gives them all, in order.
 
     The usual publication (every match shares one answer: star queries about the
-    subject) takes each subscriber's ids from the query table's column of them
-    (`IdColumns.ids_pieces`) by slot: the slots of all such publications in a row are
-    grouped by publication and subscriber with one numpy sort and their ids gathered
-    at once, no Python step per match and a few numpy calls per request, not per
-    publication. Others are grouped match by match."""
-    out: list[tuple] = []
-    batch: list[tuple] = []  # (head, matches, answer) of the usual publications in a row
-    columns = None
-    for pub_id, matches in found:
+    subject) keeps only its slots: the slots of all such publications in a row are
+    grouped by publication and subscriber with one numpy sort and their ids taken from
+    the query table's column of them (`IdColumns.ids_pieces`) at once, no Python step
+    per match and a few numpy calls per request, not per publication. (Keeping the
+    `Matches` instead, each with its list of answers, made every collection of the
+    cyclic collector meanwhile rescan them.) Others are grouped match by match."""
+
+    __slots__ = ("_out", "_batch", "_columns")
+
+    def __init__(self):
+        self._out: list[tuple] = []
+        self._batch: list[tuple] = []  # (head, slots, answer) of the usual ones in a row
+        self._columns = None  # the table's columns those slots are of
+
+    def add(self, pub_id: str, matches) -> None:
         n = len(matches)
         if not n:
-            continue
+            return
         head = b'{"publication": ' + _json_string(pub_id).encode()
         solutions = matches.solutions
-        mine = matches.id_columns() if hasattr(matches, "id_columns") else None
-        if mine is not None and solutions.count(solutions[0]) == n and not matches.has_ask():
-            if mine is not columns:  # (the table changed between two publications)
-                out += _by_slot(batch, columns)
-                batch, columns = [], mine
-            batch.append((head, matches, _answer_text(solutions[0]).encode()))
+        columns = matches.id_columns() if hasattr(matches, "id_columns") else None
+        if (columns is not None and solutions.count(solutions[0]) == n and not matches.has_ask()
+                and columns.ids_text(matches.slots[:0]) is not None):  # (None: an id has no UTF-8)
+            if columns is not self._columns:  # (the table changed between two publications)
+                self._flush()
+                self._columns = columns
+            self._batch.append((head, matches.slots, _answer_text(solutions[0]).encode()))
         else:
-            out += _by_slot(batch, columns)
-            batch, columns = [], None
-            out += _runs_one_by_one(head, matches)
-    out += _by_slot(batch, columns)
-    return out
+            self._flush()
+            self._out += _runs_one_by_one(head, matches)
+
+    def runs(self) -> list[tuple]:
+        """Every publication's grouped lines, ``(subscriber, count, line)``, in order."""
+        self._flush()
+        return self._out
+
+    def _flush(self) -> None:
+        if self._batch:
+            self._out += _by_slot(self._batch, self._columns)
+            self._batch = []
 
 
 def _by_slot(batch: list[tuple], columns) -> list[tuple]:
-    """The grouped lines of `batch`'s publications (``(head, matches, answer)``, each of
+    """The grouped lines of `batch`'s publications (``(head, slots, answer)``, each of
     whose matches share `answer`), their ids taken by slot from `columns`."""
-    if not batch:
-        return []
     names, by_slot = columns.subscriber_codes()
     k = len(names)
     if len(batch) == 1:
-        slots = batch[0][1].slots
+        slots = batch[0][1]
         key = by_slot[slots]
     else:
-        slots = np.concatenate([matches.slots for _, matches, _ in batch])
+        slots = np.concatenate([slots for _, slots, _ in batch])
         key = by_slot[slots] + np.repeat(np.arange(0, k * len(batch), k, dtype=np.int32),
-                                         [len(matches.slots) for _, matches, _ in batch])
+                                         [len(slots) for _, slots, _ in batch])
     keys = k * len(batch)
     counts = np.bincount(key, minlength=keys)
     present = np.flatnonzero(counts)
@@ -133,8 +154,6 @@ def _by_slot(batch: list[tuple], columns) -> list[tuple]:
         slots = slots[np.argsort(key.astype(np.uint16) if keys <= 1 << 16 else key, kind="stable")]
     sizes = counts[present]
     pieces = columns.ids_pieces(slots, np.cumsum(sizes))
-    if pieces is None:
-        return [run for head, matches, _ in batch for run in _runs_one_by_one(head, matches)]
     subscribers = [_subscriber_json(name) for name in names]
     out = []
     for key, n, text in zip(present.tolist(), sizes.tolist(), pieces):

@@ -38,7 +38,7 @@ from rtf.server.metrics import Metrics
 from rtf.server.outbox import Outbox
 from rtf.server.recent import Recent
 from rtf.server.stopping import to_the_end
-from rtf.server.events import Chunk, grouped_lines
+from rtf.server.events import Chunk, GroupedLines
 from rtf.server.streams import Hub
 
 log = logging.getLogger("rtf.server")
@@ -174,7 +174,7 @@ class Publisher:
         for job in group:
             try:
                 parts: list[bytes] = []
-                matched: list[tuple] = []  # (publication id, Matches) of those that matched
+                lines = GroupedLines()  # (each publication's added once matched)
                 kept: list | None = [] if job.keep_matches else None
                 if job.publications is None:
                     job.publications = job.reader()
@@ -188,10 +188,10 @@ class Publisher:
                     if found:
                         if not job.grouped:
                             parts.append(match_bytes(pub.id, found))
-                        matched.append((pub.id, found))
+                        lines.add(pub.id, found)
                         matches += len(found)
                         remember(pub)
-                runs = grouped_lines(matched)  # (the job's at once: a few numpy calls)
+                runs = lines.runs()  # (the job's at once: a few numpy calls)
                 # made as UTF-8 once: the answer's body
                 if job.grouped:
                     parts = [line for _, _, line in runs]
