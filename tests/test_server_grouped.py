@@ -12,6 +12,7 @@ import pytest
 from rtf import Engine
 from rtf.io.output import match_bytes
 from rtf.io.reader import publications_from_bytes
+from rtf.server import events
 from rtf.server.client_stream import MatchesEvent
 from rtf.server.events import (Chunk, _runs_one_by_one, expanded, grouped_lines, grouped_of,
                                grouped_runs, row_chunk, row_data)
@@ -97,14 +98,19 @@ def test_grouped_lines_expand_to_the_match_lines(engine_and_pubs, one_answer):
         assert [n for n, _ in _per_subscriber(grouped_runs(pubs[1].id, found))["alice"]] == [2, 1, 1, 1]
 
 
-@pytest.mark.parametrize("one_answer, long_ids", [(False, False), (True, False), (True, True)])
-def test_the_grouped_lines_of_many_publications_are_each_ones_in_turn(engine_and_pubs, one_answer,
-                                                                      long_ids):
+@pytest.mark.parametrize("one_answer, long_ids, keys", [
+    (False, False, None), (True, False, None), (True, True, None), (True, False, 8), (True, False, 2)])
+def test_the_grouped_lines_of_many_publications_are_each_ones_in_turn(engine_and_pubs, monkeypatch,
+                                                                      one_answer, long_ids, keys):
     """`grouped_lines` of a request's publications (their ids gathered at once when every
     match of each shares one answer; else publication by publication, the two ways
     interleaved) are each publication's `grouped_runs`, in order: the same lines, each
     publication's subscribers in the same order. Also with ids too long for the
-    fixed-width column of ids (an Arrow one)."""
+    fixed-width column of ids (an Arrow one), and with more subscribers than one sort
+    takes for all the publications (`keys`: a few publications at a time, or one at a
+    time sorted by a wider key)."""
+    if keys is not None:
+        monkeypatch.setattr(events, "_KEYS", keys)
     engine, pubs = engine_and_pubs
     if one_answer:
         engine = Engine()

@@ -113,15 +113,16 @@ class GroupedLines:
         head = b'{"publication": ' + _json_string(pub_id).encode()
         solutions = matches.solutions
         columns = matches.id_columns() if hasattr(matches, "id_columns") else None
-        if (columns is not None and solutions.count(solutions[0]) == n and not matches.has_ask()
-                and columns.ids_text(matches.slots[:0]) is not None):  # (None: an id has no UTF-8)
-            if columns is not self._columns:  # (the table changed between two publications)
+        if columns is not None and solutions.count(solutions[0]) == n and not matches.has_ask():
+            if columns is not self._columns:  # (the first, or the table changed meanwhile)
                 self._flush()
-                self._columns = columns
-            self._batch.append((head, matches.slots, _answer_text(solutions[0]).encode()))
-        else:
-            self._flush()
-            self._out += _runs_one_by_one(head, matches)
+                # (None: an id has no UTF-8; then every publication is grouped match by match)
+                self._columns = columns if columns.ids_text(matches.slots[:0]) is not None else None
+            if self._columns is not None:
+                self._batch.append((head, matches.slots, _answer_text(solutions[0]).encode()))
+                return
+        self._flush()
+        self._out += _runs_one_by_one(head, matches)
 
     def runs(self) -> list[tuple]:
         """Every publication's grouped lines, ``(subscriber, count, line)``, in order."""
@@ -134,11 +135,19 @@ class GroupedLines:
             self._batch = []
 
 
+#: The most (publication, subscriber) keys `_by_slot` sorts at once: 16 bits, radix-sorted
+#: (with many subscribers, fewer publications at once).
+_KEYS = 1 << 16
+
+
 def _by_slot(batch: list[tuple], columns) -> list[tuple]:
     """The grouped lines of `batch`'s publications (``(head, slots, answer)``, each of
     whose matches share `answer`), their ids taken by slot from `columns`."""
     names, by_slot = columns.subscriber_codes()
     k = len(names)
+    step = max(1, _KEYS // k)
+    if len(batch) > step:
+        return [run for at in range(0, len(batch), step) for run in _by_slot(batch[at:at + step], columns)]
     if len(batch) == 1:
         slots = batch[0][1]
         key = by_slot[slots]
@@ -151,15 +160,18 @@ def _by_slot(batch: list[tuple], columns) -> list[tuple]:
     present = np.flatnonzero(counts)
     if len(present) > len(batch):  # some publication has several subscribers: group them
         # (a stable sort: each group keeps query-id order; radix for 16-bit keys)
-        slots = slots[np.argsort(key.astype(np.uint16) if keys <= 1 << 16 else key, kind="stable")]
+        slots = slots[np.argsort(key.astype(np.uint16) if keys <= _KEYS else key, kind="stable")]
     sizes = counts[present]
     pieces = columns.ids_pieces(slots, np.cumsum(sizes))
-    subscribers = [_subscriber_json(name) for name in names]
+    subscribers: dict[int, bytes] = {}  # code -> its JSON (of those present only)
     out = []
     for key, n, text in zip(present.tolist(), sizes.tolist(), pieces):
         p, code = divmod(key, k)
         head, _, answer = batch[p]
-        out.append((names[code], n, b"".join((head, _SUBSCRIBER, subscribers[code], _QUERIES,
+        subscriber = subscribers.get(code)
+        if subscriber is None:
+            subscriber = subscribers[code] = _subscriber_json(names[code])
+        out.append((names[code], n, b"".join((head, _SUBSCRIBER, subscriber, _QUERIES,
                                               text[:-len(_SEP)], _QUERIES_END, answer, b"}"))))
     return out
 
