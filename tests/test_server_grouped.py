@@ -12,9 +12,10 @@ import pytest
 from rtf import Engine
 from rtf.io.output import match_bytes
 from rtf.io.reader import publications_from_bytes
+from rtf.server import events
 from rtf.server.client_stream import MatchesEvent
-from rtf.server.events import (Chunk, _runs_one_by_one, expanded, grouped_of, grouped_runs,
-                               row_chunk, row_data)
+from rtf.server.events import (Chunk, _runs_one_by_one, expanded, grouped_lines, grouped_of,
+                               grouped_runs, row_chunk, row_data)
 from rtf.server.outbox import Outbox
 
 P = "<http://ex.org/g/p>"
@@ -97,6 +98,38 @@ def test_grouped_lines_expand_to_the_match_lines(engine_and_pubs, one_answer):
         assert [n for n, _ in _per_subscriber(grouped_runs(pubs[1].id, found))["alice"]] == [2, 1, 1, 1]
 
 
+@pytest.mark.parametrize("one_answer, long_ids, keys", [
+    (False, False, None), (True, False, None), (True, True, None), (True, False, 8), (True, False, 2)])
+def test_the_grouped_lines_of_many_publications_are_each_ones_in_turn(engine_and_pubs, monkeypatch,
+                                                                      one_answer, long_ids, keys):
+    """`grouped_lines` of a request's publications (their ids gathered at once when every
+    match of each shares one answer; else publication by publication, the two ways
+    interleaved) are each publication's `grouped_runs`, in order: the same lines, each
+    publication's subscribers in the same order. Also with ids too long for the
+    fixed-width column of ids (an Arrow one), and with more subscribers than one sort
+    takes for all the publications (`keys`: a few publications at a time, or one at a
+    time sorted by a wider key)."""
+    if keys is not None:
+        monkeypatch.setattr(events, "_KEYS", keys)
+    engine, pubs = engine_and_pubs
+    if one_answer:
+        engine = Engine()
+        for qid, text, subscriber in QUERIES:
+            if "SELECT ?s WHERE" in text:
+                engine.register(text, qid + ("x" * 120 if long_ids and qid != "a1" else ""), subscriber)
+    # the usual publications several times in a row, and the one without a match between
+    pubs = [pubs[0], pubs[1], pubs[2], pubs[1], pubs[0]]
+    found = [(pub.id, engine.match(pub)) for pub in pubs]
+    for _ in range(3):  # (the columns are made once about as many ids were read as lists)
+        got = grouped_lines(found)
+    assert (found[0][1].id_columns() is not None) == one_answer
+    want = [run for pub_id, matches in found for run in grouped_runs(pub_id, matches)]
+    assert got == want
+    slow = [run for pub_id, matches in found for run in _runs_one_by_one(
+        b'{"publication": ' + json.dumps(pub_id, ensure_ascii=False).encode(), matches)]
+    assert sorted(got, key=repr) == sorted(slow, key=repr) and len(got) > len(pubs)
+
+
 def test_a_grouped_chunk_splits_at_every_id(engine_and_pubs):
     engine, pubs = engine_and_pubs
     runs = [r for pub in pubs for r in grouped_runs(pub.id, engine.match(pub)) if r[0] == "alice"]
@@ -130,6 +163,8 @@ def test_the_outbox_keeps_grouped_rows_and_older_rows_alike(tmp_path, engine_and
     singles = expanded([line for _, line in alice])
     box = Outbox(tmp_path)
     try:
+        # a new outbox has pages of 64 KiB (a commit writes a WAL frame per page)
+        assert box._db.execute("PRAGMA page_size").fetchone() == (65536,)
         box.append([("alice", [line.decode() for line in singles])])  # an older rtf's row (text)
         box.append([("alice", ([n for n, _ in alice], [line for _, line in alice]))])
         every = singles + singles

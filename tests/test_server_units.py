@@ -189,6 +189,31 @@ def _put_many(registry: Registry, model: dict, items, atomic: bool, owner: str |
     model.update(expected)
 
 
+def test_a_row_that_cannot_be_written_undoes_the_whole_bulk_registration():
+    """`put_many` registers a record in the engine before writing its row: a row that
+    cannot be written (a full disk) takes back that record's registration (here the
+    replacement of a query: the old one is back) and the records before it."""
+    with folder() as d:
+        registry = Registry(d)
+        registry.put("a", query("rio"), "alice")
+        real_put, calls = PendingWrite.put, []
+
+        def put(self, *args, **kwargs):
+            calls.append(args[0])
+            if len(calls) == 2:
+                raise sqlite3.OperationalError("database or disk is full")
+            return real_put(self, *args, **kwargs)
+
+        records = [Record(1, "b", query("games"), "bob"), Record(2, "a", query("x", select=True), "carol"),
+                   Record(3, "c", query("rio"), None)]
+        with mock.patch.object(PendingWrite, "put", put):
+            with pytest.raises(sqlite3.OperationalError):
+                registry.put_many(records, atomic=False)
+        assert calls == ["b", "a"]
+        _check(registry, {"a": (query("rio"), "alice")})
+        registry.close()
+
+
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(_ops)

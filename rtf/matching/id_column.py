@@ -46,13 +46,14 @@ class IdColumns:
     and ``jsonl`` outputs write them (`ids_text`, `lines_text`), each made when first asked
     for."""
 
-    __slots__ = ("generation", "_slot_id", "_slot_subscriber", "_ids", "_quoted", "_lines", "_codes")
+    __slots__ = ("generation", "_slot_id", "_slot_subscriber", "_ids", "_quoted", "_quoted_len",
+                 "_lines", "_codes")
 
     def __init__(self, generation: int, slot_id: np.ndarray, slot_subscriber: np.ndarray | None):
         self.generation = generation
         self._slot_id = slot_id.copy()
         self._slot_subscriber = None if slot_subscriber is None else slot_subscriber.copy()
-        self._ids = self._quoted = self._lines = self._codes = None
+        self._ids = self._quoted = self._quoted_len = self._lines = self._codes = None
 
     def arrow(self):
         """(ids, subscribers) as pyarrow string arrays by slot (see the class), or None when
@@ -78,6 +79,28 @@ class IdColumns:
             self._quoted = _fixed([_json_string(q)[1:-1] + IDS_SEPARATOR if q is not None else ""
                                    for q in self._slot_id.tolist()])
         return _taken(self._quoted, slots)
+
+    def ids_pieces(self, slots: np.ndarray, ends: np.ndarray) -> list[bytes] | None:
+        """`ids_text` of consecutive pieces of `slots`, cut before each of `ends` (increasing,
+        the last ``len(slots)``; no piece empty): one gather for them all (`rtf serve`'s
+        grouped events of many publications). None where `ids_text` is."""
+        self.ids_text(slots[:0])  # (the column, made when first asked for)
+        column = self._quoted
+        if column is False:
+            return None
+        rows, padded = column
+        if not isinstance(rows, np.ndarray):  # (an Arrow column: ids too long for fixed width)
+            cuts = ends.tolist()
+            return [_taken(column, slots[a:b]) for a, b in zip([0, *cuts], cuts)]
+        text = rows.take(slots).tobytes()
+        if padded:  # each row's length without its padding
+            if self._quoted_len is None:
+                self._quoted_len = np.char.str_len(rows)
+            text = _unpadded(text, self._quoted_len, rows.itemsize)
+            cuts = np.cumsum(self._quoted_len.take(slots))[ends - 1].tolist()
+        else:
+            cuts = (ends * rows.itemsize).tolist()
+        return [text[a:b] for a, b in zip([0, *cuts], cuts)]
 
     def lines_text(self, slots: np.ndarray) -> bytes | None:
         """What the JSON lines of `slots`' matches hold between the quotes that open their
@@ -130,11 +153,20 @@ def _taken(column, slots: np.ndarray) -> bytes | None:
         return None
     rows, padded = column
     if isinstance(rows, np.ndarray):
-        text = rows[slots].tobytes()
+        text = rows.take(slots).tobytes()  # (take: 3 times faster than rows[slots] for bytes rows)
         return text.translate(None, b"\0") if padded else text  # (twice as fast as replace)
     taken = rows.take(slots)
     offsets = np.frombuffer(taken.buffers()[1], np.int32, len(taken) + 1, 4 * taken.offset)
     return taken.buffers()[2][int(offsets[0]):int(offsets[-1])].to_pybytes()
+
+
+def _unpadded(text: bytes, lengths: np.ndarray, width: int) -> bytes:
+    """Fixed-width rows of `width` bytes without their NUL padding. `bytes.replace` jumps
+    from NUL to NUL (memchr): far faster than `translate`'s byte-by-byte copy when the
+    column holds under 1 % of NULs (most ids as wide as the widest), far slower above."""
+    if int(lengths.sum()) >= 0.99 * width * len(lengths):
+        return text.replace(b"\0", b"")
+    return text.translate(None, b"\0")
 
 
 class IdColumn:

@@ -43,10 +43,6 @@ _QUERIES = b', "queries": ["'
 _QUERIES_END = b'"], '
 _QUERY = b', "query": "'
 
-#: Subscribers in one publication's matches up to which they are taken apart by a
-#: mask each (else by one sort).
-_MASKED = 8
-
 
 def sse_matches(first_id: int, lines: list[bytes] | list[str]) -> bytes:
     """`lines` (``rtf match`` lines, UTF-8 or text, no newline in them) as `match`
@@ -78,44 +74,106 @@ def sse_grouped(first_id: int, counts: list[int], lines: list[bytes]) -> bytes:
 
 def grouped_runs(pub_id: str, matches) -> list[tuple]:
     """One publication's `Matches` as grouped lines, ``(subscriber, count, line)``, each
-    subscriber's in query-id order (subscriber None too: the caller drops it).
+    subscriber's in query-id order (subscriber None too: the caller drops it)."""
+    return grouped_lines([(pub_id, matches)])
+
+
+def grouped_lines(found: list[tuple]) -> list[tuple]:
+    """The grouped lines (`grouped_runs`) of each ``(publication id, Matches)`` of `found`,
+    in their order: one list (`GroupedLines`)."""
+    lines = GroupedLines()
+    for pub_id, matches in found:
+        lines.add(pub_id, matches)
+    return lines.runs()
+
+
+class GroupedLines:
+    """The grouped lines of publications matched one after the other: `add` each one's
+    `Matches` as soon as it is matched, then `runs` gives them all, in order.
 
     The usual publication (every match shares one answer: star queries about the
-    subject) takes each subscriber's ids from the query table's column of them
-    (`IdColumns.ids_text`) by slot, grouped by subscriber with numpy: no Python step
-    per match. Others are grouped match by match."""
-    n = len(matches)
-    if not n:
-        return []
-    solutions = matches.solutions
-    columns = matches.id_columns() if hasattr(matches, "id_columns") else None
-    head = b'{"publication": ' + _json_string(pub_id).encode()
-    if columns is not None and solutions.count(solutions[0]) == n and not matches.has_ask():
-        names, by_slot = columns.subscriber_codes()
-        slots = matches.slots
-        of = by_slot[slots]
-        answer = b'"], ' + _answer_text(solutions[0]).encode() + b"}"
-        out = []
-        counts = np.bincount(of, minlength=len(names))
-        present = np.flatnonzero(counts)
-        if len(present) == 1:
-            parts = [(names[int(present[0])], slots)]
-        elif len(present) <= _MASKED:  # a pass per subscriber, cheaper than a sort
-            parts = [(names[k], slots[of == k]) for k in present.tolist()]
-        else:
-            order = np.argsort(of, kind="stable")
-            ends = np.cumsum(counts)
-            parts = [(names[k], slots[order[ends[k] - counts[k]:ends[k]]]) for k in present.tolist()]
-        for subscriber, taken in parts:
-            text = columns.ids_text(taken)
-            if text is None:
-                break
-            out.append((subscriber, len(taken),
-                        b"".join((head, _SUBSCRIBER, _subscriber_json(subscriber), _QUERIES,
-                                  text[:-len(_SEP)], answer))))
-        else:
-            return out
-    return _runs_one_by_one(head, matches)
+    subject) keeps only its slots: the slots of all such publications in a row are
+    grouped by publication and subscriber with one numpy sort and their ids taken from
+    the query table's column of them (`IdColumns.ids_pieces`) at once, no Python step
+    per match and a few numpy calls per request, not per publication. (Keeping the
+    `Matches` instead, each with its list of answers, made every collection of the
+    cyclic collector meanwhile rescan them.) Others are grouped match by match."""
+
+    __slots__ = ("_out", "_batch", "_columns")
+
+    def __init__(self):
+        self._out: list[tuple] = []
+        self._batch: list[tuple] = []  # (head, slots, answer) of the usual ones in a row
+        self._columns = None  # the table's columns those slots are of
+
+    def add(self, pub_id: str, matches) -> None:
+        n = len(matches)
+        if not n:
+            return
+        head = b'{"publication": ' + _json_string(pub_id).encode()
+        solutions = matches.solutions
+        columns = matches.id_columns() if hasattr(matches, "id_columns") else None
+        if columns is not None and solutions.count(solutions[0]) == n and not matches.has_ask():
+            if columns is not self._columns:  # (the first, or the table changed meanwhile)
+                self._flush()
+                # (None: an id has no UTF-8; then every publication is grouped match by match)
+                self._columns = columns if columns.ids_text(matches.slots[:0]) is not None else None
+            if self._columns is not None:
+                self._batch.append((head, matches.slots, _answer_text(solutions[0]).encode()))
+                return
+        self._flush()
+        self._out += _runs_one_by_one(head, matches)
+
+    def runs(self) -> list[tuple]:
+        """Every publication's grouped lines, ``(subscriber, count, line)``, in order."""
+        self._flush()
+        return self._out
+
+    def _flush(self) -> None:
+        if self._batch:
+            self._out += _by_slot(self._batch, self._columns)
+            self._batch = []
+
+
+#: The most (publication, subscriber) keys `_by_slot` sorts at once: 16 bits, radix-sorted
+#: (with many subscribers, fewer publications at once).
+_KEYS = 1 << 16
+
+
+def _by_slot(batch: list[tuple], columns) -> list[tuple]:
+    """The grouped lines of `batch`'s publications (``(head, slots, answer)``, each of
+    whose matches share `answer`), their ids taken by slot from `columns`."""
+    names, by_slot = columns.subscriber_codes()
+    k = len(names)
+    step = max(1, _KEYS // k)
+    if len(batch) > step:
+        return [run for at in range(0, len(batch), step) for run in _by_slot(batch[at:at + step], columns)]
+    if len(batch) == 1:
+        slots = batch[0][1]
+        key = by_slot[slots]
+    else:
+        slots = np.concatenate([slots for _, slots, _ in batch])
+        key = by_slot[slots] + np.repeat(np.arange(0, k * len(batch), k, dtype=np.int32),
+                                         [len(slots) for _, slots, _ in batch])
+    keys = k * len(batch)
+    counts = np.bincount(key, minlength=keys)
+    present = np.flatnonzero(counts)
+    if len(present) > len(batch):  # some publication has several subscribers: group them
+        # (a stable sort: each group keeps query-id order; radix for 16-bit keys)
+        slots = slots[np.argsort(key.astype(np.uint16) if keys <= _KEYS else key, kind="stable")]
+    sizes = counts[present]
+    pieces = columns.ids_pieces(slots, np.cumsum(sizes))
+    subscribers: dict[int, bytes] = {}  # code -> its JSON (of those present only)
+    out = []
+    for key, n, text in zip(present.tolist(), sizes.tolist(), pieces):
+        p, code = divmod(key, k)
+        head, _, answer = batch[p]
+        subscriber = subscribers.get(code)
+        if subscriber is None:
+            subscriber = subscribers[code] = _subscriber_json(names[code])
+        out.append((names[code], n, b"".join((head, _SUBSCRIBER, subscriber, _QUERIES,
+                                              text[:-len(_SEP)], _QUERIES_END, answer, b"}"))))
+    return out
 
 
 def _subscriber_json(subscriber) -> bytes:

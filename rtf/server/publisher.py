@@ -38,7 +38,7 @@ from rtf.server.metrics import Metrics
 from rtf.server.outbox import Outbox
 from rtf.server.recent import Recent
 from rtf.server.stopping import to_the_end
-from rtf.server.events import Chunk, grouped_runs
+from rtf.server.events import Chunk, GroupedLines
 from rtf.server.streams import Hub
 
 log = logging.getLogger("rtf.server")
@@ -174,7 +174,7 @@ class Publisher:
         for job in group:
             try:
                 parts: list[bytes] = []
-                runs: list[tuple] = []
+                lines = GroupedLines()  # (each publication's added once matched)
                 kept: list | None = [] if job.keep_matches else None
                 if job.publications is None:
                     job.publications = job.reader()
@@ -188,9 +188,10 @@ class Publisher:
                     if found:
                         if not job.grouped:
                             parts.append(match_bytes(pub.id, found))
-                        runs += grouped_runs(pub.id, found)
+                        lines.add(pub.id, found)
                         matches += len(found)
                         remember(pub)
+                runs = lines.runs()  # (the job's at once: a few numpy calls)
                 # made as UTF-8 once: the answer's body
                 if job.grouped:
                     parts = [line for _, _, line in runs]
@@ -246,7 +247,9 @@ class Publisher:
                     job.sync_future.set_result(done)
 
     def _finish_on_loop(self, chunks, outcomes) -> None:
-        self.hub.deliver(chunks)
+        # The requests first: their answers are written before the streams' events (the
+        # loop runs the woken tasks in this order), so that a publisher waiting for its
+        # answer does not also wait for every stream's write.
         for job, done, error in outcomes:
             if job.future.done():  # the request was cancelled (its client left)
                 continue
@@ -254,4 +257,5 @@ class Publisher:
                 job.future.set_exception(error)
             else:
                 job.future.set_result(done)
+        self.hub.deliver(chunks)
 

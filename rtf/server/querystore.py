@@ -290,6 +290,12 @@ class QueryStore:
                              (key, value))
 
 
+#: `PendingWrite.put` looks the id's row up itself.
+_LOOK = object()
+#: Ids per statement of `PendingWrite.rows_of` (SQLite allows 32,766 parameters).
+_IDS_PER_SELECT = 500
+
+
 class PendingWrite:
     """A transaction begun on the query table and not yet committed (it holds the
     table's lock). After `put`, `seq` is the new row's seq (None for a removal)
@@ -303,11 +309,16 @@ class PendingWrite:
         self._open = True
 
     def put(self, query_id: str, query: str | None, subscriber: str | None,
-            metadata: Mapping | None, delete: bool = False) -> int | None:
-        """Remove the row of `query_id` and, unless `delete`, insert the new one: its seq."""
+            metadata: Mapping | None, delete: bool = False, known=_LOOK) -> int | None:
+        """Remove the row of `query_id` and, unless `delete`, insert the new one: its seq.
+        `known`: the row of that id as `rows_of` gave it in this transaction (None: none),
+        not looked up again."""
         db = self._store._db
-        found = self._store._fetch("SELECT subscriber FROM queries WHERE id = ?", (query_id,))
-        old = found[0] if found else None
+        if known is _LOOK:
+            found = self._store._fetch("SELECT subscriber FROM queries WHERE id = ?", (query_id,))
+            old = found[0] if found else None
+        else:
+            old = known
         self.replaced = old is not None
         self.old_subscriber = old[0] if old else None
         if old is not None:
@@ -318,6 +329,18 @@ class PendingWrite:
                 "INSERT INTO queries (id, query, subscriber, metadata) VALUES (?, ?, ?, ?)",
                 (query_id, query, subscriber, _metadata_json(metadata))).lastrowid
         return self.seq
+
+    def rows_of(self, query_ids: list[str]) -> dict[str, tuple]:
+        """The rows of those ids that the table holds, ``id -> (subscriber,)`` (a few
+        statements for many ids, where `put` looks one up)."""
+        found: dict[str, tuple] = {}
+        for k in range(0, len(query_ids), _IDS_PER_SELECT):
+            part = query_ids[k:k + _IDS_PER_SELECT]
+            for query_id, subscriber in self._store._fetch(
+                    f"SELECT id, subscriber FROM queries WHERE id IN ({', '.join('?' * len(part))})",
+                    part):
+                found[query_id] = (subscriber,)
+        return found
 
     def insert_all(self, rows) -> None:
         """Insert ``(id, query, subscriber, metadata)`` rows into a table that holds none

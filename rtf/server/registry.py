@@ -28,6 +28,7 @@ transaction, and the file itself the snapshot.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -35,6 +36,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,7 @@ from rtf.engine import Engine, freeze_long_lived
 from rtf.errors import IndexFileError, QueryError, RtfError
 from rtf.io.files import write_atomically
 from rtf.io.taxonomy import Taxonomy
+from rtf.matching.query_table import bulk_memos
 from rtf.query.analysis import normal_analysis
 from rtf.parser import parse_query
 from rtf.query.model import Query
@@ -323,6 +326,10 @@ class Registry:
         `StoppingError` at its next record, everything rolled back; a commit
         under way is finished (rtf.server.stopping).
         """
+        with collector_paused():
+            return self._put_many(records, owner, atomic)
+
+    def _put_many(self, records: list[Record], owner: str | None, atomic: bool) -> list[Record]:
         first_line: dict[str, int] = {}
         for r in records:  # parsed first, outside every lock
             self._unless_stopping()
@@ -341,7 +348,9 @@ class Registry:
         done: list[tuple[Record, object]] = []  # (record, the engine's query it replaced)
         pending = self.store.begin()
         try:
-            with engine._lock:
+            # (the memos of `Engine.register_many` too: each variable layout's columns
+            # computed once; under the engine's lock, as every user of them)
+            with engine._lock, bulk_memos(shapes=False):
                 try:
                     last = self._put_each(pending, records, owner, atomic, done)
                     self._unless_stopping()
@@ -361,8 +370,13 @@ class Registry:
 
     def _put_each(self, pending, todo: list[Record], owner, atomic: bool, done: list) -> int | None:
         """`put_many`'s writes, inside its transaction and under the engine's lock, in
-        line order (so that, all or nothing, the first bad line is the one refused)."""
+        line order (so that, all or nothing, the first bad line is the one refused).
+
+        Each record is checked (its owner) and registered in the engine before its row
+        is written: a refused record changed nothing, with no savepoint to undo; the
+        rows of the ids are looked up at once."""
         engine = self.engine
+        rows = pending.rows_of([r.id for r in todo if r.outcome is None])
         last = None
         for r in todo:
             self._unless_stopping()
@@ -370,27 +384,31 @@ class Registry:
                 if atomic:
                     raise BulkRefusedError(r)
                 continue
+            row = rows.get(r.id)
             try:
-                with pending.savepoint():
-                    seq = pending.put(r.id, r.query, r.subscriber, r.metadata)
-                    if owner is not None and pending.replaced and pending.old_subscriber != owner:
-                        raise NotOwnerError(f"query {r.id!r} belongs to another subscriber")
-                    old = engine.get(r.id) if r.id in engine else None
-                    if old is not None:
-                        engine.unregister(r.id)
-                    try:
-                        engine.register(r.parsed, r.id, r.subscriber)
-                    except BaseException:
-                        _restore(engine, old)
-                        raise
+                if owner is not None and row is not None and row[0] != owner:
+                    raise NotOwnerError(f"query {r.id!r} belongs to another subscriber")
+                old = engine.get(r.id) if r.id in engine else None
+                if old is not None:
+                    engine.unregister(r.id)
+                try:
+                    engine.register(r.parsed, r.id, r.subscriber)
+                except BaseException:
+                    _restore(engine, old)
+                    raise
             except (QueryError, NotOwnerError) as e:
                 r.outcome = e
                 if atomic:
                     raise BulkRefusedError(r) from None
                 continue
+            try:  # (a failure here fails the whole transaction: the caller undoes `done`)
+                last = pending.put(r.id, r.query, r.subscriber, r.metadata, known=row)
+            except BaseException:
+                engine.unregister(r.id)
+                _restore(engine, old)
+                raise
             done.append((r, old))
-            r.outcome = "replaced" if pending.replaced or old is not None else "created"
-            last = seq
+            r.outcome = "replaced" if row is not None or old is not None else "created"
         return last
 
     def _unless_stopping(self) -> None:
@@ -438,6 +456,19 @@ class Registry:
 
     def close(self) -> None:
         self.store.close()
+
+
+@contextmanager
+def collector_paused():
+    """Around a bulk registration, as in `Engine.register_many`: the cyclic collector
+    paused (its full collections rescan the growing index)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _restore(engine: Engine, old) -> None:

@@ -40,11 +40,13 @@ class StorageError(RtfError):
     data folder)."""
 
 
-def connect(path: Path, synchronous: str, schema: str, recovery: str) -> sqlite3.Connection:
+def connect(path: Path, synchronous: str, schema: str, recovery: str,
+            page_size: int | None = None) -> sqlite3.Connection:
     """A connection to the SQLite file `path` in WAL mode with `schema` applied and the
     file checked (see the module's docstring), usable from any thread (callers
     serialise their use of it). `StorageError` if the file cannot be used; `recovery`
-    says what to do when it is damaged."""
+    says what to do when it is damaged. `page_size`: the page size of a file made now
+    (a file that exists keeps its own)."""
     if path.is_file() and not os.access(path, os.R_OK | os.W_OK):
         # SQLite would open a read-only file and write to its WAL, never copied back
         raise StorageError(f"{path} cannot be read and written: {_permission_advice(path)}")
@@ -57,6 +59,8 @@ def connect(path: Path, synchronous: str, schema: str, recovery: str) -> sqlite3
         if problems != ["ok"]:
             raise StorageError(f"{path} is damaged ({_one_line(problems)}): {recovery}")
         _check_columns(db, path, schema, recovery)
+        if page_size is not None:  # (SQLite ignores it once the file has a page)
+            db.execute(f"PRAGMA page_size={int(page_size)}")
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={synchronous}")
         db.executescript(schema)
