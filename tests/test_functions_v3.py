@@ -13,7 +13,7 @@ import unicodedata
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, example, given, settings, strategies as st
 
 from rtf.query.functions import (
     FUNCTION_ARITIES,
@@ -680,6 +680,7 @@ def test_regex_and_replace_agree_with_oxigraph(text, pattern, replacement, flags
 @pytest.mark.parametrize("op", ["+", "-", "*", "/"])
 @ORACLE
 @given(a=st.one_of(oracle.numbers, oracle.terms), b=st.one_of(oracle.numbers, oracle.terms))
+@example(a=literal_key("17014118346046924", XSD + "integer"), b=literal_key("0.0037", XSD + "decimal"))
 def test_arithmetic_agrees_with_oxigraph(op, a, b):
     from rtf.query.functions import arithmetic
     a, b = oracle.as_oxigraph_sees(a), oracle.as_oxigraph_sees(b)
@@ -693,6 +694,9 @@ def test_arithmetic_agrees_with_oxigraph(op, a, b):
                 and typed_value(ours)[1] == 0))
     assume(ours is ERROR or _in_oxigraphs_range(ours))
     theirs = oracle.oxigraph(f"({oracle.sparql_term(a)}) {op} ({oracle.sparql_term(b)})")
+    # Oxigraph errs where its 128-bit division overflows before the quotient is made.
+    assume(not (op == "/" and theirs is None and ours is not ERROR
+                and oracle.oxigraphs_division_overflows(a, b)))
     if ours is not ERROR and theirs is not None and op == "/" and ours.endswith("decimal>"):
         assert oracle.decimal_close(ours, theirs), (a, b, ours, theirs)
     else:
