@@ -23,6 +23,9 @@ class Table:
     def __init__(self, n):
         self.shape_at = np.array([Shape(i) for i in range(n)] + [None], dtype=object)[:n]
 
+    def shapes_of(self, ids) -> list:  # (as `QueryTable.shapes_of` of a table with every shape made)
+        return self.shape_at[ids].tolist()
+
 
 N = 12
 # The dict part: some shapes, each with triples; the chunks: sets of other shapes, one triple each.

@@ -29,8 +29,8 @@ _SMALL_CHUNK = 8
 class Hits(dict):
     """Shape -> its satisfying triples, plus `chunks` of (shape ids, triple) not yet in the dict.
 
-    `table` resolves ids to shapes (its `shape_at`, read when chunks are settled; a shape
-    a load left to make, None there, made by its `shapes_of`).
+    `table` resolves ids to shapes (its `shapes_of`, read when chunks are settled: a shape
+    a load left to make is made then).
     A shape may be in the dict and in chunks, and in several chunks (several
     triples satisfy it): `settle` appends each chunk's triple to its shapes.
     """
@@ -63,8 +63,7 @@ class Hits(dict):
         if len(ids) > _SMALL_CHUNK:
             self.chunks.append((ids, triple))
         elif len(ids):
-            shapes = self.table.shape_at[ids].tolist()
-            self.add(shapes if None not in shapes else self.table.shapes_of(ids), triple)  # (None: not made yet)
+            self.add(self.table.shapes_of(ids), triple)
 
     def shape_ids(self) -> np.ndarray:
         """The ids of every shape in either part, each once."""
@@ -79,7 +78,6 @@ class Hits(dict):
     def settle(self) -> "Hits":
         """Move every chunk into the dict (shape -> triples); return self."""
         for ids, triple in self.chunks:
-            shapes = self.table.shape_at[ids].tolist()
-            self.add(shapes if None not in shapes else self.table.shapes_of(ids), triple)  # (None: not made yet)
+            self.add(self.table.shapes_of(ids), triple)
         self.chunks = []
         return self

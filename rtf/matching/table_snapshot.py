@@ -492,7 +492,6 @@ class UnmadeShapes:
                     raise ValueError(f"the saved shape {sid} has a key that is not a string") from None
         self.structure_of = np.array(numbers, dtype=np.int64)
         self.alternatives = np.array(alternatives, dtype=np.int64)
-        self.count = int(np.count_nonzero(self.structure_of >= 0))  # (shapes still to make)
 
     def _layout(self, sid: int, subject, predicate, obj) -> int:
         """The number of a new structure, its fields made once for all its shapes."""
@@ -502,6 +501,11 @@ class UnmadeShapes:
         self.layouts.append((sys.intern(subject), sys.intern(predicate), sys.intern(obj),
                              predicate == _TYPE_PATH, row_positions((subject, predicate, obj))))
         return len(self.layouts) - 1
+
+    @property
+    def count(self) -> int:
+        """The shapes still to make."""
+        return len(self.keys) - self.keys.count(None)
 
     def structures(self) -> list[tuple[str, str, str]]:
         """Each structure number's (subject, predicate, object)."""
@@ -525,7 +529,6 @@ class UnmadeShapes:
         shape.needs_check, shape.check, shape.structures = self.checks[sid], None, None
         table.shape_at[sid] = shape
         self.keys[sid] = None
-        self.count -= 1
         return shape
 
     def made(self, table: QueryTable, ids, found: list) -> list:
