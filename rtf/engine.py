@@ -560,6 +560,12 @@ class Engine:
         self._asks = 0
         return records
 
+    def _table_merger(self):
+        """For `rtf.io.builder.IndexBuilder`: what merges the query tables of its chunks
+        (`rtf.matching.table_merge.TableMerger`), or None if this algorithm saves none."""
+        from rtf.matching.table_merge import TableMerger
+        return TableMerger() if self.algorithm in restoring.ALGORITHMS else None
+
     def __contains__(self, query_id: str) -> bool:
         """Whether a query of that id is registered (TypeError if `query_id` is not a str)."""
         _check_id(query_id)

@@ -89,15 +89,11 @@ def cmd_build(args) -> int:
     # (every model is read for the warnings and the file: kept)
     engine = Engine(args.algorithm, taxonomy=args.taxonomy, text_analysis=text_analysis_of(args), keep_models=True)
     warnings = TaxonomyReport(engine.taxonomy)
-    # With the query table (format 4), every query is indexed at once: the file then loads by
-    # mapping the table back, not by registering every query again. Without it, a chunk of
-    # queries is indexed at a time, then written out: the memory of a few queries.
-    whole = args.table and args.algorithm in ("rtfs", "rtfm")
-    target = engine if whole else IndexBuilder(engine, on_registered=lambda rq: warnings.add(rq.id, rq.query))
+    # A chunk of queries is indexed at a time, then written out: the memory of a few queries.
+    # With the query table (format 4), each chunk's table is merged into the file's, which
+    # then loads by mapping the table back, not by registering every query again.
+    target = IndexBuilder(engine, on_registered=lambda rq: warnings.add(rq.id, rq.query), table=args.table)
     register_all(target, iter_queries(args.queries), args.queries, workers=args.workers)
-    if whole:
-        for rq in engine.queries():
-            warnings.add(rq.id, rq.query)
     with _locked(args.output):
         size = target.save(args.output)
     _report(warnings)

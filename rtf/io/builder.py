@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 from rtf.io import store
 from rtf.io.files import write_atomically
 from rtf.io.parse_ahead import parsed_ahead
+from rtf.io.query_columns import QueryColumnsWriter
+from rtf.io.query_models import ModelWriter
 
 if TYPE_CHECKING:  # the engine is handed in: rtf.engine sits a layer above rtf.io
     from rtf.engine import Engine
@@ -51,7 +53,7 @@ class IndexBuilder:
     """
 
     def __init__(self, engine: Engine, chunk: int | None = None,
-                 on_registered: Callable[[object], None] | None = None):
+                 on_registered: Callable[[object], None] | None = None, table: bool = False):
         if len(engine):
             raise ValueError("IndexBuilder takes an empty engine")
         self._engine = engine
@@ -59,6 +61,13 @@ class IndexBuilder:
         self._writer = store.IndexWriter()
         self._chunk = BUILD_CHUNK if chunk is None else chunk
         self._on_registered = on_registered
+        # With the query table: each chunk's table merged (`rtf.matching.table_merge`), its
+        # queries' columns and model records written on, for a file that loads mapped.
+        self._tables = engine._table_merger() if table else None
+        if self._tables is not None:
+            self._models, self._columns = ModelWriter(), QueryColumnsWriter()
+        self._first = True  # (no chunk indexed yet)
+        self._whole = False  # the first chunk had what the merge does not carry: one engine
 
     def register_many(self, records: Iterable[tuple],
                       on_error: Callable[[int, tuple, Exception], None] | None = None,
@@ -92,12 +101,7 @@ class IndexBuilder:
                 taken = 0
                 ids = engine.register_many(chunk(), None if on_error is None else shifted)
                 done += len(ids)
-                for rq in engine._spill(ids):
-                    self._writer.add(rq.query, rq.id, rq.subscriber, rq.metadata)
-                    if self._on_registered is not None:
-                        self._on_registered(rq)
-                self._writer.forget_identities()  # the chunk's queries are freed now
-                gc.collect(0)
+                self._written(ids)
                 if taken < self._chunk:
                     return done
                 start += taken
@@ -107,8 +111,34 @@ class IndexBuilder:
             if was_enabled:
                 gc.enable()
 
+    def _written(self, ids: list[str]) -> None:
+        """The chunk of `ids` written out and freed (or kept in the engine, built whole)."""
+        engine, tables = self._engine, self._tables
+        arrays = None if tables is None or self._whole else tables.chunk(engine._index, ids)
+        if self._first:
+            self._first = False
+            self._whole = arrays is not None and tables.loses(arrays)
+        if self._whole:
+            if self._on_registered is not None:
+                for query_id in ids:
+                    self._on_registered(engine._queries[query_id])
+            return
+        records = engine._spill(ids)
+        for rq in records:
+            self._writer.add(rq.query, rq.id, rq.subscriber, rq.metadata)
+            if tables is not None:
+                self._models.add(rq.query)
+            if self._on_registered is not None:
+                self._on_registered(rq)
+        if tables is not None:
+            self._columns.add([(rq.id, rq.subscriber, rq.is_ask, rq.metadata, rq.text) for rq in records])
+            tables.add(arrays)
+        self._writer.forget_identities()  # the chunk's queries are freed now
+        del records, arrays
+        gc.collect(0)
+
     def __len__(self) -> int:
-        return self._writer.count
+        return len(self._engine) if self._whole else self._writer.count
 
     def save(self, path: str | PathLike) -> int:
         """Write the index to `path` atomically (as `Engine.save`); return its size in bytes."""
@@ -118,5 +148,10 @@ class IndexBuilder:
 
     def to_bytes(self) -> bytes:
         e = self._engine
+        if self._whole:
+            return e.to_bytes()
+        extra = None
+        if self._tables is not None:
+            extra = {**self._tables.sections(), **self._columns.sections(), **self._models.sections()}
         return self._writer.file(e.algorithm, e.max_solutions, e.taxonomy, e._next_id,
-                                 None if e.text_analysis is None else e.text_analysis.as_dict())
+                                 None if e.text_analysis is None else e.text_analysis.as_dict(), extra)

@@ -27,19 +27,57 @@ PREFIX = "q_"
 def query_sections(records: list[tuple]) -> dict[str, np.ndarray]:
     """The sections of `records`, ``(id, subscriber, is_ask, metadata, text or None)`` in
     registration order."""
-    names: dict[str, int] = {}
-    codes = [-1 if r[1] is None else names.setdefault(r[1], len(names)) for r in records]
-    out = {}
-    out["id_offsets"], out["ids"] = sections.strings([r[0] for r in records])
-    out["subscriber_offsets"], out["subscribers"] = sections.strings(list(names))
-    out["subscriber"] = np.array(codes, dtype=np.int32)
-    out["ask"] = np.array([bool(r[2]) for r in records], dtype=bool)
-    out["metadata_offsets"], out["metadata"] = sections.strings(
-        [json.dumps(r[3], ensure_ascii=False, separators=(",", ":")) if r[3] else "" for r in records])
-    text_offsets, texts = sections.strings([r[4] or "" for r in records])
-    out["text_offsets"], out["has_text"] = text_offsets, np.array([r[4] is not None for r in records], dtype=bool)
-    out["texts"] = np.frombuffer(zlib.compress(texts.tobytes(), 1), dtype=np.uint8)
-    return {PREFIX + name: array for name, array in out.items()}
+    writer = QueryColumnsWriter()
+    writer.add(records)
+    return writer.sections()
+
+
+class QueryColumnsWriter:
+    """`query_sections` a batch of records at a time (`add`), for a build that hands its
+    queries over a chunk at a time (`rtf.io.builder`): each batch's columns made, its
+    texts compressed onward in one stream."""
+
+    def __init__(self):
+        self.names: dict[str, int] = {}
+        self.parts: dict[str, list] = {name: [] for name in ("ids", "id_lengths", "subscriber", "ask",
+                                                             "metadata", "metadata_lengths", "has_text",
+                                                             "text_lengths", "texts")}
+        self._deflate = zlib.compressobj(1)
+
+    def add(self, records: list[tuple]) -> None:
+        names, parts = self.names, self.parts
+        for name, values in (("id", [r[0] for r in records]), ("metadata", [
+                json.dumps(r[3], ensure_ascii=False, separators=(",", ":")) if r[3] else "" for r in records])):
+            offsets, data = sections.strings(values)
+            parts[name + "_lengths"].append(np.diff(offsets))
+            parts[name + "s" if name == "id" else name].append(data.tobytes())
+        parts["subscriber"].append(np.array([-1 if r[1] is None else names.setdefault(r[1], len(names))
+                                             for r in records], dtype=np.int32))
+        parts["ask"].append(np.array([bool(r[2]) for r in records], dtype=bool))
+        text_offsets, texts = sections.strings([r[4] or "" for r in records])
+        parts["text_lengths"].append(np.diff(text_offsets))
+        parts["has_text"].append(np.array([r[4] is not None for r in records], dtype=bool))
+        parts["texts"].append(self._deflate.compress(texts.tobytes()))
+
+    def sections(self) -> dict[str, np.ndarray]:
+        """The sections of the records added (no more may be added after)."""
+        p = self.parts
+        lengths = {name: np.concatenate([np.zeros(0, dtype=np.int64), *p[name + "_lengths"]])
+                   for name in ("id", "metadata", "text")}
+        out = {}
+        out["id_offsets"], out["ids"] = sections.offsets(lengths["id"]), _bytes(p["ids"])
+        out["subscriber_offsets"], out["subscribers"] = sections.strings(list(self.names))
+        out["subscriber"] = np.concatenate([np.zeros(0, dtype=np.int32), *p["subscriber"]])
+        out["ask"] = np.concatenate([np.zeros(0, dtype=bool), *p["ask"]])
+        out["metadata_offsets"], out["metadata"] = sections.offsets(lengths["metadata"]), _bytes(p["metadata"])
+        out["text_offsets"] = sections.offsets(lengths["text"])
+        out["has_text"] = np.concatenate([np.zeros(0, dtype=bool), *p["has_text"]])
+        out["texts"] = _bytes(p["texts"] + [self._deflate.flush()])
+        return {PREFIX + name: array for name, array in out.items()}
+
+
+def _bytes(parts: list[bytes]) -> np.ndarray:
+    return np.frombuffer(b"".join(parts), dtype=np.uint8)
 
 
 def read_texts(arrays: dict[str, np.ndarray]) -> list[str | None]:

@@ -25,7 +25,6 @@ exactly the bytes their records span, no more (checked while inflating).
 
 from __future__ import annotations
 
-import itertools
 import json
 import zlib
 from collections.abc import Iterable
@@ -64,44 +63,77 @@ def model_sections(records: Iterable, source: ModelRecords | None = None) -> dic
     number of a record of `source` (a loaded file's records, copied as they are: a whole
     block of them in a row, from the same dictionary, is copied still compressed, so that
     a save after a load, as `rtf index add` makes, compresses only what changed)."""
-    def raw(record) -> bytes:
-        return source.raw(record) if type(record) is int else encoded(record)
+    writer = ModelWriter(source)
+    for record in records:
+        writer.add(record)
+    return writer.sections()
 
-    records = iter(records)
-    first = list(itertools.islice(records, DICTIONARY_QUERIES))
-    dictionary = b"".join(map(raw, first))[-DICTIONARY_BYTES:]
-    copying = source is not None and source.per == BLOCK_QUERIES and source.dictionary == dictionary
-    lengths, blocks, block_lengths, pending = [0], [], [], []
-    primed = zlib.compressobj(6, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY, dictionary) \
-        if dictionary else zlib.compressobj(6)  # (copied for each block: the dictionary read once)
 
-    def close() -> None:
+class ModelWriter:
+    """`model_sections` a record at a time (`add`), for a build that hands its queries over a
+    chunk at a time (`rtf.io.builder`): the first `DICTIONARY_QUERIES` records are held
+    until the dictionary is made of them, then a block of `BLOCK_QUERIES` at a time."""
+
+    def __init__(self, source: ModelRecords | None = None):
+        self.source = source
+        self.first: list | None = []  # (None once the dictionary is made)
+        self.pending: list = []
+        self.lengths, self.blocks, self.block_lengths = [0], [], []
+        self.copying, self.primed, self.dictionary = False, None, b""
+
+    def _raw(self, record) -> bytes:
+        return self.source.raw(record) if type(record) is int else encoded(record)
+
+    def add(self, record) -> None:
+        """The next query's record: its `Query`, or its number in `source`."""
+        if self.first is not None:
+            self.first.append(record)
+            if len(self.first) == DICTIONARY_QUERIES:
+                self._start()
+            return
+        self.pending.append(record)
+        if len(self.pending) == BLOCK_QUERIES:
+            self._close()
+
+    def _start(self) -> None:
+        """The dictionary made of the first records, which are then written as any others."""
+        first, self.first = self.first, None
+        source = self.source
+        self.dictionary = dictionary = b"".join(map(self._raw, first))[-DICTIONARY_BYTES:]
+        self.copying = source is not None and source.per == BLOCK_QUERIES and source.dictionary == dictionary
+        self.primed = zlib.compressobj(6, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY, dictionary) \
+            if dictionary else zlib.compressobj(6)  # (copied for each block: the dictionary read once)
+        for record in first:
+            self.add(record)
+
+    def _close(self) -> None:
+        pending, source, lengths = self.pending, self.source, self.lengths
         start = pending[0]
-        if (copying and type(start) is int and start % BLOCK_QUERIES == 0
+        if (self.copying and type(start) is int and start % BLOCK_QUERIES == 0
                 and pending == list(range(start, min(start + BLOCK_QUERIES, source.queries)))):
             b = start // BLOCK_QUERIES  # (source's block b, whole)
             packed = source.data[int(source.blocks[b]):int(source.blocks[b + 1])].tobytes()
             lengths.extend(np.diff(source.records[start:start + len(pending) + 1]).tolist())
         else:
-            made = list(map(raw, pending))
+            made = list(map(self._raw, pending))
             lengths.extend(map(len, made))
-            deflate = primed.copy()
+            deflate = self.primed.copy()
             packed = deflate.compress(b"".join(made)) + deflate.flush()
-        blocks.append(packed)
-        block_lengths.append(len(packed))
+        self.blocks.append(packed)
+        self.block_lengths.append(len(packed))
         pending.clear()
 
-    for record in itertools.chain(first, records):
-        pending.append(record)
-        if len(pending) == BLOCK_QUERIES:
-            close()
-    if pending:
-        close()
-    return {PREFIX + "block_queries": np.array([BLOCK_QUERIES], dtype=np.int64),
-            PREFIX + "dictionary": np.frombuffer(dictionary, dtype=np.uint8),
-            PREFIX + "record_offsets": np.cumsum(lengths, dtype=np.int64),
-            PREFIX + "block_offsets": sections.offsets(block_lengths),
-            PREFIX + "blocks": np.frombuffer(b"".join(blocks), dtype=np.uint8)}
+    def sections(self) -> dict[str, np.ndarray]:
+        """The sections of the records added (no more may be added after)."""
+        if self.first is not None:
+            self._start()
+        if self.pending:
+            self._close()
+        return {PREFIX + "block_queries": np.array([BLOCK_QUERIES], dtype=np.int64),
+                PREFIX + "dictionary": np.frombuffer(self.dictionary, dtype=np.uint8),
+                PREFIX + "record_offsets": np.cumsum(self.lengths, dtype=np.int64),
+                PREFIX + "block_offsets": sections.offsets(self.block_lengths),
+                PREFIX + "blocks": np.frombuffer(b"".join(self.blocks), dtype=np.uint8)}
 
 
 class ModelRecords:

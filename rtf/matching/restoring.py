@@ -40,11 +40,17 @@ def snapshot(index, records: list) -> dict:
     """The sections of `index` (an `IndexedQueries`: its query table and, for RTFs, its word
     index) and of the engine's `records` (`RegisteredQuery`, in order): with each query's
     model as a record of its own (`rtf.io.query_models`), a loaded one's copied as it was read."""
-    saved = getattr(index.index, "saved", None)  # (RTFs: its word index, `RTFsIndex.saved`)
-    return {**table_snapshot.snapshot(index.table, [rq.id for rq in records]),
-            **{table_snapshot.PREFIX + name: array for name, array in (saved() if saved else {}).items()},
+    return {**table_sections(index, [rq.id for rq in records]),
             **query_sections([(rq.id, rq.subscriber, rq.is_ask, rq.metadata, rq.text) for rq in records]),
             **_model_sections(records)}
+
+
+def table_sections(index, ids: list[str]) -> dict:
+    """The sections of `index`'s query table (`rtf.matching.table_snapshot`) for the queries
+    `ids` and, for RTFs, its word index: what `snapshot` writes besides the queries' own."""
+    saved = getattr(index.index, "saved", None)  # (RTFs: its word index, `RTFsIndex.saved`)
+    return {**table_snapshot.snapshot(index.table, ids),
+            **{table_snapshot.PREFIX + name: array for name, array in (saved() if saved else {}).items()}}
 
 
 def _model_sections(records: list) -> dict:
