@@ -23,7 +23,7 @@ from os import PathLike
 from typing import TYPE_CHECKING
 
 from rtf.io import store
-from rtf.io.files import write_atomically
+from rtf.io.files import atomic_output
 from rtf.io.parse_ahead import parsed_ahead
 from rtf.io.query_columns import QueryColumnsWriter
 from rtf.io.query_models import ModelWriter
@@ -141,17 +141,24 @@ class IndexBuilder:
         return len(self._engine) if self._whole else self._writer.count
 
     def save(self, path: str | PathLike) -> int:
-        """Write the index to `path` atomically (as `Engine.save`); return its size in bytes."""
-        data = self.to_bytes()
-        write_atomically(path, data)
-        return len(data)
+        """Write the index to `path` atomically (as `Engine.save`); return its size in bytes.
+        The file's sections are written as they are, not joined into one copy first."""
+        if self._whole:
+            return self._engine.save(path)
+        parts = self._parts()
+        with atomic_output(path, encoding=None, durable=True) as f:
+            for part in parts:
+                f.write(part)
+        return sum(len(part) for part in parts)
 
     def to_bytes(self) -> bytes:
+        return self._engine.to_bytes() if self._whole else b"".join(self._parts())
+
+    def _parts(self) -> list:
         e = self._engine
-        if self._whole:
-            return e.to_bytes()
         extra = None
         if self._tables is not None:
             extra = {**self._tables.sections(), **self._columns.sections(), **self._models.sections()}
-        return self._writer.file(e.algorithm, e.max_solutions, e.taxonomy, e._next_id,
-                                 None if e.text_analysis is None else e.text_analysis.as_dict(), extra)
+            self._tables = self._columns = self._models = None  # (their arrays are in the parts)
+        return self._writer.parts(e.algorithm, e.max_solutions, e.taxonomy, e._next_id,
+                                  None if e.text_analysis is None else e.text_analysis.as_dict(), extra)

@@ -113,13 +113,19 @@ def _signature(key: bytes | None, signed: bytes) -> bytes:
 
 def pack(version: int, sections: Mapping[str, np.ndarray], sign: bool = True) -> bytes:
     """The file of `sections` (name -> a 1-D or 2-D array of one of `DTYPES`), in order."""
+    return b"".join(packed(version, sections, sign))
+
+
+def packed(version: int, sections: Mapping[str, np.ndarray], sign: bool = True) -> list:
+    """`pack`'s file as its parts one after the other (bytes and the arrays' own memory, not
+    copied: a build writes them to its file as they are)."""
     table, parts, at = [], [], HEADER_SIZE + ALIGN * ((ENTRY.size * len(sections) + ALIGN - 1) // ALIGN)
     for name, array in sections.items():
         array = np.ascontiguousarray(array)
         dtype = array.dtype.str
         if dtype not in DTYPES or array.ndim not in (1, 2):
             raise ValueError(f"section {name}: a {array.ndim}-D array of {dtype} cannot be saved")
-        raw = array.tobytes()
+        raw = memoryview(array.reshape(-1).view(np.uint8)) if array.size else b""
         table.append(ENTRY.pack(name.encode("ascii"), dtype.encode("ascii"), at, array.shape[0],
                                 array.shape[1] if array.ndim == 2 else 1, array.ndim))
         pad = -len(raw) % ALIGN
@@ -127,11 +133,12 @@ def pack(version: int, sections: Mapping[str, np.ndarray], sign: bool = True) ->
         at += len(raw) + pad
     head = b"".join(table)
     head += bytes(-len(head) % ALIGN)
-    rest = head + b"".join(parts)
-    digest = hashlib.sha256(rest).digest()
-    front = struct.pack("<8sIIQ32s", MAGIC, version, len(sections), HEADER_SIZE + len(rest), digest)
+    digest = hashlib.sha256(head)
+    for part in parts:
+        digest.update(part)
+    front = struct.pack("<8sIIQ32s", MAGIC, version, len(sections), at, digest.digest())
     key = installation_key(create=True) if sign else None
-    return (front + _signature(key, front)).ljust(HEADER_SIZE, b"\0") + rest
+    return [(front + _signature(key, front)).ljust(HEADER_SIZE, b"\0"), head, *parts]
 
 
 #: A file at least this long has its SHA-256 checked in a thread of its own when the

@@ -254,7 +254,7 @@ def body_sections(packed: bytes, raw_length: int) -> dict[str, np.ndarray]:
 
 
 class IndexWriter:
-    """An index file made a query at a time, its head given last (`file`).
+    """An index file made a query at a time, its head given last (`parts`).
 
     `add` takes the queries in registration order; values and queries go out
     a line of `LINE_ENTRIES` at a time, a query line after the value lines
@@ -269,7 +269,7 @@ class IndexWriter:
         self._table = _ValueTable()
         self._queries: list[list] = []
         self.count = 0
-        self._file: bytes | None = None
+        self._file: list | None = None
         if reuse is not None:  # the old values first, as they are; the new ones numbered after them
             for raw in reuse.lines:
                 self._body.raw(raw + b"\n")
@@ -297,10 +297,9 @@ class IndexWriter:
     def forget_identities(self) -> None:
         self._table.forget_identities()
 
-    def file(self, algorithm: str, max_solutions: int, taxonomy: Taxonomy, next_id: int,
-             text_analysis: dict | None = None, extra: dict | None = None) -> bytes:
-        """The whole file: header, compressed body (the head line first) and the `extra`
-        sections (the same bytes again on a later call: the body is written once)."""
+    def parts(self, algorithm: str, max_solutions: int, taxonomy: Taxonomy, next_id: int,
+              text_analysis: dict | None = None, extra: dict | None = None) -> list:
+        """The file's parts (`rtf.io.sections.packed`: header, body, the `extra` sections), once."""
         if self._file is not None:
             return self._file
         self._flush_queries()
@@ -310,8 +309,9 @@ class IndexWriter:
                 "classes": CLASS_NAMES, "value_count": self._table.count}
         if text_analysis is not None:  # absent: the spec's default words
             head["text_analysis"] = text_analysis
-        self._file = sections.pack(FORMAT_VERSION, {**body_sections(*self._body.file(head)), **(extra or {})},
-                                   sign=bool(extra))
+        self._table = None  # (its distinct values: no more are added)
+        self._file = sections.packed(FORMAT_VERSION, {**body_sections(*self._body.file(head)), **(extra or {})},
+                                     sign=bool(extra))
         return self._file
 
 
@@ -336,8 +336,8 @@ def _encode(saved: SavedIndex, extra: dict | None) -> bytes:
     writer = IndexWriter(saved.reuse)
     for query, qid, subscriber, metadata in saved.queries:
         writer.add(query, qid, subscriber, metadata)
-    return writer.file(saved.algorithm, saved.max_solutions, saved.taxonomy, saved.next_id,
-                       saved.text_analysis, extra)
+    return b"".join(writer.parts(saved.algorithm, saved.max_solutions, saved.taxonomy, saved.next_id,
+                                 saved.text_analysis, extra))
 
 
 # ------------------------------------------------------------------ decoding

@@ -186,7 +186,7 @@ class TableMerger:
         pivot, others, extra_slots, extra_offsets, extra_shapes, uses = _pivots(
             query_slots, p["branch_counts"].astype(np.int64), branch_shapes, slot_count, shape_count)
         head = ('{"answer_vars": ' + json.dumps(self.answer_vars, ensure_ascii=False)
-                + ', "classes": ' + json.dumps(CLASS_NAMES) + ', "shapes": [' + ",".join(self.shape_json) + "]}")
+                + ', "classes": ' + json.dumps(CLASS_NAMES) + ', "shapes": [' + ", ".join(self.shape_json) + "]}")
         out = {"head": np.frombuffer(head.encode("utf-8"), dtype=np.uint8),
                "query_mapped": p["mapped"].astype(np.uint8),
                "query_slot_offsets": sections.offsets(p["query_counts"].astype(np.int64)),
