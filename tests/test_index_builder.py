@@ -3,6 +3,7 @@ the file is the one `Engine.save` writes after registering every query, whatever
 
 from __future__ import annotations
 
+import gc
 import json
 import zlib
 from dataclasses import replace
@@ -172,7 +173,10 @@ def test_a_chunked_build_with_the_table_is_the_file_one_engine_saves(paper_recor
     engine = Engine(algorithm, taxonomy=dbpedia_taxonomy, keep_models=True)
     engine.register_many(paper_records)
     builder = IndexBuilder(Engine(algorithm, taxonomy=dbpedia_taxonomy), chunk=chunk, table=True)
+    IndexBuilder(Engine(algorithm), chunk=1, table=True).register_many(paper_records[:3])  # (first uses' cycles)
+    gc.collect()
     builder.register_many(paper_records)
+    assert gc.collect() == 0  # (the build collects none: it leaves no cycles, each chunk's freed as it goes)
     whole, built = (store.sections.unpack(data, store.FORMAT_VERSION).arrays
                     for data in (engine.to_bytes(), builder.to_bytes()))
     assert list(built) == list(whole) and "t_head" in built

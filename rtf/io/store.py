@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import hashlib
 import json
 import mmap
 import os
@@ -138,18 +139,17 @@ class _ValueTable:
     new object by its entry -- class and fields, children as their numbers --
     so equal values are stored once without hashing whole trees. `entries` are
     the values numbered since the last `take`. The identities are a shortcut
-    kept while the objects are alive (`forget_identities`); an entry's key is
-    its class code, then per field its str, ``(type, scalar)`` for other
-    scalars (True and 1 are equal keys, not equal fields) or a child's number.
-    """
+    kept while the objects are alive (`forget_identities`); an entry's key is its class
+    code, then per field its str (a query's: its digest), ``(type, scalar)`` for other
+    scalars (True and 1 are equal keys, not equal fields) or a child's number."""
 
     def __init__(self):
         self.codes = {MODEL_CLASSES[name]: k for k, name in enumerate(CLASS_NAMES)}
-        self.count = 0
-        self.entries: list[list] = []
+        self.count, self.entries = 0, []
         self._by_id: dict[int, int] = {}  # id -> number, while `_alive` keeps the value
         self._alive: list = []
         self._by_entry: dict[tuple, int] = {}
+        self.keys: list[tuple] = []  # number -> its key (`rtf.io.query_models.record_of`)
 
     def ref(self, value) -> int:
         found = self._by_id.get(id(value))
@@ -176,11 +176,12 @@ class _ValueTable:
                 n = self.ref(f)
                 entry.append([n])
                 key.append(n)
-        frozen = tuple(key)
-        n = self._by_entry.get(frozen)
-        if n is None:
-            n = self._by_entry[frozen] = self.count
+        if cls is model.Query:  # (its text by digest: a key would keep every text to a build's end)
+            key = [hashlib.blake2b(f.encode("utf-8"), digest_size=16).digest() if type(f) is str else f for f in key]
+        n = self._by_entry.setdefault(key := tuple(key), self.count)
+        if n == self.count:
             self.count += 1
+            self.keys.append(key)
             self.entries.append(entry)
         self._by_id[id(value)] = n
         self._alive.append(value)
@@ -192,8 +193,7 @@ class _ValueTable:
 
     def forget_identities(self) -> None:
         """Forget the values by identity (they may be freed now); they are still found by entry."""
-        self._by_id = {}
-        self._alive = []
+        self._by_id, self._alive = {}, []
 
 
 #: The 2-byte zlib header the body starts with (deflate, 32 KiB window, default level).
