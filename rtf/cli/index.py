@@ -260,8 +260,8 @@ def add_command(sub) -> None:
     q.add_argument("--taxonomy", metavar="ONTO", help="ontology saved with the index for a/rdfs:subClassOf*")
     q.add_argument("--output", required=True, metavar="IDX", help="the index file to write (replaced atomically)")
     q.add_argument("--no-table", action="store_false", dest="table",
-                   help="index and write the queries a chunk at a time (the memory of a few queries), "
-                        "without the query table: the file then loads by registering every query again")
+                   help="without the query table (the queries are indexed a chunk at a time either way): "
+                        "the file then loads by registering every query again")
     _workers_option(q)
     add_text_analysis_options(q)
     q.set_defaults(func=cmd_build)
