@@ -166,7 +166,7 @@ class TableMerger:
             keys = sections.read_strings(a[name + "_offsets"], a[strings], "a chunk's keys")
             offsets, postings = a[name + "_post_offsets"], numbers[a[name + "_postings"]]
             held = postings >= 0
-            per_key = np.add.reduceat(held, offsets[:-1]) if len(postings) else np.zeros(0, dtype=np.int64)
+            per_key = np.add.reduceat(held.astype(np.int64), offsets[:-1]) if len(postings) else np.zeros(0, dtype=np.int64)
             raw = postings[held].astype(np.int32).tobytes()
             bounds = (4 * sections.offsets(per_key)).tolist()
             table = self.keys[name]
