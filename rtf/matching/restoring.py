@@ -167,6 +167,17 @@ class Models:
             self.found = self._old = self._texts = self.arrays = None
 
 
+def loaded_sections(engine) -> dict | None:
+    """The sections of the file `engine` was restored from (`restored`; the query columns of
+    `rtf.io.query_columns` among them, the texts still compressed), if it holds that file's
+    queries and no other (none registered or removed since the load) and its models were not
+    decoded whole; else None. What `rtf serve` compares with its query table at start."""
+    queries = engine._queries
+    if not isinstance(queries, LoadedMap) or not queries.whole() or not isinstance(queries.source, Models):
+        return None
+    return queries.source.arrays
+
+
 def head_of(found, source: str):
     """The checked head line of a file's body (only its first line inflated)."""
     lines = store.json_lines(found, source)
@@ -207,7 +218,8 @@ def restored(engine_class, lazy_records, found, source: str):
                 index.index.add(shape)
         metadata, subscribers, asks = columns.metadata, columns.subscribers, columns.asks.tolist()
         # (each record made when first read; the queries registered below take their places)
-        engine._queries = LoadedMap(file_ids, lazy_records(models, ids, subscribers, asks, metadata), mapped)
+        engine._queries = LoadedMap(file_ids, lazy_records(models, ids, subscribers, asks, metadata), mapped,
+                                    models)
         rest = np.flatnonzero(~mapped).tolist()
         if rest:
             models.prefetch(len(rest))
