@@ -383,8 +383,13 @@ def cmd_match(args) -> int:
     return 0
 
 
-#: Publications sent to a worker process at a time (amortises the pickling).
+#: Publications sent to a worker process at a time, at most (amortises the pickling) ...
 WORKER_BATCH = 32
+#: ... and the output bytes a batch aims at: a batch whose publications make large outputs
+#: (JSON Lines of thousands of matches each, ~1.4 MB a publication at 100K paper queries) is
+#: made smaller, down to one publication, so that the batches in flight (sent ahead, or
+#: done and waiting for their turn) hold a few MB each, not ~45 (`match_in_processes`).
+WORKER_BATCH_BYTES = 1 << 20
 #: Batches sent ahead per worker (the input is read as far as that, no further).
 WORKER_AHEAD = 4
 
@@ -444,10 +449,22 @@ def match_in_processes(engine, render, pubs, workers: int):
     from rtf.io.processes import forked_pool
 
     _WORKER.update(engine=engine, render=render)
-    batches = iter(lambda: [(p.id, p.triples) for p in islice(pubs, WORKER_BATCH)], [])
+    size = 1  # publications a batch: fitted to the output bytes of the batches before it
+
+    def batches():
+        while batch := [(p.id, p.triples) for p in islice(pubs, size)]:
+            yield batch
+
     with forked_pool(workers) as pool:
-        for _, results in pool.ordered_map(_match_batch, batches, WORKER_AHEAD * workers):
+        for batch, results in pool.ordered_map(_match_batch, batches(), WORKER_AHEAD * workers):
+            made = sum(_output_bytes(piece) for piece, _, _ in results)
+            size = max(1, min(WORKER_BATCH, WORKER_BATCH_BYTES * len(batch) // max(made, 1)))
             yield from results
+
+
+def _output_bytes(piece) -> int:
+    """The size of a worker's output piece: lines (bytes) or an Arrow record batch."""
+    return len(piece) if isinstance(piece, (bytes, str)) else getattr(piece, "nbytes", 0)
 
 
 def _match_batch(batch: list) -> list:
