@@ -569,6 +569,13 @@ class Engine:
         """Every registered query, in registration order."""
         return list(self._queries.values())
 
+    def before_fork(self, output: str | None = None) -> None:
+        """Make now the columns of ids that writers of `output` ("ids", "jsonl", "arrow")
+        read (`rtf.matching.id_column`): once, shared by the processes forked next
+        (`rtf match --workers`), not made, reading every id string, in each."""
+        if (table := getattr(self._index, "table", None)) is not None:
+            table.id_column.make(table, output)
+
     @_synchronized  # an index is walked: not while another thread changes it
     def stats(self) -> EngineStats:
         """Sizes of the index -- queries, tuples, trie nodes, word nodes, bytes

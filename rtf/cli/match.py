@@ -443,12 +443,16 @@ def match_in_processes(engine, render, pubs, workers: int):
     process reads the input and sends batches of publications, a few ahead
     of the results it writes. `rtf.errors.WorkerLostError` if a worker ends
     abruptly (the lines written so far are those of the publications before).
+    What each worker would make for itself when first needed and never change
+    (the columns of ids its renderer reads: `Engine.before_fork`) is made once, before.
     """
     from itertools import islice
 
     from rtf.io.processes import forked_pool
 
     _WORKER.update(engine=engine, render=render)
+    engine.before_fork({_render_ids: "ids", _render_plain: "jsonl", _gathered: "arrow"}.get(render))
+    gc.freeze()  # (what it made: out of the collector's sight, as the index)
     size = 1  # publications a batch: fitted to the output bytes of the batches before it
 
     def batches():
