@@ -27,9 +27,9 @@ def _stopped(folder, n: int = 6) -> None:
 def _compared(folder) -> list | None:
     store = QueryStore(folder)
     try:
-        through = json.loads(store.setting("snapshot"))["through"]
-        with store.reading() as db:
-            return snapshot_check.compare(db, Engine.load(folder / "snapshot.idx"), through)
+        scan = snapshot_check.TableScan(store, json.loads(store.setting("snapshot"))["through"])
+        scan.start()
+        return snapshot_check.compare(store, Engine.load(folder / "snapshot.idx"), scan)
     finally:
         store.close()
 

@@ -143,12 +143,11 @@ class Registry:
         if loaded is None:
             engine, through, held = Engine(algorithm, taxonomy, text_analysis=self.text_analysis), 0, []
         else:
-            engine, through, held = loaded
+            engine, through, held, scan = loaded
         engine.keep_models = True  # (a loaded snapshot's too: see `__init__`)
         gone = None
         if loaded is not None and held is None:  # its queries compared with their rows in bulk
-            with self.store.reading() as db:
-                gone = snapshot_check.compare(db, engine, through)
+            gone = snapshot_check.compare(self.store, engine, scan)
             if gone is None:  # (a row that differs, ...: compared one by one, as an old note's)
                 held = _query_rows(engine.queries())
         if gone is not None:
@@ -239,9 +238,9 @@ class Registry:
                         "queries": len(engine), "imported": len(queries)}
         return engine
 
-    def _load_snapshot(self, algorithm: str) -> tuple[Engine, int, list | None] | None:
-        """The snapshot, its `through` and, from a note of an older rtf, its queries
-        (`_query_rows`; None when the note names the file by its digest), if it is the one
+    def _load_snapshot(self, algorithm: str) -> tuple[Engine, int, list | None, object] | None:
+        """The snapshot, its `through`, and from a note of an older rtf its queries
+        (`_query_rows`), else the table's rows being read (`snapshot_check.TableScan`), if it is the one
         this table's note describes: same algorithm and taxonomy, this table, and the very
         file (or queries) the note's digest covers."""
         if not self.snapshot_path.exists():
@@ -252,24 +251,37 @@ class Registry:
             log.warning("%s was made with another algorithm, taxonomy or query table (or never "
                         "finished): rebuilding the index from %s", self.snapshot_path, self.store.path)
             return None
+        # (a note that names its file: the table's rows read meanwhile, `TableScan`)
+        scan = snapshot_check.TableScan(self.store, note["through"]) if "file" in note else None
+        if scan is not None:
+            scan.start()
+        kept = None
         try:
-            data = map_index(self.snapshot_path)
-            engine = Engine.from_bytes(data, str(self.snapshot_path))  # (its digest verified)
+            kept = self._loaded(algorithm, note, scan)
         except IndexFileError as e:
             log.warning("cannot use the snapshot: %s; rebuilding the index from %s",
                         e, self.store.path)
             return None
-        if engine.algorithm == algorithm:
-            if "file" in note:
-                if snapshot_check.file_digest(data) == note["file"]:
-                    return engine, note["through"], None
-            else:  # (written by an older rtf: the digest of its queries)
-                held = _query_rows(engine.queries())
-                if _digest(held) == note.get("queries"):
-                    return engine, note["through"], held
-        log.warning("%s is not the snapshot %s describes (copied from elsewhere?): rebuilding "
-                    "the index from it", self.snapshot_path, self.store.path)
-        return None
+        finally:
+            if kept is None and scan is not None:
+                scan.cancel()
+        if kept is None:
+            log.warning("%s is not the snapshot %s describes (copied from elsewhere?): rebuilding "
+                        "the index from it", self.snapshot_path, self.store.path)
+        return kept
+
+    def _loaded(self, algorithm: str, note: dict, scan) -> tuple | None:
+        """`_load_snapshot`'s engine, if its file (or, from an older note, its queries) is the
+        one `note` describes."""
+        data = map_index(self.snapshot_path)
+        engine = Engine.from_bytes(data, str(self.snapshot_path))  # (its digest verified)
+        if engine.algorithm != algorithm:
+            return None
+        if scan is not None:
+            same = snapshot_check.file_digest(data) == note["file"]
+            return (engine, note["through"], None, scan) if same else None
+        held = _query_rows(engine.queries())  # (a note of an older rtf: the digest of its queries)
+        return (engine, note["through"], held, None) if _digest(held) == note.get("queries") else None
 
     # ------------------------------------------------------------- changes
 

@@ -51,62 +51,98 @@ def written_digest(path) -> str:
         return file_digest(f.read(sections.HEADER_SIZE))
 
 
-def compare(db, engine, through: int) -> list[str] | None:
-    """(`db`: the table's connection, its lock held.) The ids of the snapshot's queries whose rows are gone (removed or replaced after
-    it), if every other query of the freshly loaded `engine` equals its row of the
-    SQLite table (connection `db`, at or below `through`) and no row there is not the
-    snapshot's; None when that cannot be told in bulk (see the module)."""
+#: A range of rows as `TableScan` reads it: how many, how many hold a value that is not
+#: text, then each column's values joined and their lengths in bytes joined by commas.
+_RANGE_SQL = (
+    "SELECT count(*),"
+    " sum(typeof(id) != 'text' OR typeof(query) != 'text'"
+    "     OR (subscriber IS NOT NULL AND typeof(subscriber) != 'text')),"
+    " group_concat(id, ''), group_concat(length(CAST(id AS BLOB))),"
+    " group_concat(subscriber, ''), group_concat(coalesce(length(CAST(subscriber AS BLOB)), -1)),"
+    " group_concat(query, ''), group_concat(length(CAST(query AS BLOB)))"
+    " FROM queries WHERE seq > ? AND seq <= ?")  # (in seq order: the table's own)
+
+
+class TableScan(threading.Thread):
+    """The query table's rows at or below `through`, read range by range (`RANGE` seqs) in a
+    thread while the snapshot loads (SQLite lets go of the GIL while it joins them): for each
+    range, its rows, how many hold a value that is not text, and per column (id, subscriber,
+    text) the values' UTF-8 bytes joined and their lengths. `cancel` stops it."""
+
+    def __init__(self, store, through: int):
+        super().__init__(name="rtf-snapshot-rows", daemon=True)
+        self.store, self.through = store, through
+        self.ranges: list[tuple] | None = []  # (None: a row could not be read: not UTF-8)
+        self._cancelled = False
+
+    def run(self) -> None:
+        try:
+            with self.store.reading() as db:
+                for after in range(0, self.through, RANGE):
+                    if self._cancelled:
+                        return
+                    count, problems, *columns = db.execute(
+                        _RANGE_SQL, (after, min(after + RANGE, self.through))).fetchone()
+                    if count:
+                        self.ranges.append((count, problems, *[
+                            (value or "").encode() if k % 2 == 0
+                            else None if value is None else np.fromstring(value, dtype=np.int64, sep=",")
+                            for k, value in enumerate(columns)]))
+        except sqlite3.Error:  # (text that is not UTF-8: a row written by hand)
+            self.ranges = None
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self.join()
+
+    def result(self) -> list[tuple] | None:
+        self.join()
+        return self.ranges
+
+
+def compare(store, engine, scan: TableScan) -> list[str] | None:
+    """The ids of the snapshot's queries whose rows are gone (removed or replaced after
+    it), if every other query of the freshly loaded `engine` equals its row of the query
+    table `store` (`scan`: its rows at or below the note's `through`) and no row there is
+    not the snapshot's; None when that cannot be told in bulk (see the module)."""
+    ranges, scan.ranges = scan.result(), None  # (held here alone: let go when compared)
     arrays = loaded_sections(engine)
-    if arrays is None:
+    if ranges is None or arrays is None:
         return None
     held = _Held(arrays)
     if not held.usable:
         return None
-    texts = None
-    try:
-        (rows,) = db.execute("SELECT count(*) FROM queries WHERE seq <= ?", (through,)).fetchone()
-        numbers = np.arange(held.count, dtype=np.int64)  # the snapshot's query of each row, in order
-        if rows != held.count:
-            found = held.numbers([qid for (qid,) in db.execute(
-                "SELECT id FROM queries WHERE seq <= ? ORDER BY seq", (through,))])
-            if found is None:
-                return None
-            numbers = found
-        texts = held.inflating()
-        if not _ranges_equal(db, through, held, numbers, texts):
+    numbers = np.arange(held.count, dtype=np.int64)  # the snapshot's query of each row, in order
+    if sum(found[0] for found in ranges) != held.count:
+        try:
+            with store.reading() as db:
+                ids = [qid for (qid,) in db.execute("SELECT id FROM queries WHERE seq <= ? ORDER BY seq",
+                                                    (scan.through,))]
+        except sqlite3.Error:
             return None
-    except sqlite3.OperationalError:  # (text that is not UTF-8: a row written by hand)
-        return None
+        numbers = held.numbers(ids)
+        if numbers is None:
+            return None
+    texts = held.inflating()
+    try:
+        if not _ranges_equal(ranges, held, numbers, texts):
+            return None
     finally:
-        if texts is not None:
-            texts.join()
+        texts.join()
     kept = np.zeros(held.count, dtype=bool)
     kept[numbers] = True
     return [held.id(k) for k in np.flatnonzero(~kept).tolist()]
 
 
-def _ranges_equal(db, through: int, held: "_Held", numbers: np.ndarray, texts: "_Inflated") -> bool:
-    """Whether the table's rows at or below `through` are the snapshot's queries `numbers`
-    (ids, subscribers, texts), in `seq` order, a range of `RANGE` seqs at a time."""
+def _ranges_equal(ranges: list[tuple], held: "_Held", numbers: np.ndarray, texts: "_Inflated") -> bool:
+    """Whether the table's rows (`ranges`, as `TableScan` read them) are the snapshot's
+    queries `numbers` (ids, subscribers, texts), in order."""
     done = 0
-    for after in range(0, through, RANGE):
-        found = db.execute(
-            "SELECT count(*),"
-            " sum(typeof(id) != 'text' OR typeof(query) != 'text'"
-            "     OR (subscriber IS NOT NULL AND typeof(subscriber) != 'text')),"
-            " group_concat(id, ''), group_concat(length(CAST(id AS BLOB))),"
-            " group_concat(subscriber, ''), group_concat(coalesce(length(CAST(subscriber AS BLOB)), -1)),"
-            " group_concat(query, ''), group_concat(length(CAST(query AS BLOB)))"
-            " FROM queries WHERE seq > ? AND seq <= ?",  # (in seq order: the table's own)
-            (after, min(after + RANGE, through))).fetchone()
-        count, problems = found[:2]
-        if not count:
-            continue
+    for count, problems, ids, id_lengths, subscribers, subscriber_lengths, text, text_lengths in ranges:
         if problems or done + count > len(numbers):
             return False
         part = numbers[done:done + count]
         done += count
-        ids, id_lengths, subscribers, subscriber_lengths, text, text_lengths = found[2:]
         if not (_equal(held.id_bytes, held.id_offsets, part, ids, id_lengths)
                 and _subscribers_equal(held, part, subscribers, subscriber_lengths)
                 and _equal(texts.result(), held.text_offsets, part, text, text_lengths)):
@@ -114,16 +150,13 @@ def _ranges_equal(db, through: int, held: "_Held", numbers: np.ndarray, texts: "
     return done == len(numbers)
 
 
-def _equal(blob: np.ndarray, offsets: np.ndarray, part: np.ndarray, joined: str | None,
-           lengths: str | None) -> bool:
+def _equal(blob: np.ndarray, offsets: np.ndarray, part: np.ndarray, joined: bytes,
+           lengths: np.ndarray | None) -> bool:
     """Whether the strings `part` of (`blob`, `offsets`) are, in order, those SQLite joined
-    (`joined`, with their byte lengths joined by commas)."""
-    if lengths is None:
-        return False
+    (`joined`, with their `lengths` in bytes)."""
     starts, ends = offsets[part], offsets[part + 1]
-    if not np.array_equal(np.fromstring(lengths, dtype=np.int64, sep=","), ends - starts):
-        return False
-    return _gathered(blob, starts, ends) == (joined or "").encode()
+    return (lengths is not None and np.array_equal(lengths, ends - starts)
+            and _gathered(blob, starts, ends) == joined)
 
 
 def _gathered(blob: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
@@ -137,13 +170,10 @@ def _gathered(blob: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
     return b"".join(blob[starts[a]:ends[b]].tobytes() for a, b in zip(firsts, lasts))
 
 
-def _subscribers_equal(held: "_Held", part: np.ndarray, joined: str | None, lengths: str | None) -> bool:
-    codes = held.subscriber_codes[part]
-    if lengths is None or not np.array_equal(np.fromstring(lengths, dtype=np.int64, sep=","),
-                                             held.subscriber_lengths[codes + 1]):
-        return False
-    return b"".join(map(held.subscriber_names.__getitem__, (codes + 1).tolist())) == (
-        (joined or "").encode())
+def _subscribers_equal(held: "_Held", part: np.ndarray, joined: bytes, lengths: np.ndarray | None) -> bool:
+    codes = held.subscriber_codes[part] + 1  # (0: none)
+    return (lengths is not None and np.array_equal(lengths, held.subscriber_lengths[codes])
+            and b"".join(map(held.subscriber_names.__getitem__, codes.tolist())) == joined)
 
 
 class _Held:
@@ -166,7 +196,8 @@ class _Held:
                 or not sections.ascending(self.text_offsets, int(self.text_offsets[-1]))):
             return
         names = sections.read_strings(a["subscriber_offsets"], a["subscribers"], "the subscribers")
-        if self.count and not -1 <= int(self.subscriber_codes.min()) <= int(self.subscriber_codes.max()) < len(names):
+        codes = self.subscriber_codes
+        if self.count and not -1 <= int(codes.min()) <= int(codes.max()) < len(names):
             return
         self.subscriber_names = [b""] + [name.encode() for name in names]  # (code -1: none)
         self.subscriber_lengths = np.array([-1] + [len(b) for b in self.subscriber_names[1:]], dtype=np.int64)
