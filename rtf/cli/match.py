@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -193,6 +194,8 @@ def add_command(sub) -> None:
 OUTPUT_FORMATS = ("jsonl", "sparql-json", "ids", "arrow", "parquet")
 #: The formats written by `rtf.io.arrow_matches.MatchBatchWriter` (binary, column by column).
 ARROW_FORMATS = ("arrow", "parquet")
+#: The formats whose lines `rtf.io.line_blocks.LineBlockWriter` can make in its thread.
+BLOCK_FORMATS = ("ids", "jsonl")
 
 
 def refuse_output_options(args) -> None:
@@ -208,18 +211,23 @@ def refuse_output_options(args) -> None:
                          "from its end, not from a pipe); --output-format arrow streams to stdout")
 
 
-def make_renderer(args, engine):
+def make_renderer(args, engine, in_thread: bool = False):
     """The function that turns one publication's matches into its output lines, UTF-8.
 
     The default (JSON Lines, no extras) is `match_bytes` alone; the extras
     (--with-metadata, --explain, sparql-json) are other functions chosen
-    here once, so that they cost nothing when not asked for.
+    here once, so that they cost nothing when not asked for. `in_thread`: the
+    lines of ``ids`` and of plain ``jsonl`` are made by the writer's thread
+    (`rtf.io.line_blocks`), and the renderer hands it the matches as they are.
     """
     with_metadata = getattr(args, "with_metadata", False)
     explain = getattr(args, "explain", False)
     output_format = getattr(args, "output_format", "jsonl")
     if output_format in ARROW_FORMATS:
         return _gathered
+    if in_thread and output_format in BLOCK_FORMATS and not (with_metadata or explain):
+        from rtf.io.line_blocks import deferred
+        return deferred
     if output_format == "ids":
         return _render_ids
     if output_format == "sparql-json":
@@ -269,6 +277,7 @@ def cmd_match(args) -> int:
     from rtf.engine import DEFAULT_ALGORITHM, Engine
     from rtf.io.files import atomic_output
     from rtf.io.progress import read_progress
+    from rtf.io.read_ahead import read_ahead, worth_reading_ahead
     from rtf.io.reader import ReadStats, read_publications
     from rtf.io.sources import UnknownFormatError
 
@@ -325,7 +334,7 @@ def cmd_match(args) -> int:
         log.info(f"rtf: {follow} does not exist yet: waiting for it (--follow)")
     sources = [follow] if follow else args.publications
     live = bool(follow) or "-" in sources  # a feed: each publication's matches at once
-    render = make_renderer(args, engine)
+    render = make_renderer(args, engine, in_thread=not live and workers == 1)
     to_stdout = args.output in (None, "-")
     read_stats = ReadStats()
     publications = matches = 0
@@ -333,13 +342,16 @@ def cmd_match(args) -> int:
     # Bytes, written to the binary file under the text layer: no encoding of the whole text.
     with contextlib.nullcontext(binary_stdout()) if to_stdout else atomic_output(args.output, encoding=None) as out, \
             _writer(args, out, live) as sink:
+        read = functools.partial(read_publications, sources, group_by=args.group_by,
+                                 skip_invalid=args.skip_invalid, stats=read_stats,
+                                 format=getattr(args, "format", None), follow=bool(follow),
+                                 idle_timeout=getattr(args, "follow_timeout", None), flush_after=flush_after)
         try:
-            pubs = read_publications(sources, group_by=args.group_by, skip_invalid=args.skip_invalid,
-                                     stats=read_stats, format=getattr(args, "format", None),
-                                     follow=bool(follow), idle_timeout=getattr(args, "follow_timeout", None),
-                                     flush_after=flush_after)
+            pubs = read()
         except UnknownFormatError as e:  # worded for the command line
             raise UnknownFormatError(e.syntax, e.source, "--format nt|nq|ttl|trig|owl") from None
+        if not live and workers == 1 and worth_reading_ahead(sources):  # parsed in another process
+            pubs = read_ahead(read, read_stats)
         if workers > 1:
             results = match_in_processes(engine, render, pubs, workers)
         else:
@@ -393,20 +405,27 @@ _WORKER: dict = {}  # a worker process's engine and renderer, inherited through 
 
 @contextlib.contextmanager
 def _writer(args, out, live: bool):
-    """What the output pieces are written to: `out` itself for the formats of lines,
-    an Arrow stream or Parquet file on it (`MatchBatchWriter`) for the others. The
-    matches gathered are written, and the stream ended, also when the run stops on a
-    bad input (as the lines before it are), but not after the output failed."""
+    """What the output pieces are written to: `out` itself for the lines of a live feed
+    (each publication's flushed at once), blocks of lines written by a thread
+    (`LineBlockWriter`) otherwise, an Arrow stream or Parquet file on it
+    (`MatchBatchWriter`) for the others. The matches gathered are written, and the
+    stream ended, also when the run stops on a bad input (as the lines before it are),
+    but not after the output failed."""
     output_format = getattr(args, "output_format", "jsonl")
-    if output_format not in ARROW_FORMATS:
+    if output_format not in ARROW_FORMATS and live:
         yield out
         out.flush()
         return
-    from rtf.io.arrow_matches import MatchBatchWriter
+    if output_format in ARROW_FORMATS:
+        from rtf.io.arrow_matches import MatchBatchWriter
 
-    if not hasattr(out, "fileno"):  # a stand-in stdout that takes text alone (a StringIO)
-        raise UsageError(f"--output-format {output_format} writes bytes: the standard output takes text only")
-    sink = MatchBatchWriter(out, output_format, live=live)
+        if not hasattr(out, "fileno"):  # a stand-in stdout that takes text alone (a StringIO)
+            raise UsageError(f"--output-format {output_format} writes bytes: the standard output takes text only")
+        sink = MatchBatchWriter(out, output_format, live=live)
+    else:
+        from rtf.io.line_blocks import LineBlockWriter
+
+        sink = LineBlockWriter(out, output_format)
     try:
         yield sink
     except BaseException:
