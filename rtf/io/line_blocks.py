@@ -107,7 +107,8 @@ class LineBlockWriter:
         if pieces:
             self._pieces, self._size = [], 0
             self._wait()  # (the block before: its error is raised here)
-            self._pending = self._pool.submit(self._write_now, pieces)
+            if not self.broken:
+                self._pending = self._pool.submit(self._write_now, pieces)
 
     def _write_now(self, pieces: list) -> None:
         try:
