@@ -268,15 +268,14 @@ class MatchBatchWriter:
     file: an Arrow IPC stream (a record batch per group of publications; readable from a
     pipe as it comes) or a Parquet file (a row group per group), in `arrow_match_schema`.
 
-    `write` takes a publication's ``(id, matches)`` (kept as they are until the group is
-    full), or a record batch made elsewhere (by a worker process: written as it is,
-    after what was gathered). A full group is gathered (`MatchRows`), made into Arrow
-    arrays and written by a thread of its own while the next is matched (numpy and
-    pyarrow copy, take, encode and compress without the GIL: Parquet's encoding cost as
-    much as gathering, and gathering in the thread that matches cost a seventh of
-    matching); one write at a time, in order, and a write's error is raised by the next
-    `write` or `close`. `live` gathers, writes, and flushes each publication at once,
-    in this thread. `close` writes what is left and ends the stream
+    `write` takes a publication's ``(id, matches)`` (gathered in `MatchRows` until the
+    group is full), or a record batch made elsewhere (by a worker process: written as it
+    is, after what was gathered). A full batch is made into Arrow arrays and written by
+    a thread of its own while the next is gathered (numpy and pyarrow copy, take,
+    encode and compress without the GIL: Parquet's encoding cost as much as
+    gathering); one write at a time, in order, and a write's error is raised by the
+    next `write` or `close`. `live` writes, and flushes, each
+    publication at once, in this thread. `close` writes what is left and ends the stream
     (or the Parquet footer); the file itself is the caller's to close.
     """
 
@@ -286,8 +285,7 @@ class MatchBatchWriter:
         self.out = out
         self.live = live
         self.broken = False  # a write failed: nothing more is written
-        self.pieces: list[tuple] = []  # the publications' (id, matches) of the group
-        self.rows = 0  # their matches
+        self.rows = MatchRows()
         schema = arrow_match_schema()
         if output_format == "parquet":
             import pyarrow.parquet as pq
@@ -309,21 +307,20 @@ class MatchBatchWriter:
     def write(self, piece) -> None:
         """Write one publication's ``(id, matches)``, or a record batch of matches."""
         if isinstance(piece, tuple):
-            self.pieces.append(piece)
-            self.rows += len(piece[1])
-            if self.rows >= self.limit or self.live:
+            self.rows.add(*piece)
+            if len(self.rows) >= self.limit or self.live:
                 self._write_gathered()
         else:
             self._write_gathered()
             self._write(piece)
 
     def _write_gathered(self) -> None:
-        if self.rows:
-            pieces, self.pieces, self.rows = self.pieces, [], 0
-            self._write(pieces)
+        if len(self.rows):
+            rows, self.rows = self.rows, MatchRows()
+            self._write(rows)
 
     def _write(self, batch) -> None:
-        """Write `batch`, a record batch or the pieces to make one of (in the thread)."""
+        """Write `batch`, a record batch or the `MatchRows` to make one of (in the thread)."""
         if not len(batch):
             return
         if self._pool is None:
@@ -334,8 +331,8 @@ class MatchBatchWriter:
 
     def _write_now(self, batch) -> None:
         try:
-            if isinstance(batch, list):
-                batch = batch_of(batch)
+            if isinstance(batch, MatchRows):
+                batch = batch.flush()
             self.writer.write_batch(batch)
             if self.live:
                 self.out.flush()
