@@ -81,6 +81,11 @@ live input:
   publication under way after S seconds without new data, so a quiet feed's
   last publication is not kept waiting for the next subject.
 
+around matching (no --workers, not a live feed):
+  the publications of files of 1 MB or more are read and parsed by a second process,
+  and the output is written (the ids lines also made) by a thread, in blocks, while
+  this one matches (rtf.io.read_ahead, rtf.io.line_blocks): the same output.
+
 --stats:
   one JSON object on stderr at the end, whatever -q says: register_s and
   register_queries_per_s (the registration, the parser's one-off build or
@@ -194,8 +199,6 @@ def add_command(sub) -> None:
 OUTPUT_FORMATS = ("jsonl", "sparql-json", "ids", "arrow", "parquet")
 #: The formats written by `rtf.io.arrow_matches.MatchBatchWriter` (binary, column by column).
 ARROW_FORMATS = ("arrow", "parquet")
-#: The formats whose lines `rtf.io.line_blocks.LineBlockWriter` can make in its thread.
-BLOCK_FORMATS = ("ids", "jsonl")
 
 
 def refuse_output_options(args) -> None:
@@ -217,18 +220,18 @@ def make_renderer(args, engine, in_thread: bool = False):
     The default (JSON Lines, no extras) is `match_bytes` alone; the extras
     (--with-metadata, --explain, sparql-json) are other functions chosen
     here once, so that they cost nothing when not asked for. `in_thread`: the
-    lines of ``ids`` and of plain ``jsonl`` are made by the writer's thread
-    (`rtf.io.line_blocks`), and the renderer hands it the matches as they are.
+    lines of ``ids`` are made by the writer's thread (`rtf.io.line_blocks`), and
+    the renderer hands it the matches as they are.
     """
     with_metadata = getattr(args, "with_metadata", False)
     explain = getattr(args, "explain", False)
     output_format = getattr(args, "output_format", "jsonl")
     if output_format in ARROW_FORMATS:
         return _gathered
-    if in_thread and output_format in BLOCK_FORMATS and not (with_metadata or explain):
-        from rtf.io.line_blocks import deferred
-        return deferred
     if output_format == "ids":
+        if in_thread:
+            from rtf.io.line_blocks import deferred
+            return deferred
         return _render_ids
     if output_format == "sparql-json":
         def line(pub, m) -> str:
@@ -273,12 +276,35 @@ def _render_plain(pub, found) -> bytes:
 
 def cmd_match(args) -> int:
     """Register the queries, then write the matches of each publication."""
+    with _reading(args) as reading:  # (a process forked to read ahead, before the index is loaded)
+        return _cmd_match(args, reading)
+
+
+def _reading(args):
+    """How `cmd_match` reads the publications: a `rtf.io.read_ahead.ReadAhead` (without
+    --workers, of files of `MIN_BYTES` or more), with ``read`` (`read_publications` of the
+    arguments) and ``stats`` (the `ReadStats` it updates)."""
+    from rtf.io.read_ahead import ReadAhead, worth_reading_ahead
+    from rtf.io.reader import ReadStats, read_publications
+
+    follow = getattr(args, "follow", None)
+    sources = [follow] if follow else args.publications
+    stats = ReadStats()
+    read = functools.partial(read_publications, sources, group_by=args.group_by,
+                             skip_invalid=args.skip_invalid, stats=stats,
+                             format=getattr(args, "format", None), follow=bool(follow),
+                             idle_timeout=getattr(args, "follow_timeout", None),
+                             flush_after=getattr(args, "flush_after", None))
+    if follow or (getattr(args, "workers", 1) or 1) > 1 or not worth_reading_ahead(sources):
+        return contextlib.nullcontext(argparse.Namespace(read=read, stats=stats, publications=None))
+    return ReadAhead(read, stats)
+
+
+def _cmd_match(args, reading) -> int:
     from rtf.bench.memory import current_rss_mb, peak_rss_mb
     from rtf.engine import DEFAULT_ALGORITHM, Engine
     from rtf.io.files import atomic_output
     from rtf.io.progress import read_progress
-    from rtf.io.read_ahead import read_ahead, worth_reading_ahead
-    from rtf.io.reader import ReadStats, read_publications
     from rtf.io.sources import UnknownFormatError
 
     follow = getattr(args, "follow", None)
@@ -336,22 +362,18 @@ def cmd_match(args) -> int:
     live = bool(follow) or "-" in sources  # a feed: each publication's matches at once
     render = make_renderer(args, engine, in_thread=not live and workers == 1)
     to_stdout = args.output in (None, "-")
-    read_stats = ReadStats()
+    read_stats = reading.stats
     publications = matches = 0
     filter_s = 0.0
     # Bytes, written to the binary file under the text layer: no encoding of the whole text.
     with contextlib.nullcontext(binary_stdout()) if to_stdout else atomic_output(args.output, encoding=None) as out, \
             _writer(args, out, live) as sink:
-        read = functools.partial(read_publications, sources, group_by=args.group_by,
-                                 skip_invalid=args.skip_invalid, stats=read_stats,
-                                 format=getattr(args, "format", None), follow=bool(follow),
-                                 idle_timeout=getattr(args, "follow_timeout", None), flush_after=flush_after)
         try:
-            pubs = read()
+            pubs = reading.read()
         except UnknownFormatError as e:  # worded for the command line
             raise UnknownFormatError(e.syntax, e.source, "--format nt|nq|ttl|trig|owl") from None
-        if not live and workers == 1 and worth_reading_ahead(sources):  # parsed in another process
-            pubs = read_ahead(read, read_stats)
+        if reading.publications is not None:  # parsed in another process
+            pubs = reading.publications()
         if workers > 1:
             results = match_in_processes(engine, render, pubs, workers)
         else:
@@ -425,7 +447,7 @@ def _writer(args, out, live: bool):
     else:
         from rtf.io.line_blocks import LineBlockWriter
 
-        sink = LineBlockWriter(out, output_format)
+        sink = LineBlockWriter(out)
     try:
         yield sink
     except BaseException:

@@ -1,22 +1,23 @@
-"""The lines of ``rtf match`` (``jsonl``, ``ids``, ``sparql-json``) made and written in blocks,
-by a thread of their own, while the next publications are matched.
+"""The lines of ``rtf match`` written in blocks by a thread of their own, while the next
+publications are matched; the ``ids`` lines made there too.
 
-At 100,000 selective queries a publication matches ~2,800 of them, and its
-``ids`` line is ~28 KB (its ``jsonl`` lines ~560 KB): gathering the ids and
-writing them had cost a third as much as matching, in the thread that
+At 100,000 selective queries a publication matches ~2,800 queries: its
+``ids`` line is ~28 KB, its ``jsonl`` lines ~560 KB. Making the ``ids``
+lines and writing them had cost a sixth of matching, in the thread that
 matches. So `LineBlockWriter` takes each publication's ``(id, matches)`` as
-it is (`deferred`), and a writer thread makes a block of them into lines
-and writes it in one piece (`ids_block`: the engine's matches of a block
-take their ids from the query table's column in one gather, which numpy
-makes without the GIL; the write too is made without it). The lines are
-those `rtf.io.output` makes for each publication, byte for byte, in input
-order. A piece already made (the bytes of a worker process, or of the
-formats with extras) is written after what was gathered before it.
+it is (`deferred`), and its thread makes a block of them into lines
+(`ids_block`: the engine's matches of a block take their ids from the query
+table's column in one gather, which numpy makes without the GIL) and writes
+them, a few MB at a time (without the GIL too). Lines made here (``jsonl``,
+``sparql-json``: Python's string work, which holds the GIL and would run no
+faster in another thread) are handed over as bytes and only written there,
+after what was gathered before them. The output is the one `rtf.io.output`
+makes for each publication, byte for byte, in input order.
 
 >>> import io
 >>> from rtf.engine import Match
 >>> out = io.BytesIO()
->>> writer = LineBlockWriter(out, "ids")
+>>> writer = LineBlockWriter(out)
 >>> writer.write(("http://ex/a", [Match("q1", None, frozenset({()}))]))
 >>> writer.write(b"made before\\n")
 >>> writer.close()
@@ -26,25 +27,29 @@ b'{"publication": "http://ex/a", "queries": ["q1"]}\\nmade before\\n'
 
 from __future__ import annotations
 
-from rtf.io.output import IDS_SEPARATOR, ids_line, match_bytes, match_ids_bytes, match_line
+from rtf.io.output import IDS_SEPARATOR, ids_line, match_ids_bytes
 
 #: Matches gathered before a block is made into lines and written (~100 publications of
-#: ~2,800 matches; a few MB of ``ids`` lines, ~60 MB of ``jsonl``).
+#: ~2,800 matches; ~3 MB of ``ids`` lines).
 BLOCK_MATCHES = 1 << 18
 #: Bytes of lines already made that weigh as one match in a block (4 MB make a block).
 BYTES_A_MATCH = 16
+#: Bytes joined into one write: few writes (each takes the GIL back), and no buffer so large
+#: that each block's would be mapped and its pages faulted in again (over 32 MB, glibc maps
+#: every one: 2 s of system time for the 3 GB of ``jsonl`` at 100K selective queries).
+WRITE_BYTES = 1 << 22
 
 
 def deferred(pub, found) -> tuple:
-    """The renderer of `LineBlockWriter`: the publication's matches as they are, made into
-    lines in the writer's thread."""
+    """The renderer of ``ids`` for `LineBlockWriter`: the publication's matches as they are,
+    made into its line in the writer's thread."""
     return pub.id, found
 
 
-def ids_block(pieces: list) -> bytes:
-    """The ``ids`` lines (`rtf.io.output.match_ids_bytes`) of ``(publication id, matches)``
-    pieces (none empty), in order. The engine's matches of one state of the query table
-    take their ids from its column in one gather for the block (`IdColumns.ids_pieces`)."""
+def ids_block(pieces: list) -> list[bytes]:
+    """The ``ids`` line (`rtf.io.output.match_ids_bytes`) of each ``(publication id,
+    matches)`` piece (none empty), in order. The engine's matches of one state of the query
+    table take their ids from its column in one gather for the block (`IdColumns.ids_pieces`)."""
     columns = [found.id_columns() if hasattr(found, "id_columns") else None for _, found in pieces]
     first = columns[0]
     if first is not None and all(c is first for c in columns):
@@ -55,37 +60,25 @@ def ids_block(pieces: list) -> bytes:
         texts = first.ids_pieces(np.concatenate(slots), ends)
         if texts is not None:  # (each id followed by the separator, the last too)
             cut = len(IDS_SEPARATOR)
-            return b"".join([ids_line(pub_id, memoryview(text)[:-cut])
-                             for (pub_id, _), text in zip(pieces, texts)])
-    return b"".join([match_ids_bytes(pub_id, found) for pub_id, found in pieces])
-
-
-def jsonl_block(pieces: list) -> bytes:
-    """The JSON lines (`rtf.io.output.match_bytes`) of ``(publication id, matches)`` pieces."""
-    return b"".join([match_bytes(pub_id, found) if hasattr(found, "query_ids") else
-                     "".join([match_line(pub_id, m) + "\n" for m in found]).encode()
-                     for pub_id, found in pieces])
-
-
-_BLOCKS = {"ids": ids_block, "jsonl": jsonl_block}
+            return [ids_line(pub_id, memoryview(text)[:-cut]) for (pub_id, _), text in zip(pieces, texts)]
+    return [match_ids_bytes(pub_id, found) for pub_id, found in pieces]
 
 
 class LineBlockWriter:
     """Writes the lines of ``rtf match`` to `out` (a binary file) in blocks, by a thread.
 
-    `write` takes a publication's ``(id, matches)`` (from `deferred`; its lines are made
-    in the thread, by `ids_block` or `jsonl_block` as `output_format` says) or the bytes
-    of lines already made. One block at a time is made and written, in order, while the
-    next is gathered; a failed write (a closed pipe, a full disk) is raised by the next
-    `write` or by `close`, and nothing is written after it. `close` writes what is left;
-    the file itself is the caller's to flush and close.
+    `write` takes a publication's ``(id, matches)`` (from `deferred`; its ``ids`` line is
+    made in the thread, by `ids_block`) or the bytes of lines already made. One block at a
+    time is made and written, in order, while the next is gathered; a failed write (a
+    closed pipe, a full disk) is raised by the next `write` or by `close`, and nothing is
+    written after it. `close` writes what is left; the file itself is the caller's to
+    flush and close.
     """
 
-    def __init__(self, out, output_format: str):
+    def __init__(self, out):
         from concurrent.futures import ThreadPoolExecutor
 
         self.out = out
-        self.block = _BLOCKS.get(output_format)
         self.broken = False
         self._pieces: list = []  # bytes, or (id, matches) to make into lines
         self._size = 0  # matches, or bytes, gathered
@@ -112,7 +105,17 @@ class LineBlockWriter:
 
     def _write_now(self, pieces: list) -> None:
         try:
-            self.out.write(self.block(pieces) if type(pieces[0]) is tuple else b"".join(pieces))
+            write = self.out.write
+            joined: list = []
+            size = 0
+            for data in ids_block(pieces) if type(pieces[0]) is tuple else pieces:
+                joined.append(data)
+                size += len(data)
+                if size >= WRITE_BYTES:
+                    write(b"".join(joined))
+                    joined, size = [], 0
+            if joined:
+                write(b"".join(joined))
         except BaseException:
             self.broken = True
             raise
