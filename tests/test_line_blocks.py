@@ -10,13 +10,14 @@ forked or the reading process is lost.
 from __future__ import annotations
 
 import io
+from functools import partial
 
 import pytest
 
 from rtf import Engine, Publication
 from rtf.cli import main
 from rtf.engine import Match
-from rtf.errors import PublicationError, WorkerLostError
+from rtf.errors import PublicationError
 from rtf.io import line_blocks, read_ahead
 from rtf.io.line_blocks import LineBlockWriter, ids_block
 from rtf.io.output import match_ids_bytes
@@ -100,11 +101,13 @@ def _read_ahead(path, monkeypatch, **options) -> tuple[list, ReadStats, Exceptio
     monkeypatch.setattr(read_ahead, "BATCH", 2)  # (batches cut in the middle)
     stats = ReadStats()
     got, error = [], None
-    try:
-        for pub in read_ahead.read_ahead(lambda: read_publications([path], stats=stats, **options), stats):
-            got.append((pub.id, pub.triples))
-    except PublicationError as e:
-        error = e
+    with read_ahead.ReadAhead(partial(read_publications, [path], stats=stats, **options), stats) as ahead:
+        try:
+            for pub in ahead.publications():
+                got.append((pub.id, pub.triples))
+        except PublicationError as e:
+            error = e
+    assert ahead.received == len(got) > 0  # (read by the process, not here)
     return got, stats, error
 
 
@@ -134,30 +137,30 @@ def test_publications_read_ahead_are_those_read_here(files, tmp_path, monkeypatc
 
 
 def test_without_a_reading_process_the_files_are_read_here(files, tmp_path, monkeypatch):  # noqa: F811
-    import rtf.io.processes
+    import subprocess
 
     bad = _bad_file(files[1], tmp_path)
     want = _read_here(bad, skip_invalid=True)[0]
 
-    def no_fork(*args):
-        raise OSError("no fork here")
+    def cannot_start(*args, **kwargs):
+        raise OSError("no process here")
 
-    monkeypatch.setattr(rtf.io.processes, "forked_pool", no_fork)
-    assert _read_ahead(bad, monkeypatch, skip_invalid=True)[0] == want
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:
+        patch.setattr(subprocess, "Popen", cannot_start)
+        stats = ReadStats()
+        read = partial(read_publications, [bad], stats=stats, skip_invalid=True)
+        assert [(p.id, p.triples) for p in read_ahead.read_ahead(read, stats)] == want
 
-    # the reading process lost after two batches: the rest read here, none twice
-    calls = []
-
-    def lost_after_two(self, *args):
-        calls.append(1)
-        if len(calls) > 2:
-            raise WorkerLostError("lost")
-        return real(self, *args)
-
-    real = rtf.io.processes.ForkedPool._receive
-    monkeypatch.setattr(rtf.io.processes.ForkedPool, "_receive", lost_after_two)
-    got, stats, _ = _read_ahead(bad, monkeypatch, skip_invalid=True)
+    # the reading process killed after a few publications: the rest read here, none twice
+    monkeypatch.setattr(read_ahead, "BATCH", 2)
+    stats = ReadStats()
+    got = []
+    with read_ahead.ReadAhead(partial(read_publications, [bad], stats=stats, skip_invalid=True), stats) as ahead:
+        assert ahead._process is not None  # (a reader that can be pickled: it is started)
+        for pub in ahead.publications():
+            got.append((pub.id, pub.triples))
+            if len(got) == 1:
+                ahead._process.kill()
     assert got == want and stats.skipped_lines == 1
 
 
@@ -194,7 +197,11 @@ def test_rtf_match_writes_the_same_with_blocks_and_reading_ahead(files, tmp_path
     monkeypatch.setattr(line_blocks, "BLOCK_MATCHES", 1)
     monkeypatch.setattr(read_ahead, "MIN_BYTES", 0)
     monkeypatch.setattr(read_ahead, "BATCH", 1)
+    received = []
+    close = read_ahead.ReadAhead.close
+    monkeypatch.setattr(read_ahead.ReadAhead, "close", lambda self: (received.append(self.received), close(self)))
     ahead = _run([*args, str(bad), "--skip-invalid"], monkeypatch)
+    assert max(received) == 8  # (read by the process)
     assert ahead[0] == live[0] == 0 and _rows(ahead[1], output_format) == _rows(live[1], output_format)
     assert len(_rows(live[1], output_format)) > 4
     failed = _run([*args, str(bad)], monkeypatch)
