@@ -201,7 +201,7 @@ def test_rtf_match_writes_the_same_with_blocks_and_reading_ahead(files, tmp_path
     close = read_ahead.ReadAhead.close
     monkeypatch.setattr(read_ahead.ReadAhead, "close", lambda self: (received.append(self.received), close(self)))
     ahead = _run([*args, str(bad), "--skip-invalid"], monkeypatch)
-    assert max(received) == 8  # (read by the process)
+    assert max(received, default=0) == (0 if output_format == "jsonl" else 8)  # (read by the process)
     assert ahead[0] == live[0] == 0 and _rows(ahead[1], output_format) == _rows(live[1], output_format)
     assert len(_rows(live[1], output_format)) > 4
     failed = _run([*args, str(bad)], monkeypatch)

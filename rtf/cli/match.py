@@ -82,9 +82,10 @@ live input:
   last publication is not kept waiting for the next subject.
 
 around matching (no --workers, not a live feed):
-  the publications of files of 1 MB or more are read and parsed by a second process,
-  and the output is written (the ids lines also made) by a thread, in blocks, while
-  this one matches (rtf.io.read_ahead, rtf.io.line_blocks): the same output.
+  with --output-format ids, arrow and parquet, the publications of files of 1 MB or
+  more are read and parsed by a second process, and the output is made and written
+  by a thread, in blocks, while this one matches (rtf.io.read_ahead,
+  rtf.io.line_blocks, rtf.io.arrow_matches): the same output.
 
 --stats:
   one JSON object on stderr at the end, whatever -q says: register_s and
@@ -199,6 +200,10 @@ def add_command(sub) -> None:
 OUTPUT_FORMATS = ("jsonl", "sparql-json", "ids", "arrow", "parquet")
 #: The formats written by `rtf.io.arrow_matches.MatchBatchWriter` (binary, column by column).
 ARROW_FORMATS = ("arrow", "parquet")
+#: The formats whose publications are read by another process (`rtf.io.read_ahead`): for
+#: ``jsonl`` and ``sparql-json``, whose lines cost as much as matching, it saved nothing
+#: measurable and cost the process's 0.28 s of CPU at 100K selective queries.
+READ_AHEAD_FORMATS = ("ids", *ARROW_FORMATS)
 
 
 def refuse_output_options(args) -> None:
@@ -282,8 +287,9 @@ def cmd_match(args) -> int:
 
 def _reading(args):
     """How `cmd_match` reads the publications: a `rtf.io.read_ahead.ReadAhead` (without
-    --workers, of files of `MIN_BYTES` or more), with ``read`` (`read_publications` of the
-    arguments) and ``stats`` (the `ReadStats` it updates)."""
+    --workers, of files of `MIN_BYTES` or more, for the formats whose output costs less
+    than matching: ``ids``, ``arrow``, ``parquet``), with ``read`` (`read_publications`
+    of the arguments) and ``stats`` (the `ReadStats` it updates)."""
     from rtf.io.read_ahead import ReadAhead, worth_reading_ahead
     from rtf.io.reader import ReadStats, read_publications
 
@@ -295,7 +301,8 @@ def _reading(args):
                              format=getattr(args, "format", None), follow=bool(follow),
                              idle_timeout=getattr(args, "follow_timeout", None),
                              flush_after=getattr(args, "flush_after", None))
-    if follow or (getattr(args, "workers", 1) or 1) > 1 or not worth_reading_ahead(sources):
+    if (follow or (getattr(args, "workers", 1) or 1) > 1 or not worth_reading_ahead(sources)
+            or getattr(args, "output_format", "jsonl") not in READ_AHEAD_FORMATS):
         return contextlib.nullcontext(argparse.Namespace(read=read, stats=stats, publications=None))
     return ReadAhead(read, stats)
 
@@ -427,14 +434,16 @@ _WORKER: dict = {}  # a worker process's engine and renderer, inherited through 
 
 @contextlib.contextmanager
 def _writer(args, out, live: bool):
-    """What the output pieces are written to: `out` itself for the lines of a live feed
-    (each publication's flushed at once), blocks of lines written by a thread
-    (`LineBlockWriter`) otherwise, an Arrow stream or Parquet file on it
-    (`MatchBatchWriter`) for the others. The matches gathered are written, and the
-    stream ended, also when the run stops on a bad input (as the lines before it are),
-    but not after the output failed."""
+    """What the output pieces are written to: `out` itself for the formats of lines (and
+    for ``ids`` of a live feed, each publication's flushed at once), blocks of ``ids``
+    lines made and written by a thread (`LineBlockWriter`), an Arrow stream or Parquet
+    file on it (`MatchBatchWriter`) for the others. The matches gathered are written,
+    and the stream ended, also when the run stops on a bad input (as the lines before it
+    are), but not after the output failed. (``jsonl`` is made and written here: its
+    string work holds the GIL, so in the thread it ran no faster, and writing alone
+    there saved nothing measurable.)"""
     output_format = getattr(args, "output_format", "jsonl")
-    if output_format not in ARROW_FORMATS and live:
+    if output_format not in ARROW_FORMATS and (live or output_format != "ids"):
         yield out
         out.flush()
         return

@@ -1,18 +1,19 @@
-"""The lines of ``rtf match`` written in blocks by a thread of their own, while the next
-publications are matched; the ``ids`` lines made there too.
+"""The ``ids`` lines of ``rtf match`` made and written in blocks by a thread of their own,
+while the next publications are matched.
 
 At 100,000 selective queries a publication matches ~2,800 queries: its
-``ids`` line is ~28 KB, its ``jsonl`` lines ~560 KB. Making the ``ids``
-lines and writing them had cost a sixth of matching, in the thread that
-matches. So `LineBlockWriter` takes each publication's ``(id, matches)`` as
-it is (`deferred`), and its thread makes a block of them into lines
-(`ids_block`: the engine's matches of a block take their ids from the query
-table's column in one gather, which numpy makes without the GIL) and writes
-them, a few MB at a time (without the GIL too). Lines made here (``jsonl``,
-``sparql-json``: Python's string work, which holds the GIL and would run no
-faster in another thread) are handed over as bytes and only written there,
-after what was gathered before them. The output is the one `rtf.io.output`
-makes for each publication, byte for byte, in input order.
+``ids`` line is ~28 KB. Making the lines and writing them had cost a sixth
+of matching, in the thread that matches. So `LineBlockWriter` takes each
+publication's ``(id, matches)`` as it is (`deferred`), and its thread makes
+a block of them into lines (`ids_block`: the engine's matches of a block
+take their ids from the query table's column in one gather, which numpy
+makes without the GIL) and writes them, a few MB at a time (without the GIL
+too). Lines already made (by ``--workers`` processes) are written after what
+was gathered before them. The output is the one `rtf.io.output` makes for
+each publication, byte for byte, in input order. (The ``jsonl`` lines are
+not for this thread: Python's string work holds the GIL, so there they were
+made no faster, and joined in blocks of 40 MB their pages were faulted in
+again, 2 s of system time for 3 GB.)
 
 >>> import io
 >>> from rtf.engine import Match
