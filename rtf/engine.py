@@ -561,10 +561,8 @@ class Engine:
         return records
 
     def _table_merger(self):
-        """For `rtf.io.builder.IndexBuilder`: what merges the query tables of its chunks
-        (`rtf.matching.table_merge.TableMerger`), or None if this algorithm saves none."""
-        from rtf.matching.table_merge import TableMerger
-        return TableMerger() if self.algorithm in restoring.ALGORITHMS else None
+        """For `rtf.io.builder.IndexBuilder`: what merges its chunks' tables, or None (none saved)."""
+        return restoring.table_merger() if self.algorithm in restoring.ALGORITHMS else None
 
     def __contains__(self, query_id: str) -> bool:
         """Whether a query of that id is registered (TypeError if `query_id` is not a str)."""
@@ -574,6 +572,13 @@ class Engine:
     def queries(self) -> list[RegisteredQuery]:
         """Every registered query, in registration order."""
         return list(self._queries.values())
+
+    def before_fork(self, output: str | None = None) -> None:
+        """Make now the columns of ids that writers of `output` ("ids", "jsonl", "arrow")
+        read (`rtf.matching.id_column`): once, shared by the processes forked next
+        (`rtf match --workers`), not made, reading every id string, in each."""
+        if (table := getattr(self._index, "table", None)) is not None:
+            table.id_column.make(table, output)
 
     @_synchronized  # an index is walked: not while another thread changes it
     def stats(self) -> EngineStats:

@@ -200,5 +200,20 @@ class IdColumn:
         self.built = built
         return built
 
+    def make(self, table, output: str | None = None) -> None:
+        """Make the columns now, and the text of them that writers of `output` take
+        ("ids", "jsonl", "arrow" or "parquet"; `rtf.engine.Engine.before_fork`)."""
+        built = self.built
+        if built is None or built.generation != self.generation:
+            built = self.built = IdColumns(self.generation, table.slot_id,
+                                           table.slot_subscriber if table.subscribed else None)
+        none = np.zeros(0, dtype=np.intp)
+        if output == "ids":
+            built.ids_text(none)
+        elif output == "jsonl":
+            built.lines_text(none)
+        elif output in ("arrow", "parquet"):
+            built.arrow()
+
     def __reduce__(self):  # (a copy of the table, Spark's, makes its own when it needs them)
         return (IdColumn, ())

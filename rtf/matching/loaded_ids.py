@@ -53,10 +53,12 @@ class LoadedMap(MutableMapping):
     the entry of query k when first read; `present` says which of the file's queries are
     registered now (the others are absent until set)."""
 
-    __slots__ = ("_file", "_make", "_state", "_made", "_tail", "_count")
+    __slots__ = ("_file", "_make", "_state", "_made", "_tail", "_count", "source")
 
-    def __init__(self, file: FileIds, make: Callable[[int], Any], present: np.ndarray):
-        self._file, self._make = file, make
+    def __init__(self, file: FileIds, make: Callable[[int], Any], present: np.ndarray, source: Any = None):
+        """`source`: what the entries are made from (kept for `whole`'s callers: the file's
+        models, `rtf.matching.restoring.Models`)."""
+        self._file, self._make, self.source = file, make, source
         self._state = bytearray(np.asarray(present, dtype=np.uint8).tobytes())  # (`_PRESENT` is 1)
         self._count = int(np.count_nonzero(present))
         self._made: dict[int, Any] = {}  # number -> its entry, once made or set
@@ -104,6 +106,11 @@ class LoadedMap(MutableMapping):
         self._state[k] = _REMOVED
         self._made.pop(k, None)
         self._count -= 1
+
+    def whole(self) -> bool:
+        """Whether the map holds the file's queries and no other: every one registered, in
+        file order, none removed or added since the load."""
+        return not self._tail and self._count == len(self._file.ids)
 
     def __len__(self) -> int:
         return self._count + len(self._tail)

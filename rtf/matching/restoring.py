@@ -26,6 +26,7 @@ from rtf.io.model_checks import check_head
 from rtf.io.query_columns import query_sections, read_query_sections, read_texts
 from rtf.matching import table_snapshot
 from rtf.matching.loaded_ids import FileIds, LoadedMap
+from rtf.matching.table_merge import TableMerger, table_sections
 from rtf.matching.query_table import bulk_memos
 
 #: Held while a file's models are decoded (`Models`).
@@ -45,12 +46,9 @@ def snapshot(index, records: list) -> dict:
             **_model_sections(records)}
 
 
-def table_sections(index, ids: list[str]) -> dict:
-    """The sections of `index`'s query table (`rtf.matching.table_snapshot`) for the queries
-    `ids` and, for RTFs, its word index: what `snapshot` writes besides the queries' own."""
-    saved = getattr(index.index, "saved", None)  # (RTFs: its word index, `RTFsIndex.saved`)
-    return {**table_snapshot.snapshot(index.table, ids),
-            **{table_snapshot.PREFIX + name: array for name, array in (saved() if saved else {}).items()}}
+def table_merger() -> TableMerger:
+    """A `rtf.matching.table_merge.TableMerger`, for a build a chunk at a time."""
+    return TableMerger()
 
 
 def _model_sections(records: list) -> dict:
@@ -173,6 +171,17 @@ class Models:
             self.found = self._old = self._texts = self.arrays = None
 
 
+def loaded_sections(engine) -> dict | None:
+    """The sections of the file `engine` was restored from (`restored`; the query columns of
+    `rtf.io.query_columns` among them, the texts still compressed), if it holds that file's
+    queries and no other (none registered or removed since the load) and its models were not
+    decoded whole; else None. What `rtf serve` compares with its query table at start."""
+    queries = engine._queries
+    if not isinstance(queries, LoadedMap) or not queries.whole() or not isinstance(queries.source, Models):
+        return None
+    return queries.source.arrays
+
+
 def head_of(found, source: str):
     """The checked head line of a file's body (only its first line inflated)."""
     lines = store.json_lines(found, source)
@@ -213,7 +222,8 @@ def restored(engine_class, lazy_records, found, source: str):
                 index.index.add(shape)
         metadata, subscribers, asks = columns.metadata, columns.subscribers, columns.asks.tolist()
         # (each record made when first read; the queries registered below take their places)
-        engine._queries = LoadedMap(file_ids, lazy_records(models, ids, subscribers, asks, metadata), mapped)
+        engine._queries = LoadedMap(file_ids, lazy_records(models, ids, subscribers, asks, metadata), mapped,
+                                    models)
         rest = np.flatnonzero(~mapped).tolist()
         if rest:
             models.prefetch(len(rest))

@@ -35,9 +35,19 @@ import numpy as np
 from rtf.io import sections
 from rtf.io.store import CLASS_NAMES
 from rtf.matching import value_snapshot
+from rtf.matching import table_snapshot
 from rtf.matching.pivots import MAX_WIDTH
-from rtf.matching.restoring import table_sections
 from rtf.matching.table_snapshot import PREFIX
+
+
+def table_sections(index, ids: list[str]) -> dict:
+    """The sections of `index`'s query table (`rtf.matching.table_snapshot`) for the queries
+    `ids` and, for RTFs, its word index: what a saved index holds besides the queries' own
+    (`rtf.matching.restoring.snapshot`), and a chunk's to merge (`TableMerger.chunk`)."""
+    saved = getattr(index.index, "saved", None)  # (RTFs: its word index, `RTFsIndex.saved`)
+    return {**table_snapshot.snapshot(index.table, ids),
+            **{PREFIX + name: array for name, array in (saved() if saved else {}).items()}}
+
 
 #: The sections of RTFs' word index (`rtf.trieforest.words.snapshot`), without the prefix.
 _KEY_TABLES = (("word", "words"), ("prefix", "prefixes"))

@@ -239,12 +239,22 @@ class QueryStore:
         args.append(limit)
         return [_row(r, with_metadata) for r in self._select(sql, args)]
 
-    def all(self) -> Iterator[StoredQuery]:
-        """Every row, in registration order (read page by page), without its metadata."""
-        after = 0
+    def all(self, after: int = 0) -> Iterator[StoredQuery]:
+        """Every row (with ``seq > after``), in registration order (read page by page), without
+        its metadata."""
         while rows := self.page(after=after, limit=10_000, with_metadata=False):
             yield from rows
             after = rows[-1].seq
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """The table's connection, its lock held (for reads made in bulk: `rtf.server.snapshot_check`)."""
+        with self._lock:
+            yield self._db
+
+    def max_seq(self) -> int:
+        """The newest row's seq (0: no row)."""
+        return self._select("SELECT MAX(seq) FROM queries", ())[0][0] or 0
 
     def versions(self) -> dict[str, int]:
         """id -> seq of every row."""

@@ -49,6 +49,8 @@ from rtf.matching.query_table import bulk_memos
 from rtf.query.analysis import normal_analysis
 from rtf.parser import parse_query
 from rtf.query.model import Query
+from rtf.io.store import map_index
+from rtf.server import snapshot_check
 from rtf.server.querystore import SNAPSHOT, QueryStore, StoredQuery
 from rtf.server.stopping import StoppingError
 
@@ -138,18 +140,28 @@ class Registry:
 
     def _open(self, algorithm: str, taxonomy) -> Engine:
         loaded = self._load_snapshot(algorithm)
-        source = "snapshot" if loaded is not None else "rebuilt"
-        engine, through, held = (loaded if loaded is not None
-                                 else (Engine(algorithm, taxonomy, text_analysis=self.text_analysis), 0, []))
+        if loaded is None:
+            engine, through, held = Engine(algorithm, taxonomy, text_analysis=self.text_analysis), 0, []
+        else:
+            engine, through, held, scan = loaded
         engine.keep_models = True  # (a loaded snapshot's too: see `__init__`)
-        rows = {row.id: row for row in self.store.all()}
-        removed = 0
-        for qid, subscriber, text in held:  # the snapshot's queries that are not the table's
-            row = rows.get(qid)
-            if (row is None or row.seq > through or row.problem
-                    or row.query != text or row.subscriber != subscriber):
+        gone = None
+        if loaded is not None and held is None:  # its queries compared with their rows in bulk
+            gone = snapshot_check.compare(self.store, engine, scan)
+            if gone is None:  # (a row that differs, ...: compared one by one, as an old note's)
+                held = _query_rows(engine.queries())
+        if gone is not None:
+            for qid in gone:
                 engine.unregister(qid)
-                removed += 1
+            rows = {row.id: row for row in self.store.all(after=through)}
+            latest = self.store.max_seq()
+        else:
+            rows = {row.id: row for row in self.store.all()}
+            gone = [qid for qid, subscriber, text in held  # the snapshot's queries that are not the table's
+                    if not _same(rows.get(qid), through, subscriber, text)]
+            for qid in gone:
+                engine.unregister(qid)
+            latest = rows_seq(rows)
         replayed = failed = 0
         for row in rows.values():
             try:
@@ -163,10 +175,10 @@ class Registry:
                 failed += 1                                    # written by hand: refused now
                 log.warning("query %.80r (row %d) in %s does not register, skipped: %s",
                             row.id, row.seq, self.store.path, e)
-        self.changes_since_snapshot = replayed + removed
-        self._through = max(rows_seq(rows), through)
-        self.startup = {"from": source, "replayed": replayed, "removed": removed,
-                        "failed": failed, "queries": len(engine)}
+        self.changes_since_snapshot = replayed + len(gone)
+        self._through = max(latest, through)
+        self.startup = {"from": "snapshot" if loaded is not None else "rebuilt", "replayed": replayed,
+                        "removed": len(gone), "failed": failed, "queries": len(engine)}
         return engine
 
     def _import(self, path: Path, algorithm: str, taxonomy) -> Engine | None:
@@ -216,7 +228,7 @@ class Registry:
                                for (qid, subscriber, text), q in zip(held, queries))
             through = pending.max_seq()
             pending.set_setting("snapshot", json.dumps({**self._identity, "through": through,
-                                                        "queries": _digest(held)}))
+                                                        "file": snapshot_check.file_digest(data)}))
             pending.set_setting("imported", digest)
             pending.commit()
         finally:
@@ -226,10 +238,11 @@ class Registry:
                         "queries": len(engine), "imported": len(queries)}
         return engine
 
-    def _load_snapshot(self, algorithm: str) -> tuple[Engine, int, list] | None:
-        """The snapshot, its `through` and its queries (`_query_rows`), if it is the one
-        this table's note describes: same algorithm and taxonomy, this table, and the
-        very queries the note's digest covers."""
+    def _load_snapshot(self, algorithm: str) -> tuple[Engine, int, list | None, object] | None:
+        """The snapshot, its `through`, and from a note of an older rtf its queries
+        (`_query_rows`), else the table's rows being read (`snapshot_check.TableScan`), if it is the one
+        this table's note describes: same algorithm and taxonomy, this table, and the very
+        file (or queries) the note's digest covers."""
         if not self.snapshot_path.exists():
             return None
         note = _read_note(self.store.setting("snapshot"))
@@ -238,19 +251,37 @@ class Registry:
             log.warning("%s was made with another algorithm, taxonomy or query table (or never "
                         "finished): rebuilding the index from %s", self.snapshot_path, self.store.path)
             return None
+        # (a note that names its file: the table's rows read meanwhile, `TableScan`)
+        scan = snapshot_check.TableScan(self.store, note["through"]) if "file" in note else None
+        if scan is not None:
+            scan.start()
+        kept = None
         try:
-            engine = Engine.load(self.snapshot_path)
+            kept = self._loaded(algorithm, note, scan)
         except IndexFileError as e:
             log.warning("cannot use the snapshot: %s; rebuilding the index from %s",
                         e, self.store.path)
             return None
-        if engine.algorithm == algorithm:
-            held = _query_rows(engine.queries())
-            if _digest(held) == note.get("queries"):
-                return engine, note["through"], held
-        log.warning("%s is not the snapshot %s describes (copied from elsewhere?): rebuilding "
-                    "the index from it", self.snapshot_path, self.store.path)
-        return None
+        finally:
+            if kept is None and scan is not None:
+                scan.cancel()
+        if kept is None:
+            log.warning("%s is not the snapshot %s describes (copied from elsewhere?): rebuilding "
+                        "the index from it", self.snapshot_path, self.store.path)
+        return kept
+
+    def _loaded(self, algorithm: str, note: dict, scan) -> tuple | None:
+        """`_load_snapshot`'s engine, if its file (or, from an older note, its queries) is the
+        one `note` describes."""
+        data = map_index(self.snapshot_path)
+        engine = Engine.from_bytes(data, str(self.snapshot_path))  # (its digest verified)
+        if engine.algorithm != algorithm:
+            return None
+        if scan is not None:
+            same = snapshot_check.file_digest(data) == note["file"]
+            return (engine, note["through"], None, scan) if same else None
+        held = _query_rows(engine.queries())  # (a note of an older rtf: the digest of its queries)
+        return (engine, note["through"], held, None) if _digest(held) == note.get("queries") else None
 
     # ------------------------------------------------------------- changes
 
@@ -446,11 +477,12 @@ class Registry:
         with self._snapshot_lock:
             changes = self.changes_since_snapshot
             self.store.set_setting("snapshot", "")
-            with self.engine._lock:  # the digest and the file: one state of the engine
-                note = json.dumps({**self._identity, "through": self._through,
-                                   "queries": _digest(_query_rows(self.engine.queries()))})
+            with self.engine._lock:  # `through` and the file: one state of the engine
+                through = self._through
                 size = self.engine.save(self.snapshot_path)
-            self.store.set_setting("snapshot", note)
+            note = {**self._identity, "through": through,
+                    "file": snapshot_check.written_digest(self.snapshot_path)}
+            self.store.set_setting("snapshot", json.dumps(note))
             self.changes_since_snapshot -= changes
             return size
 
@@ -483,8 +515,15 @@ def _query_rows(queries) -> list[tuple[str, str | None, str]]:
     return [(q.id, q.subscriber, q.text) for q in queries]
 
 
+def _same(row: StoredQuery | None, through: int, subscriber: str | None, text: str) -> bool:
+    """Whether a query of the snapshot (its `subscriber` and `text`) is `row` as it is now."""
+    return not (row is None or row.seq > through or row.problem
+                or row.query != text or row.subscriber != subscriber)
+
+
 def _digest(rows: list[tuple[str, str | None, str]]) -> str:
-    """The digest of `_query_rows` a snapshot's note records (lists and tuples dump alike)."""
+    """The digest of `_query_rows` a snapshot's note recorded before it named its file
+    (lists and tuples dump alike): an older rtf's note, still read."""
     return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
 
 
