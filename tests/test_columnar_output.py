@@ -280,7 +280,7 @@ def test_a_live_feed_gets_a_batch_per_publication(files):
         {"http://ex/Zürich"}, {"http://ex/a"}]
 
 
-@pytest.mark.parametrize("name", ["rtf.io.arrow_matches", "rtf.io.output", "rtf.io.line_blocks"])
+@pytest.mark.parametrize("name", ["rtf.io.arrow_matches", "rtf.io.output"])
 def test_the_docstring_examples_run(name):
     import doctest
     import importlib

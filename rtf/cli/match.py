@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import gc
 import json
 import os
@@ -80,12 +79,6 @@ live input:
   FILE is followed, read again from its start. --flush-after S matches the
   publication under way after S seconds without new data, so a quiet feed's
   last publication is not kept waiting for the next subject.
-
-around matching (no --workers, not a live feed):
-  with --output-format ids, arrow and parquet, the publications of files of 1 MB or
-  more are read and parsed by a second process, and the output is made and written
-  by a thread, in blocks, while this one matches (rtf.io.read_ahead,
-  rtf.io.line_blocks, rtf.io.arrow_matches): the same output.
 
 --stats:
   one JSON object on stderr at the end, whatever -q says: register_s and
@@ -200,10 +193,6 @@ def add_command(sub) -> None:
 OUTPUT_FORMATS = ("jsonl", "sparql-json", "ids", "arrow", "parquet")
 #: The formats written by `rtf.io.arrow_matches.MatchBatchWriter` (binary, column by column).
 ARROW_FORMATS = ("arrow", "parquet")
-#: The formats whose publications are read by another process (`rtf.io.read_ahead`): for
-#: ``jsonl`` and ``sparql-json``, whose lines cost as much as matching, it saved nothing
-#: measurable and cost the process's 0.28 s of CPU at 100K selective queries.
-READ_AHEAD_FORMATS = ("ids", *ARROW_FORMATS)
 
 
 def refuse_output_options(args) -> None:
@@ -219,14 +208,12 @@ def refuse_output_options(args) -> None:
                          "from its end, not from a pipe); --output-format arrow streams to stdout")
 
 
-def make_renderer(args, engine, in_thread: bool = False):
+def make_renderer(args, engine):
     """The function that turns one publication's matches into its output lines, UTF-8.
 
     The default (JSON Lines, no extras) is `match_bytes` alone; the extras
     (--with-metadata, --explain, sparql-json) are other functions chosen
-    here once, so that they cost nothing when not asked for. `in_thread`: the
-    lines of ``ids`` are made by the writer's thread (`rtf.io.line_blocks`), and
-    the renderer hands it the matches as they are.
+    here once, so that they cost nothing when not asked for.
     """
     with_metadata = getattr(args, "with_metadata", False)
     explain = getattr(args, "explain", False)
@@ -234,9 +221,6 @@ def make_renderer(args, engine, in_thread: bool = False):
     if output_format in ARROW_FORMATS:
         return _gathered
     if output_format == "ids":
-        if in_thread:
-            from rtf.io.line_blocks import deferred
-            return deferred
         return _render_ids
     if output_format == "sparql-json":
         def line(pub, m) -> str:
@@ -281,37 +265,11 @@ def _render_plain(pub, found) -> bytes:
 
 def cmd_match(args) -> int:
     """Register the queries, then write the matches of each publication."""
-    with _reading(args) as reading:  # (a process forked to read ahead, before the index is loaded)
-        return _cmd_match(args, reading)
-
-
-def _reading(args):
-    """How `cmd_match` reads the publications: a `rtf.io.read_ahead.ReadAhead` (without
-    --workers, of files of `MIN_BYTES` or more, for the formats whose output costs less
-    than matching: ``ids``, ``arrow``, ``parquet``), with ``read`` (`read_publications`
-    of the arguments) and ``stats`` (the `ReadStats` it updates)."""
-    from rtf.io.read_ahead import ReadAhead, worth_reading_ahead
-    from rtf.io.reader import ReadStats, read_publications
-
-    follow = getattr(args, "follow", None)
-    sources = [follow] if follow else args.publications
-    stats = ReadStats()
-    read = functools.partial(read_publications, sources, group_by=args.group_by,
-                             skip_invalid=args.skip_invalid, stats=stats,
-                             format=getattr(args, "format", None), follow=bool(follow),
-                             idle_timeout=getattr(args, "follow_timeout", None),
-                             flush_after=getattr(args, "flush_after", None))
-    if (follow or (getattr(args, "workers", 1) or 1) > 1 or not worth_reading_ahead(sources)
-            or getattr(args, "output_format", "jsonl") not in READ_AHEAD_FORMATS):
-        return contextlib.nullcontext(argparse.Namespace(read=read, stats=stats, publications=None))
-    return ReadAhead(read, stats)
-
-
-def _cmd_match(args, reading) -> int:
     from rtf.bench.memory import current_rss_mb, peak_rss_mb
     from rtf.engine import DEFAULT_ALGORITHM, Engine
     from rtf.io.files import atomic_output
     from rtf.io.progress import read_progress
+    from rtf.io.reader import ReadStats, read_publications
     from rtf.io.sources import UnknownFormatError
 
     follow = getattr(args, "follow", None)
@@ -367,20 +325,21 @@ def _cmd_match(args, reading) -> int:
         log.info(f"rtf: {follow} does not exist yet: waiting for it (--follow)")
     sources = [follow] if follow else args.publications
     live = bool(follow) or "-" in sources  # a feed: each publication's matches at once
-    render = make_renderer(args, engine, in_thread=not live and workers == 1)
+    render = make_renderer(args, engine)
     to_stdout = args.output in (None, "-")
-    read_stats = reading.stats
+    read_stats = ReadStats()
     publications = matches = 0
     filter_s = 0.0
     # Bytes, written to the binary file under the text layer: no encoding of the whole text.
     with contextlib.nullcontext(binary_stdout()) if to_stdout else atomic_output(args.output, encoding=None) as out, \
             _writer(args, out, live) as sink:
         try:
-            pubs = reading.read()
+            pubs = read_publications(sources, group_by=args.group_by, skip_invalid=args.skip_invalid,
+                                     stats=read_stats, format=getattr(args, "format", None),
+                                     follow=bool(follow), idle_timeout=getattr(args, "follow_timeout", None),
+                                     flush_after=flush_after)
         except UnknownFormatError as e:  # worded for the command line
             raise UnknownFormatError(e.syntax, e.source, "--format nt|nq|ttl|trig|owl") from None
-        if reading.publications is not None:  # parsed in another process
-            pubs = reading.publications()
         if workers > 1:
             results = match_in_processes(engine, render, pubs, workers)
         else:
@@ -439,29 +398,20 @@ _WORKER: dict = {}  # a worker process's engine and renderer, inherited through 
 
 @contextlib.contextmanager
 def _writer(args, out, live: bool):
-    """What the output pieces are written to: `out` itself for the formats of lines (and
-    for ``ids`` of a live feed, each publication's flushed at once), blocks of ``ids``
-    lines made and written by a thread (`LineBlockWriter`), an Arrow stream or Parquet
-    file on it (`MatchBatchWriter`) for the others. The matches gathered are written,
-    and the stream ended, also when the run stops on a bad input (as the lines before it
-    are), but not after the output failed. (``jsonl`` is made and written here: its
-    string work holds the GIL, so in the thread it ran no faster, and writing alone
-    there saved nothing measurable.)"""
+    """What the output pieces are written to: `out` itself for the formats of lines,
+    an Arrow stream or Parquet file on it (`MatchBatchWriter`) for the others. The
+    matches gathered are written, and the stream ended, also when the run stops on a
+    bad input (as the lines before it are), but not after the output failed."""
     output_format = getattr(args, "output_format", "jsonl")
-    if output_format not in ARROW_FORMATS and (live or output_format != "ids"):
+    if output_format not in ARROW_FORMATS:
         yield out
         out.flush()
         return
-    if output_format in ARROW_FORMATS:
-        from rtf.io.arrow_matches import MatchBatchWriter
+    from rtf.io.arrow_matches import MatchBatchWriter
 
-        if not hasattr(out, "fileno"):  # a stand-in stdout that takes text alone (a StringIO)
-            raise UsageError(f"--output-format {output_format} writes bytes: the standard output takes text only")
-        sink = MatchBatchWriter(out, output_format, live=live)
-    else:
-        from rtf.io.line_blocks import LineBlockWriter
-
-        sink = LineBlockWriter(out)
+    if not hasattr(out, "fileno"):  # a stand-in stdout that takes text alone (a StringIO)
+        raise UsageError(f"--output-format {output_format} writes bytes: the standard output takes text only")
+    sink = MatchBatchWriter(out, output_format, live=live)
     try:
         yield sink
     except BaseException:

@@ -267,12 +267,6 @@ def match_ids_bytes(pub_id: str, matches) -> bytes:
         text = IDS_SEPARATOR.join(ids).encode()
         if len(text) - len(text.translate(None, _ESCAPED_BYTES)) != 2 * (len(ids) - 1):
             text = IDS_SEPARATOR.join([escaped[1:-1] for escaped in map(_json_string, ids)]).encode()
-    return ids_line(pub_id, text)
-
-
-def ids_line(pub_id: str, text) -> bytes:
-    """The line of ``--output-format ids`` of publication `pub_id` whose query ids, as JSON
-    writes them between their quotes and joined by `IDS_SEPARATOR`, are `text` (bytes)."""
     return b"".join((b'{"publication": ', _json_string(pub_id).encode(), b', "queries": ["',
                      text, b'"]}\n'))
 
