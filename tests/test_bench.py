@@ -224,6 +224,17 @@ def test_generator_is_deterministic_by_seed(world_pubs):
     assert [r["id"] for r in first] == [f"g{i}" for i in range(1, 201)]
 
 
+def test_queries_are_made_one_at_a_time_for_the_command(world_pubs):
+    """`rtf gen-queries` writes what `iter_queries` yields, one record at a time (ten million
+    are not held at once), and its records are `generate_queries`' for any count."""
+    import itertools
+
+    from rtf.bench.workload import Mix, generate_queries, iter_queries
+    made = iter_queries(world_pubs, 10**6, seed=5, mix=Mix.selective())
+    assert iter(made) is made  # an iterator, not a list of a million
+    assert list(itertools.islice(made, 50)) == generate_queries(world_pubs, 50, seed=5, mix=Mix.selective())
+
+
 def test_gen_queries_command_is_deterministic_and_rtf_match_reads_it(world, tmp_path, capsys):
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     argv = ["gen-queries", "--publications", world, "-n", "50", "--ft-pr", "100", "--seed", "3"]

@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 
@@ -492,6 +492,13 @@ def named_mix(name: str, ft_pr: float) -> Mix:
 def generate_queries(publications: Sequence[Publication] | Vocabulary, n: int, seed: int = 0,
                      mix: Mix | None = None, taxonomy=None, prefix: str = "g") -> list[dict]:
     """`n` query records {"id", "query", "subscriber"}, deterministic for `seed`."""
+    return list(iter_queries(publications, n, seed, mix, taxonomy, prefix))
+
+
+def iter_queries(publications: Sequence[Publication] | Vocabulary, n: int, seed: int = 0,
+                 mix: Mix | None = None, taxonomy=None, prefix: str = "g") -> Iterator[dict]:
+    """`generate_queries`' records one at a time, so that a file of ten million is written
+    without holding them all (`rtf gen-queries`)."""
     vocab = publications if isinstance(publications, Vocabulary) else Vocabulary(publications, taxonomy)
     mix = mix or Mix()
     builder = _Builder(vocab, random.Random(seed), mix)
@@ -500,8 +507,8 @@ def generate_queries(publications: Sequence[Publication] | Vocabulary, n: int, s
         make = Version3Builder(builder, seed).query
     else:
         make = builder.query
-    return [{"id": f"{prefix}{i}", "query": make(), "subscriber": f"user{i % 97}"}
-            for i in range(1, n + 1)]
+    for i in range(1, n + 1):
+        yield {"id": f"{prefix}{i}", "query": make(), "subscriber": f"user{i % 97}"}
 
 
 def write_jsonl(records: Iterable[dict], path) -> int:

@@ -10,7 +10,7 @@ from rtf.bench.workload import (
     FULLTEXT_WORD_SHARE,
     MIXES,
     Mix,
-    generate_queries,
+    iter_queries,
     named_mix,
     write_jsonl,
 )
@@ -174,7 +174,7 @@ def _cmd(args) -> int:
             setattr(mix, name, value)
     taxonomy = Taxonomy.from_file(args.taxonomy) if args.taxonomy else None
     pubs = list(read_publications(args.publications))
-    n = write_jsonl(generate_queries(pubs, args.count, args.seed, mix, taxonomy), args.output)
+    n = write_jsonl(iter_queries(pubs, args.count, args.seed, mix, taxonomy), args.output)
     log.info(f"rtf: wrote {n} queries to {args.output} ({json.dumps(asdict(mix))})")
     return 0
 
