@@ -194,7 +194,7 @@ class IdColumn:
         self.debt += wanted
         if self.debt < len(table.queries):
             return None
-        built = IdColumns(generation, table.slot_id, table.slot_subscriber if table.subscribed else None)
+        built = _copied(table, generation)
         if self.generation != generation:  # changed while it was copied: not this state
             return None
         self.built = built
@@ -205,8 +205,7 @@ class IdColumn:
         ("ids", "jsonl", "arrow" or "parquet"; `rtf.engine.Engine.before_fork`)."""
         built = self.built
         if built is None or built.generation != self.generation:
-            built = self.built = IdColumns(self.generation, table.slot_id,
-                                           table.slot_subscriber if table.subscribed else None)
+            built = self.built = _copied(table, self.generation)
         none = np.zeros(0, dtype=np.intp)
         if output == "ids":
             built.ids_text(none)
@@ -217,3 +216,8 @@ class IdColumn:
 
     def __reduce__(self):  # (a copy of the table, Spark's, makes its own when it needs them)
         return (IdColumn, ())
+
+
+def _copied(table, generation: int) -> IdColumns:
+    """The columns of `table`'s slots as they are now (`generation`: the state they copy)."""
+    return IdColumns(generation, table.slot_id, table.slot_subscriber if table.subscribed else None)

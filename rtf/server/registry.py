@@ -150,18 +150,16 @@ class Registry:
             gone = snapshot_check.compare(self.store, engine, scan)
             if gone is None:  # (a row that differs, ...: compared one by one, as an old note's)
                 held = _query_rows(engine.queries())
-        if gone is not None:
-            for qid in gone:
-                engine.unregister(qid)
+        if gone is not None:  # (the rows after the snapshot: those to replay)
             rows = {row.id: row for row in self.store.all(after=through)}
             latest = self.store.max_seq()
         else:
             rows = {row.id: row for row in self.store.all()}
             gone = [qid for qid, subscriber, text in held  # the snapshot's queries that are not the table's
                     if not _same(rows.get(qid), through, subscriber, text)]
-            for qid in gone:
-                engine.unregister(qid)
             latest = rows_seq(rows)
+        for qid in gone:
+            engine.unregister(qid)
         replayed = failed = 0
         for row in rows.values():
             try:
