@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import zlib
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 
@@ -100,6 +101,7 @@ class QueryColumns:
     subscribers: list[str | None]
     asks: np.ndarray
     metadata: dict[int, object]  # query number -> its metadata (`rtf.io.metadata.frozen`), when it has some
+    order: np.ndarray  # the query numbers in id order (the ids compared as `str`s)
 
 
 def read_query_sections(arrays: dict[str, np.ndarray]) -> QueryColumns:
@@ -111,7 +113,11 @@ def read_query_sections(arrays: dict[str, np.ndarray]) -> QueryColumns:
     if len(codes) != len(ids) or len(asks) != len(ids) or (
             len(codes) and not -1 <= int(codes.min()) <= int(codes.max()) < len(names)):
         raise ValueError("the saved subscribers are not one per query")
-    if not all(ids) or len(set(ids)) != len(ids):
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    ascending = list(map(ids.__getitem__, order))
+    # (distinct: no two neighbours equal in id order; ~3x cheaper than a set of 10M ids, and
+    # the order is the ids' ranks a load makes anyway: `rtf.matching.id_order`)
+    if not all(ids) or any(map(str.__eq__, ascending, islice(ascending, 1, None))):
         raise ValueError("the saved query ids are not distinct non-empty strings")
     offsets = a["metadata_offsets"]
     if len(offsets) != len(ids) + 1:
@@ -123,4 +129,4 @@ def read_query_sections(arrays: dict[str, np.ndarray]) -> QueryColumns:
             raise ValueError("a query's saved metadata is not an object")
         metadata[k] = frozen(value)
     subscribers = np.array([None, *names], dtype=object)[codes.astype(np.int64) + 1].tolist() if len(ids) else []
-    return QueryColumns(ids, subscribers, asks.astype(bool), metadata)
+    return QueryColumns(ids, subscribers, asks.astype(bool), metadata, np.array(order, dtype=np.int64))

@@ -284,11 +284,20 @@ def strings(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return offsets([len(e) for e in encoded]), np.frombuffer(b"".join(encoded), dtype=np.uint8)
 
 
+_NEWLINE = ord("\n")
+
+
 def read_strings(offsets: np.ndarray, data: np.ndarray, what: str) -> list[str]:
     """The strings `strings` made (`ValueError` naming `what` if the offsets are not
     ascending from 0 to the data's end, or a string is not UTF-8)."""
     if not ascending(offsets, len(data)):
         raise ValueError(f"the offsets of {what} are not ascending within its bytes")
+    if len(offsets) > 2 and data.dtype == np.uint8 and not (data == _NEWLINE).any():
+        # One string split at newlines put between them: ~2x faster than slicing 10M strings
+        # (a string cut inside a character holds a newline there, and so does not decode).
+        found = np.insert(data, offsets[1:-1], _NEWLINE).tobytes().decode("utf-8").split("\n")
+        if len(found) == len(offsets) - 1:
+            return found
     raw = data.tobytes()
     text = raw.decode("utf-8")
     bounds = offsets.tolist()

@@ -58,6 +58,14 @@ class IdOrder:
         self.ranks, self.slot_of_rank = _ranks(slot_id)
         self.debt = 0
 
+    def ranked(self, slot_of_rank: np.ndarray, size: int) -> None:
+        """Take the ranks as known (a loaded table whose queries' id order its load found):
+        `slot_of_rank`, every live slot once, by rank (as `rank` would make them), of `size` slots."""
+        ranks = np.full(size, -1, dtype=np.int32 if size < 2**31 else np.int64)
+        ranks[slot_of_rank] = np.arange(len(slot_of_rank))
+        self.ranks, self.slot_of_rank = ranks, slot_of_rank
+        self.debt = 0
+
     def ordered(self, slot_id: np.ndarray, slots: np.ndarray, registered: int) -> np.ndarray:
         """`slots` (one slot per query; `slot_id` gives their ids) in query-id order;
         `registered` is the number of queries in the table."""

@@ -232,7 +232,12 @@ def restored(engine_class, lazy_records, found, source: str):
                                         for k in rest])
         engine._asks = int(columns.asks.sum())
         engine._next_id = head.next_id
-        index.table.id_order.rank(index.table.slot_id)  # (a stream of publications follows a load)
+        # (a stream of publications follows a load: the ranks made now, from the ids' order)
+        in_order = None if rest else index.table.mapped.slots_in_order(columns.order)
+        if in_order is None:
+            index.table.id_order.rank(index.table.slot_id)
+        else:
+            index.table.id_order.ranked(in_order, len(index.table.slot_id))
     except IndexFileError as e:
         if str(e).startswith(f"{source}: "):
             raise

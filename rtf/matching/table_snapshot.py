@@ -276,6 +276,18 @@ class MappedQueries:
         k = self.number_of(query_id)
         return int(self.query_slot_offsets[k]), int(self.query_slot_offsets[k + 1])
 
+    def slots_in_order(self, order: np.ndarray) -> np.ndarray | None:
+        """The restored slots of the queries numbered `order`, in that order, each query's
+        slots ascending (the id ranks of a table of these queries alone: `IdOrder.ranked`);
+        None if some query's slots are not ascending in `query_slots` (then ranked by id)."""
+        offsets, slots = self.query_slot_offsets, self.query_slots
+        first = np.zeros(len(slots) + 1, dtype=bool)  # (where a query's slots begin)
+        first[offsets] = True
+        if not ((np.diff(slots) > 0) | first[1:-1]).all():
+            return None
+        counts = np.diff(offsets)
+        return np.asarray(slots[sections.ranges(offsets[:-1][order], counts[order])], dtype=np.intp)
+
     def shells(self, table: QueryTable, query_id: str) -> tuple[RegisteredBranch, ...]:
         """The restored query's branches as far as the arrays know them -- slots and shapes,
         no model decoded -- for its removal (they are not kept)."""
@@ -374,7 +386,8 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], file_ids: FileIds,
     table.shape_at, table._next_shape, table._free_shapes = shape_at, shape_count, free_shapes
     table.shape_check = grown(a["shape_check"].astype(bool), len(shape_at), False)
     counted = pivot >= 0  # (the other live slots are counted by their value tests)
-    branch_pairs = sorted_unique(_pairs(np.repeat(qslots, np.diff(boff)), bshapes, shape_count))
+    # (slot-major pairs, a few ascending runs: sorted stably, by timsort)
+    branch_pairs = sorted_unique(_pairs(np.repeat(qslots, np.diff(boff)), bshapes, shape_count), "stable")
     _restore_pivots(table.pivots, a, counted, shape_count, branch_pairs)
     valued = live & ~counted
     if valued.any() or any(name.startswith(value_snapshot.PREFIX) for name in arrays):
@@ -401,11 +414,13 @@ def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int, branch_
     # A counted branch's pivot, others and extra shapes are its shapes, and each shape's uses
     # the branches counting it: else a removal would free a shape another branch still has.
     pivot, others = a["pivot"], a["others"]
-    slots, columns = np.nonzero(others > 0)
-    counted = np.concatenate((_pairs(np.flatnonzero(pivot >= 0), pivot[pivot >= 0], shape_count),
-                              _pairs(slots, others[slots, columns] - 1, shape_count),
+    full = np.concatenate((pivot[:, None] + 1, others), axis=1)  # (a row a slot, shape id + 1; 0: none)
+    held = full > 0
+    counted = np.concatenate((_pairs(np.repeat(np.arange(len(pivot)), np.count_nonzero(held, axis=1)),
+                                     full[held] - 1, shape_count),  # (slot-major: as good as sorted)
                               _pairs(np.repeat(extra_slots, np.diff(eoff)), eshapes - 1, shape_count)))
-    counted = sorted_unique(counted)
+    del full, held
+    counted = sorted_unique(counted, "stable")
     _expect(np.array_equal(counted, branch_pairs[live[branch_pairs // (shape_count + 1)]])
             and np.array_equal(np.bincount(counted % (shape_count + 1), minlength=shape_count + 1)[:shape_count],
                                a["uses"]), "the saved pivots")
