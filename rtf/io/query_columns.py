@@ -98,10 +98,11 @@ def read_texts(arrays: dict[str, np.ndarray]) -> list[str | None]:
 @dataclass
 class QueryColumns:
     ids: list[str]
-    subscribers: list[str | None]
+    subscribers: np.ndarray  # (objects: str, or None for none)
     asks: np.ndarray
     metadata: dict[int, object]  # query number -> its metadata (`rtf.io.metadata.frozen`), when it has some
     order: np.ndarray  # the query numbers in id order (the ids compared as `str`s)
+    subscribed: np.ndarray  # (bool) the query has a subscriber
 
 
 def read_query_sections(arrays: dict[str, np.ndarray]) -> QueryColumns:
@@ -128,5 +129,6 @@ def read_query_sections(arrays: dict[str, np.ndarray]) -> QueryColumns:
         if type(value) is not dict:
             raise ValueError("a query's saved metadata is not an object")
         metadata[k] = frozen(value)
-    subscribers = np.array([None, *names], dtype=object)[codes.astype(np.int64) + 1].tolist() if len(ids) else []
-    return QueryColumns(ids, subscribers, asks.astype(bool), metadata, np.array(order, dtype=np.int64))
+    subscribers = np.array([None, *names], dtype=object)[codes.astype(np.int64) + 1]
+    return QueryColumns(ids, subscribers, asks.astype(bool), metadata, np.array(order, dtype=np.int64),
+                        codes >= 0)

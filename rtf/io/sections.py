@@ -295,7 +295,12 @@ def read_strings(offsets: np.ndarray, data: np.ndarray, what: str) -> list[str]:
     if len(offsets) > 2 and data.dtype == np.uint8 and not (data == _NEWLINE).any():
         # One string split at newlines put between them: ~2x faster than slicing 10M strings
         # (a string cut inside a character holds a newline there, and so does not decode).
-        found = np.insert(data, offsets[1:-1], _NEWLINE).tobytes().decode("utf-8").split("\n")
+        joined = np.empty(len(data) + len(offsets) - 2, dtype=np.uint8)
+        between = offsets[1:-1] + np.arange(len(offsets) - 2)  # (np.insert: ~8x slower)
+        kept = np.ones(len(joined), dtype=bool)
+        kept[between] = False
+        joined[between], joined[kept] = _NEWLINE, data
+        found = joined.tobytes().decode("utf-8").split("\n")
         if len(found) == len(offsets) - 1:
             return found
     raw = data.tobytes()

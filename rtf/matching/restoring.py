@@ -211,7 +211,7 @@ def restored(engine_class, lazy_records, found, source: str):
         file_ids = FileIds(ids)
         table = index.table
         shapes, mapped = table_snapshot.restore(table, found.arrays, file_ids, columns.subscribers,
-                                                columns.asks, models.query)
+                                                columns.subscribed, columns.asks, models.query)
         restore = getattr(index.index, "restore_saved", None)  # (RTFs: `RTFsIndex.restore_saved`)
         prefix = table_snapshot.PREFIX
         if restore is None or not restore({name[len(prefix):]: array for name, array in found.arrays.items()

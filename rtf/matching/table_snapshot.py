@@ -322,10 +322,12 @@ class MappedQueries:
         return found
 
 
-def restore(table: QueryTable, arrays: dict[str, np.ndarray], file_ids: FileIds, subscribers: list,
-            asks: np.ndarray, models: Callable[[int], object]) -> tuple[UnmadeShapes, np.ndarray]:
+def restore(table: QueryTable, arrays: dict[str, np.ndarray], file_ids: FileIds, subscribers: np.ndarray,
+            subscribed: np.ndarray, asks: np.ndarray, models: Callable[[int], object]
+            ) -> tuple[UnmadeShapes, np.ndarray]:
     """Fill the empty `table` with the saved arrays (`snapshot`'s, names without `PREFIX`)
-    of the queries `file_ids` (with their `subscribers` and ASK flags, in file order); return
+    of the queries `file_ids` (with their `subscribers`, objects, whether `subscribed`, and
+    ASK flags, in file order); return
     the shapes, checked and left to make (`UnmadeShapes`: to index), and which queries
     were restored (the others are to register).
     ValueError if an array is missing, of the wrong size, or holds an id out of range."""
@@ -375,10 +377,13 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], file_ids: FileIds,
                         ("slot_confirm", False), ("slot_projected", -1), ("slot_projected_part", -1),
                         ("slot_ask", False)):
         setattr(table, name, grown(getattr(table, name)[:0], size, empty))
-    held, id_objects = slot_query[live], np.array(ids, dtype=object)
-    table.slot_id[:slots_count][live] = id_objects[held]
-    table.slot_subscriber[:slots_count][live] = np.array(subscribers, dtype=object)[held]
-    table.subscribed = int(np.count_nonzero(table.slot_subscriber != None))  # noqa: E711 (element-wise)
+    held = slot_query[live]
+    if len(held) == queries and (slot_query[:queries] == np.arange(queries)).all():  # (slot k: query k)
+        table.slot_id[:queries], table.slot_subscriber[:queries] = ids, subscribers
+    else:
+        table.slot_id[:slots_count][live] = np.array(ids, dtype=object)[held]
+        table.slot_subscriber[:slots_count][live] = np.asarray(subscribers, dtype=object)[held]
+    table.subscribed = int(np.count_nonzero(subscribed[held]))
     table.slot_answer[:slots_count] = slot_answer
     table.slot_ask[:slots_count][live] = asks[held]
     table.answer_vars = list(head["answer_vars"])
@@ -431,7 +436,9 @@ def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int, branch_
 
 def _pairs(slots: np.ndarray, shapes: np.ndarray, shape_count: int) -> np.ndarray:
     """(slot, shape id) pairs as one int64 each (`slot * (shape_count + 1) + shape`)."""
-    return np.asarray(slots, dtype=np.int64) * (shape_count + 1) + np.asarray(shapes, dtype=np.int64)
+    pairs = np.multiply(slots, shape_count + 1, dtype=np.int64)  # (no int64 copy of either made)
+    pairs += shapes
+    return pairs
 
 
 def _full_texts(offsets: np.ndarray, data: np.ndarray, decoder: _ValueBuilder) -> _FullTexts:
