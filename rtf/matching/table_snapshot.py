@@ -47,6 +47,7 @@ from rtf.matching.star import star_plan
 from rtf.matching.structures import grown, sorted_unique
 from rtf.matching import value_snapshot
 from rtf.matching.optional import optional_part
+from rtf.matching.pivot_check import pairs, pivots_hold
 from rtf.matching.tuple_shapes import _TYPE_PATH, TupleShape, row_positions
 from rtf.query.model import FTExpr
 
@@ -391,11 +392,13 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], file_ids: FileIds,
     table.shape_at, table._next_shape, table._free_shapes = shape_at, shape_count, free_shapes
     table.shape_check = grown(a["shape_check"].astype(bool), len(shape_at), False)
     counted = pivot >= 0  # (the other live slots are counted by their value tests)
-    # (slot-major pairs, a few ascending runs: sorted stably, by timsort)
-    branch_pairs = sorted_unique(_pairs(np.repeat(qslots, np.diff(boff)), bshapes, shape_count), "stable")
-    _restore_pivots(table.pivots, a, counted, shape_count, branch_pairs)
+    _restore_pivots(table.pivots, a, counted, shape_count)
     valued = live & ~counted
-    if valued.any() or any(name.startswith(value_snapshot.PREFIX) for name in arrays):
+    tested = valued.any() or any(name.startswith(value_snapshot.PREFIX) for name in arrays)
+    if tested or value_snapshot.STARS + "head" in arrays:  # (each restored slot's shapes)
+        # (slot-major pairs, a few ascending runs: sorted stably, by timsort)
+        branch_pairs = sorted_unique(pairs(np.repeat(qslots, np.diff(boff)), bshapes, shape_count), "stable")
+    if tested:
         table.mapped.make_all(table)  # (the value groups hold their shapes)
         value_snapshot.restore(table, arrays, valued, lambda text: _decoded(decoder, text, "opaque value test"),
                                branch_pairs[valued[branch_pairs // (shape_count + 1)]])
@@ -409,36 +412,21 @@ def restore(table: QueryTable, arrays: dict[str, np.ndarray], file_ids: FileIds,
     return unmade, mapped
 
 
-def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int, branch_pairs: np.ndarray) -> None:
+def _restore_pivots(pivots, a: dict, live: np.ndarray, shape_count: int) -> None:
     """The saved pivots (`snapshot`'s sections), checked in range and against the branches'
-    shapes (`branch_pairs`, `_pairs` of each restored slot and shape), into the empty `pivots`."""
+    shapes (`rtf.matching.pivot_check`), into the empty `pivots`."""
     extra_slots, eoff, eshapes = a["extra_slots"], a["extra_offsets"], a["extra_shapes"]
     _expect(sections.within(extra_slots, len(live)) and len(eoff) == len(extra_slots) + 1
             and sections.ascending(eoff, len(eshapes)) and sections.within(eshapes, shape_count + 1, 1)
             and bool(live[extra_slots].all()) and (a["uses"] >= 0).all(), "the saved pivots")
     # A counted branch's pivot, others and extra shapes are its shapes, and each shape's uses
     # the branches counting it: else a removal would free a shape another branch still has.
+    _expect(pivots_hold(a["pivot"], a["others"], extra_slots, eoff, eshapes, a["uses"], a["query_slots"],
+                        a["branch_shape_offsets"], a["branch_shapes"], shape_count), "the saved pivots")
     pivot, others = a["pivot"], a["others"]
-    full = np.concatenate((pivot[:, None] + 1, others), axis=1)  # (a row a slot, shape id + 1; 0: none)
-    held = full > 0
-    counted = np.concatenate((_pairs(np.repeat(np.arange(len(pivot)), np.count_nonzero(held, axis=1)),
-                                     full[held] - 1, shape_count),  # (slot-major: as good as sorted)
-                              _pairs(np.repeat(extra_slots, np.diff(eoff)), eshapes - 1, shape_count)))
-    del full, held
-    counted = sorted_unique(counted, "stable")
-    _expect(np.array_equal(counted, branch_pairs[live[branch_pairs // (shape_count + 1)]])
-            and np.array_equal(np.bincount(counted % (shape_count + 1), minlength=shape_count + 1)[:shape_count],
-                               a["uses"]), "the saved pivots")
     extra = {slot: np.array(eshapes[eoff[k]:eoff[k + 1]], dtype=np.int32)
              for k, slot in enumerate(extra_slots.tolist())}
     pivots.restore(pivot, others, extra, a["uses"], live, shape_count)
-
-
-def _pairs(slots: np.ndarray, shapes: np.ndarray, shape_count: int) -> np.ndarray:
-    """(slot, shape id) pairs as one int64 each (`slot * (shape_count + 1) + shape`)."""
-    pairs = np.multiply(slots, shape_count + 1, dtype=np.int64)  # (no int64 copy of either made)
-    pairs += shapes
-    return pairs
 
 
 def _full_texts(offsets: np.ndarray, data: np.ndarray, decoder: _ValueBuilder) -> _FullTexts:
