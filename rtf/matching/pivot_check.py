@@ -45,17 +45,23 @@ def pivots_hold(pivot: np.ndarray, others: np.ndarray, extra_slots: np.ndarray, 
     hard = np.zeros(slots_count, dtype=bool)
     hard[extra_slots] = True
     hard |= lengths > width
-    simple = np.flatnonzero(counted & ~hard)
-    mine = _unique_rows(np.concatenate((pivot[simple, None] + 1, others[simple]), axis=1))
-    starts = branch_shape_offsets[entry[simple]]
+    simple = counted & ~hard
+    if simple.all():  # (every slot: the columns as they are, none gathered)
+        def take(column):
+            return column
+    else:
+        simple = np.flatnonzero(simple)
+
+        def take(column):
+            return column[simple]
+    mine = _unique_rows([take(pivot) + 1] + [take(others[:, c]) for c in range(width - 1)])
+    starts, lengths_of = branch_shape_offsets[take(entry)], take(lengths)
     last = max(len(branch_shapes) - 1, 0)
-    theirs = np.zeros((len(simple), width), dtype=np.int32)
-    for column in range(width):
-        has = lengths[simple] > column
-        theirs[has, column] = branch_shapes[np.minimum(starts[has] + column, last)] + 1
-    if not np.array_equal(mine, _unique_rows(theirs)):
+    theirs = _unique_rows([np.where(lengths_of > c, branch_shapes[np.minimum(starts + c, last)] + 1, 0)
+                           for c in range(width)])
+    if not all(map(np.array_equal, mine, theirs)):
         return False
-    found = np.bincount(mine[mine > 0] - 1, minlength=shape_count)
+    found = np.bincount(np.concatenate(mine), minlength=shape_count + 1)[1:]
     hard = np.flatnonzero(hard & counted)
     if len(hard):
         held = others[hard] > 0
@@ -73,28 +79,27 @@ def pivots_hold(pivot: np.ndarray, others: np.ndarray, extra_slots: np.ndarray, 
     return np.array_equal(found[:shape_count], uses) and len(found) == shape_count
 
 
-def _unique_rows(rows: np.ndarray) -> np.ndarray:
-    """`rows` each sorted, a repeated number made 0 and sorted again (0s first)."""
-    rows = _sorted_rows(rows)
-    repeated = rows[:, 1:] == rows[:, :-1]
-    if repeated.any():
-        rows[:, 1:][repeated] = 0
-        rows = _sorted_rows(rows)
-    return rows
+def _unique_rows(columns: list[np.ndarray]) -> list[np.ndarray]:
+    """The rows of `columns` each sorted, a repeated number made 0 and sorted again (0s first)."""
+    columns = _sorted_rows(columns)
+    repeated = [np.equal(columns[c], columns[c - 1]) for c in range(1, len(columns))]
+    if any(r.any() for r in repeated):
+        columns = _sorted_rows([columns[0]] + [np.where(r, 0, column) for r, column in zip(repeated, columns[1:])])
+    return columns
 
 
-def _sorted_rows(rows: np.ndarray) -> np.ndarray:
-    """Each row of `rows` sorted (a copy): odd-even transposition, one column pair a step."""
-    width = rows.shape[1]
+def _sorted_rows(columns: list[np.ndarray]) -> list[np.ndarray]:
+    """The rows of `columns` each sorted, as columns: odd-even transposition, a column pair a step."""
+    width = len(columns)
     if width > _NETWORK:
-        return np.sort(rows, axis=1)
-    columns = [rows[:, c].copy() for c in range(width)]
+        rows = np.sort(np.stack(columns, axis=1), axis=1)
+        return [rows[:, c] for c in range(width)]
+    columns = list(columns)
     for step in range(width):
         for c in range(step % 2, width - 1, 2):
-            low = np.minimum(columns[c], columns[c + 1])
-            np.maximum(columns[c], columns[c + 1], out=columns[c + 1])
-            columns[c] = low
-    return np.stack(columns, axis=1) if columns else rows.copy()
+            low, high = columns[c], columns[c + 1]
+            columns[c], columns[c + 1] = np.minimum(low, high), np.maximum(low, high)
+    return columns
 
 
 def pairs(slots: np.ndarray, shapes: np.ndarray, shape_count: int) -> np.ndarray:
