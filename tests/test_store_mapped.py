@@ -332,3 +332,20 @@ def test_a_save_after_a_load_copies_the_unchanged_model_blocks_still_compressed(
     assert [q.query for q in again.queries()] == [q.query for q in engine.queries()]
     assert again._queries["q5"]._models.records.data.tobytes() == \
         sections.unpack(engine.to_bytes(), store.FORMAT_VERSION).arrays["m_blocks"].tobytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab\né€😀", max_size=4), max_size=8), st.data())
+def test_strings_read_back_as_written_and_a_cut_inside_a_character_is_refused(values, data):
+    """`sections.read_strings` splits the joined bytes at newlines put between them (or
+    slices them when a string holds one): the strings as written, and an offset moved
+    inside a character refused, as each string decoded alone would be."""
+    offsets, raw = sections.strings(values)
+    assert sections.read_strings(offsets, raw, "x") == values
+    inside = [k for k in range(1, len(offsets) - 1) if any(
+        offsets[k - 1] < at < offsets[k + 1] and (raw[at] & 0xC0) == 0x80 for at in [int(offsets[k]) + 1])]
+    if inside:
+        moved = offsets.copy()
+        moved[data.draw(st.sampled_from(inside))] += 1
+        with pytest.raises(ValueError):
+            sections.read_strings(moved, raw, "x")
