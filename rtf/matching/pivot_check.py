@@ -38,10 +38,9 @@ def pivots_hold(pivot: np.ndarray, others: np.ndarray, extra_slots: np.ndarray, 
     extra_at = np.repeat(extra_slots, np.diff(extra_offsets))
     if not counted[extra_slots].all() or others[~counted].any():
         return False
-    entry = np.full(slots_count, -1, dtype=np.int64)
-    entry[query_slots] = np.arange(len(query_slots))
-    lengths = np.zeros(slots_count, dtype=np.int64)
-    lengths[counted] = np.diff(branch_shape_offsets)[entry[counted]]  # (a counted slot has a branch)
+    # each slot's branch, where its shapes start and how many (a counted slot has one)
+    starts, lengths = np.zeros(slots_count, dtype=np.int64), np.zeros(slots_count, dtype=np.int64)
+    starts[query_slots], lengths[query_slots] = branch_shape_offsets[:-1], np.diff(branch_shape_offsets)
     hard = np.zeros(slots_count, dtype=bool)
     hard[extra_slots] = True
     hard |= lengths > width
@@ -54,11 +53,17 @@ def pivots_hold(pivot: np.ndarray, others: np.ndarray, extra_slots: np.ndarray, 
 
         def take(column):
             return column[simple]
-    mine = _unique_rows([take(pivot) + 1] + [take(others[:, c]) for c in range(width - 1)])
-    starts, lengths_of = branch_shape_offsets[take(entry)], take(lengths)
+    mine = _unique_rows([take(pivot) + 1] + [np.array(take(others[:, c]), dtype=np.int32) for c in range(width - 1)])
+    starts_of, lengths_of = take(starts), take(lengths)
     last = max(len(branch_shapes) - 1, 0)
-    theirs = _unique_rows([np.where(lengths_of > c, branch_shapes[np.minimum(starts + c, last)] + 1, 0)
-                           for c in range(width)])
+    at, theirs = np.empty_like(starts_of), []
+    for c in range(width):  # (in place where it can: a fresh array of 10M is ~10 ms of page faults)
+        np.minimum(np.add(starts_of, c, out=at), last, out=at)
+        column = branch_shapes[at].astype(np.int32)
+        column += 1
+        column *= lengths_of > c
+        theirs.append(column)
+    theirs = _unique_rows(theirs)
     if not all(map(np.array_equal, mine, theirs)):
         return False
     found = np.bincount(np.concatenate(mine), minlength=shape_count + 1)[1:]
@@ -69,10 +74,8 @@ def pivots_hold(pivot: np.ndarray, others: np.ndarray, extra_slots: np.ndarray, 
             pairs(hard, pivot[hard], shape_count),
             pairs(np.repeat(hard, np.count_nonzero(held, axis=1)), others[hard][held] - 1, shape_count),
             pairs(extra_at, extra_shapes - 1, shape_count))))
-        at = entry[hard]
-        n = np.diff(branch_shape_offsets)[at]
-        branch = sorted_unique(pairs(np.repeat(hard, n), branch_shapes[ranges(branch_shape_offsets[at], n)],
-                                      shape_count))
+        n = lengths[hard]
+        branch = sorted_unique(pairs(np.repeat(hard, n), branch_shapes[ranges(starts[hard], n)], shape_count))
         if not np.array_equal(counted, branch):
             return False
         found = found + np.bincount(counted % (shape_count + 1), minlength=shape_count + 1)[:shape_count]
@@ -80,25 +83,32 @@ def pivots_hold(pivot: np.ndarray, others: np.ndarray, extra_slots: np.ndarray, 
 
 
 def _unique_rows(columns: list[np.ndarray]) -> list[np.ndarray]:
-    """The rows of `columns` each sorted, a repeated number made 0 and sorted again (0s first)."""
+    """The rows of `columns` (int32, each its own: changed in place) each sorted, a repeated
+    number made 0 and sorted again (0s first)."""
     columns = _sorted_rows(columns)
     repeated = [np.equal(columns[c], columns[c - 1]) for c in range(1, len(columns))]
     if any(r.any() for r in repeated):
-        columns = _sorted_rows([columns[0]] + [np.where(r, 0, column) for r, column in zip(repeated, columns[1:])])
+        for r, column in zip(repeated, columns[1:]):
+            column[r] = 0
+        columns = _sorted_rows(columns)
     return columns
 
 
 def _sorted_rows(columns: list[np.ndarray]) -> list[np.ndarray]:
-    """The rows of `columns` each sorted, as columns: odd-even transposition, a column pair a step."""
+    """The rows of `columns` (changed in place) each sorted, as columns: odd-even
+    transposition, a column pair a step, into one spare column (no array made a step)."""
     width = len(columns)
     if width > _NETWORK:
         rows = np.sort(np.stack(columns, axis=1), axis=1)
-        return [rows[:, c] for c in range(width)]
+        return [rows[:, c].copy() for c in range(width)]
     columns = list(columns)
+    spare = np.empty_like(columns[0]) if columns else None
     for step in range(width):
         for c in range(step % 2, width - 1, 2):
             low, high = columns[c], columns[c + 1]
-            columns[c], columns[c + 1] = np.minimum(low, high), np.maximum(low, high)
+            np.minimum(low, high, out=spare)
+            np.maximum(low, high, out=high)
+            columns[c], spare = spare, low
     return columns
 
 
