@@ -53,6 +53,7 @@ from rtf.spark.dataframe import (
 )
 from rtf.spark.dump_triples import read_triples
 from rtf.spark.dumps import ReplayError, dump_files
+from rtf.spark.daemon import share_index
 from rtf.spark.hadoopfs import HadoopFS, prepare_output
 from rtf.spark.session import use_worker_python
 from rtf.spark.workers import BATCH_CHARS, MAX_EXAMPLES, build_group_engines, max_rss
@@ -83,6 +84,7 @@ class ReplayConfig:
     parts_folder: str | None = None  # with index and query_partitions: where the part files are kept
     measure_memory: bool = False  # unpickle each group's engine on the driver under tracemalloc
     text_analysis: str | None = None  # with `queries`: --text-analysis (`rtf.io.analysis_file`)
+    shared_index: bool = False  # with `index`: each executor's daemon maps it once (`rtf.spark.daemon`)
 
 
 def _round(x: float, n: int = 4) -> float:
@@ -116,6 +118,8 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         raise ReplayError("--partitions must be at least 1")
     if config.parts_folder is not None and (config.index is None or config.query_partitions is None):
         raise ReplayError("--parts-folder holds the part files of --index with --query-partitions: give both")
+    if config.shared_index and config.index is None:
+        raise ReplayError("--shared-index shares the saved index of --index: give it")
     partitions = config.partitions or 2 * sc.defaultParallelism
 
     if config.index is None:
@@ -206,6 +210,8 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
             plans, split = partitioned_plans(sc, IndexBytes(index_blob, config.index), k, config.parts_folder)
             log(f"split the index into {k} partitions by query id in {split['split_s']:.2f} s"
                 + ("" if split["written"] else f" (found in {config.parts_folder})"))
+            if config.shared_index:
+                share_index(sc, split["paths"])
             matches = map_matches(triples, plans, input_shape(triples), lines=config.output_format == "jsonl",
                                   metrics=task_acc)
             broadcast_call_s = time.perf_counter() - t
@@ -232,6 +238,8 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         else:
             task_acc = task_metrics(sc)
             t = time.perf_counter()
+            if config.shared_index:
+                share_index(sc, [config.index])
             matches = match_publications(triples, index_blob, lines=config.output_format == "jsonl",
                                          metrics=task_acc)
             broadcast_call_s = time.perf_counter() - t
@@ -349,7 +357,7 @@ def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, ind
             "partition": p["partition"], "publications": p["publications"],
             "triples": p["triples"], "matches": p["matches"],
             "filter_s": _round(p["filter_s"]), "task_s": _round(p["task_s"]),
-            "engine_load_s": _round(p["load_s"]), "worker": p["worker"],
+            "engine_load_s": _round(p["load_s"]), "engine_shared": bool(p.get("shared")), "worker": p["worker"],
             "worker_rss_mb": _round(p["rss_mb"], 1) if p.get("rss_mb") is not None else None,
             "publications_per_s": round(p["publications"] / p["filter_s"], 1) if p["filter_s"] else None,
         })
@@ -379,6 +387,7 @@ def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, ind
             "serialize_s": _round(serialize_s),
             "broadcast_call_s": _round(broadcast_call_s),
             "loads": len(loads),
+            "shared": sum(1 for p in parts if p.get("shared")),  # tasks on their daemon's engine
             "load_s_total": _round(sum(loads)),
             "load_s_max": _round(max(loads, default=0.0)),
             "stats": index_stats,
