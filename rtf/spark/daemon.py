@@ -37,6 +37,12 @@ SHARED_INDEX_ENV = "RTF_SPARK_SHARED_INDEX"
 #: The value of ``spark.python.daemon.module`` that runs this module.
 DAEMON_MODULE = "rtf.spark.daemon"
 DAEMON_CONF = "spark.python.daemon.module"
+#: What every worker imports for rtf's tasks, imported once here too when an index is
+#: shared, so that their ~60 MB a worker are shared pages as well. (PySpark's own daemon
+#: imports its worker after the fork because pyarrow starts a thread: jemalloc's
+#: background thread, which jemalloc itself prepares for a fork; the workers forked
+#: after it run Arrow as usual -- the tests and benchmarks run through it.)
+WORKER_MODULES = ("pyarrow", "pyspark.worker", "rtf.spark.dataframe", "rtf.io.reader", "rtf.io.arrow_matches")
 
 
 def shared_paths(environ=os.environ) -> list[str]:
@@ -47,10 +53,14 @@ def shared_paths(environ=os.environ) -> list[str]:
 def main() -> None:
     paths = shared_paths()
     if paths:
+        import importlib
+
         from rtf.spark.engines import preload
 
         t = time.perf_counter()
         with contextlib.redirect_stdout(sys.stderr):  # (stdout is the executor's channel)
+            for name in WORKER_MODULES:
+                importlib.import_module(name)
             done = preload(paths)
         for path, what in done.items():
             print(f"rtf daemon {os.getpid()}: {path}: {what}", file=sys.stderr)
@@ -72,14 +82,15 @@ def daemon_conf(shared: bool = True) -> list[str]:
     return [f"{DAEMON_CONF}={DAEMON_MODULE}"] if shared else []
 
 
-def share_index(sc, paths) -> dict[str, str]:
+def share_index(sc, paths) -> list[str]:
     """Ask the executors' daemons to load the saved indexes at `paths` (this machine's paths,
-    which must be the executors' too: a file an executor does not have is not loaded there)
-    before they fork: the Python functions made from now on carry `SHARED_INDEX_ENV`.
-    Returns path -> `rtf.spark.engines.index_key`. `ReplayError` unless the session was started
+    which must be the executors' too: a file an executor does not have, or that is not there
+    yet when its daemon starts, is not loaded there) before they fork: the Python functions
+    made from now on carry `SHARED_INDEX_ENV`. Call it before the job's first Python task:
+    Spark starts a daemon for each environment, and the daemon of an earlier one keeps its
+    idle workers. Returns the paths (absolute). `ReplayError` unless the session was started
     with ``spark.python.daemon.module=rtf.spark.daemon`` (it cannot be set later)."""
     from rtf.spark.dumps import ReplayError
-    from rtf.spark.engines import file_key
 
     module = sc.getConf().get(DAEMON_CONF)
     if module != DAEMON_MODULE:
@@ -87,6 +98,5 @@ def share_index(sc, paths) -> dict[str, str]:
                           f"when the session starts (it is {module or 'unset'}): "
                           f"add --conf {DAEMON_CONF}={DAEMON_MODULE}")
     paths = [os.path.abspath(p) for p in paths]
-    keys = {p: file_key(p) for p in paths}
     sc.environment[SHARED_INDEX_ENV] = os.pathsep.join(paths)
-    return keys
+    return paths

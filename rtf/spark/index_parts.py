@@ -109,6 +109,11 @@ def split_index(data, paths: list[Path], source: str = "<index>") -> dict:
             "written": written, "queries": queries, "bytes": [p.stat().st_size for p in paths]}
 
 
+def part_paths(sha256: str, k: int, folder: str | os.PathLike | None = None) -> list[Path]:
+    """Where `partitioned_plans` keeps the `k` part files of the index of SHA-256 `sha256`."""
+    return [Path(temp_folder() if folder is None else folder) / n for n in part_names(sha256[:16], k)]
+
+
 def temp_folder() -> Path:
     """A folder for this driver's part files, removed when it exits."""
     if not _TEMP:
@@ -175,7 +180,7 @@ def partitioned_plans(sc, data, k: int, folder: str | os.PathLike | None = None)
     shipped; and `split_index`'s figures, with the files' ``paths``."""
     if k < 1:
         raise ValueError("the number of query partitions must be at least 1")
-    paths = [Path(temp_folder() if folder is None else folder) / n for n in part_names(data.sha256[:16], k)]
+    paths = part_paths(data.sha256, k, folder)
     info = split_index(data.data, paths, data.source)
     plans = part_plans(data.sha256, ship(sc, paths), 0, (), 0, os.path.basename(data.source), paths)
     return plans, {**info, "paths": [str(p) for p in paths]}

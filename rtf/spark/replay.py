@@ -159,6 +159,13 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         index_stats = engine.stats()
     build_s = time.perf_counter() - t
     serialize_s = 0.0
+    split_early = None
+    if config.shared_index:  # (before the job's first Python task starts the executors' daemons)
+        if k is not None and config.index is not None:  # (their part files must be there by then)
+            from rtf.spark.index_parts import partitioned_plans
+
+            split_early = partitioned_plans(sc, IndexBytes(index_blob, config.index), k, config.parts_folder)
+        share_index(sc, [config.index] if split_early is None else split_early[1]["paths"])
     if index_blob is not None:
         log(f"read the {config.algorithm} index {config.index}: {n_queries} queries, "
             f"{len(index_blob):,} bytes in {build_s:.2f} s")
@@ -207,11 +214,10 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
 
             task_acc = task_metrics(sc)
             t = time.perf_counter()
-            plans, split = partitioned_plans(sc, IndexBytes(index_blob, config.index), k, config.parts_folder)
+            plans, split = split_early or partitioned_plans(sc, IndexBytes(index_blob, config.index), k,
+                                                            config.parts_folder)
             log(f"split the index into {k} partitions by query id in {split['split_s']:.2f} s"
                 + ("" if split["written"] else f" (found in {config.parts_folder})"))
-            if config.shared_index:
-                share_index(sc, split["paths"])
             matches = map_matches(triples, plans, input_shape(triples), lines=config.output_format == "jsonl",
                                   metrics=task_acc)
             broadcast_call_s = time.perf_counter() - t
@@ -238,8 +244,6 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         else:
             task_acc = task_metrics(sc)
             t = time.perf_counter()
-            if config.shared_index:
-                share_index(sc, [config.index])
             matches = match_publications(triples, index_blob, lines=config.output_format == "jsonl",
                                          metrics=task_acc)
             broadcast_call_s = time.perf_counter() - t
@@ -323,7 +327,7 @@ def index_for_broadcast(config: ReplayConfig) -> tuple[bytes, dict]:
     if config.algorithm and config.algorithm != algorithm:
         raise ReplayError(f"--algorithm {config.algorithm} but the index {config.index} is {algorithm}: "
                           "leave --algorithm out, or rebuild the index")
-    return data.data, {**data.info, "index_file": str(config.index)}
+    return data.data, {**data.info, "index_file": str(config.index), "sha256": data.sha256}
 
 
 _SHUFFLE_CONF = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.coalescePartitions.enabled")
