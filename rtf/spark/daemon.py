@@ -99,4 +99,8 @@ def share_index(sc, paths) -> list[str]:
                           f"add --conf {DAEMON_CONF}={DAEMON_MODULE}")
     paths = [os.path.abspath(p) for p in paths]
     sc.environment[SHARED_INDEX_ENV] = os.pathsep.join(paths)
+    # Spark starts one daemon per environment, and the Python functions of a session that a
+    # stream's micro-batches run on lack this variable that the first session's carry: a
+    # second daemon, a second copy of the index. Set for all, their environments are one.
+    sc.environment.setdefault("SPARK_SIMPLIFIED_TRACEBACK", "1")
     return paths
