@@ -5,7 +5,11 @@ reuses from task to task (``spark.python.worker.reuse``, on by default).
 Each worker holds one engine in `_SLOT`, built the first time a task needs
 it -- from a saved index (`rtf.engine.Engine.from_bytes`; never a pickle of
 an engine) or, for the query groups of the replay, from a pickle of a group
--- and kept for every later task of every later job and micro-batch.
+-- and kept for every later task of every later job and micro-batch. A
+worker forked by rtf's Spark daemon (`rtf.spark.daemon`, ``--shared-index``)
+builds nothing when the daemon loaded the plan's index before the fork
+(`preload`; `EnginePlan.key`, the file's `index_key`): it takes that engine,
+whose pages every worker of the executor shares.
 
 An `EnginePlan` says which engine a task needs: its *lineage* (where it
 descends from: an index, and the queries log whose operations follow it),
@@ -217,8 +221,3 @@ def preload(paths, output: str = "arrow") -> dict[str, str]:
         gc.collect()
         gc.freeze()
     return done
-
-
-def preloaded() -> dict[str, object]:
-    """The engines `preload` made in this process or before it forked (`index_key` -> engine)."""
-    return dict(_PRELOADED)
