@@ -53,21 +53,43 @@ def shared_paths(environ=os.environ) -> list[str]:
 def main() -> None:
     paths = shared_paths()
     if paths:
-        import importlib
-
-        from rtf.spark.engines import preload
-
         t = time.perf_counter()
-        with contextlib.redirect_stdout(sys.stderr):  # (stdout is the executor's channel)
-            for name in WORKER_MODULES:
-                importlib.import_module(name)
-            done = preload(paths)
+        with _stdout_to_stderr():  # (stdout is the daemon's channel to the executor)
+            done = _load(paths)
         for path, what in done.items():
             print(f"rtf daemon {os.getpid()}: {path}: {what}", file=sys.stderr)
         print(f"rtf daemon {os.getpid()}: loaded in {time.perf_counter() - t:.2f} s", file=sys.stderr)
     from pyspark import daemon
 
     daemon.manager()
+
+
+def _load(paths: list[str]) -> dict[str, str]:
+    import importlib
+
+    from rtf.spark.engines import preload
+
+    for name in WORKER_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # (then each worker's own import fails, and says so)
+            pass
+    return preload(paths)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Standard output, Python's and the file descriptor's, sent to standard error meanwhile."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 if __name__ == "__main__":
