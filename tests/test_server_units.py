@@ -13,6 +13,8 @@ import json
 import socket
 import sqlite3
 import tempfile
+import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from unittest import mock
@@ -300,6 +302,46 @@ def test_registry_snapshot_then_replay(tmp_path):
     last = Registry(tmp_path, algorithm="naive")
     assert last.startup["from"] == "rebuilt" and len(last.engine) == 6
     last.close()
+
+
+def test_a_snapshot_is_saved_by_a_forked_process_while_the_engine_goes_on(tmp_path, monkeypatch):
+    """The engine is held only for the fork: a registration made while the snapshot is
+    being written goes through at once, and is not in the file (the engine as it was at
+    the fork), so the next start replays it."""
+    registry = Registry(tmp_path)
+    for i in range(4):
+        registry.put(f"q{i}", query(WORDS[i % 4]), "alice")
+    started, go = tmp_path / "started", tmp_path / "go"
+    save = Engine.save
+
+    def waiting_save(engine, path):  # (in the forked process) waits for the test's word
+        started.touch()
+        for _ in range(3000):
+            if go.exists():
+                break
+            time.sleep(0.01)
+        return save(engine, path)
+
+    monkeypatch.setattr(Engine, "save", waiting_save)
+    snapshot = threading.Thread(target=registry.snapshot)
+    snapshot.start()
+    for _ in range(3000):
+        if started.exists():
+            break
+        time.sleep(0.01)
+    change = threading.Thread(target=registry.put, args=("q9", query(None), None))
+    change.start()
+    change.join(10)
+    waited = change.is_alive()  # (the engine held by the save)
+    go.touch()
+    snapshot.join()
+    change.join()
+    assert not waited
+    assert len(registry.engine) == 5 and len(Engine.load(tmp_path / "snapshot.idx")) == 4
+    registry.close()
+    again = Registry(tmp_path)
+    assert (again.startup["from"], again.startup["replayed"], len(again.engine)) == ("snapshot", 1, 5)
+    again.close()
 
 
 def test_a_start_from_a_snapshot_or_an_import_decodes_no_query_model(tmp_path, monkeypatch):

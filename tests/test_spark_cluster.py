@@ -83,17 +83,26 @@ def test_rtf_spark_cluster_starts_and_stops_a_cluster(tmp_path):
 
 @spark_test
 def test_the_batch_job_on_the_cluster_survives_a_killed_worker(cluster, drops, tmp_path):
+    """With ``--shared-index`` (one job for both, to keep the suite's cost): each executor's daemon
+    (`rtf.spark.daemon`) maps the index before it forks, and every task's engine is its daemon's,
+    none loaded -- also the tasks run again on the executor that is left."""
+    import json
+
     files, index = drops
     dumps = [files[name] for name in DUMPS]
     fault = tmp_path / "fault"
     _kill_a_worker_when_matching(fault)
     out = tmp_path / "out"
     run = run_job(cluster, fault, "replay", "--dump", *dumps, "--index", index, "--output-format", "jsonl",
-                  "--partitions", "4", "--output", out)
+                  "--partitions", "4", "--output", out, "--shared-index")
     assert run.returncode == 0, run.stderr[-3000:]
     assert not fault.exists()  # a worker was killed mid-batch
     assert sum(proc.poll() is not None for proc in cluster.workers) == 1  # and stays dead
     assert f"master {cluster.master_url}" in run.stderr
+    metrics = json.loads((out / "_metrics.json").read_text())
+    tasks = metrics["partitions"]
+    assert len(tasks) == 4 and all(t["engine_shared"] and t["engine_load_s"] == 0 for t in tasks)
+    assert metrics["index"]["shared"] == 4 and metrics["index"]["loads"] == 0
     lines = sorted(line for part in sorted(out.glob("part-*")) for line in part.read_text().splitlines())
     assert len(lines) > 100 and lines == sorted(expected_lines(index, dumps))  # rtf match's lines
     assert cluster.revive() == 1

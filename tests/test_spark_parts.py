@@ -194,6 +194,76 @@ def test_engine_is_built_once_and_rebuilt_only_when_it_must_be():
     _fresh_slot()
 
 
+def _in_a_forked_child(paths: list[str], plans: dict, pub) -> dict:
+    """What `engine_at` does with each plan of `plans` in a process forked after `preload(paths)`
+    ran in its parent, as rtf's Spark daemon forks its workers: the load report, and per plan
+    whether the engine came from the parent, was loaded, and its matches."""
+    import gc
+
+    from rtf.spark import engines
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+
+    def daemon():  # (itself a child: the test process stays unfrozen and without engines)
+        engines._SLOT.clear()
+        engines._PRELOADED.clear()
+        done = engines.preload(paths)
+        frozen = gc.get_freeze_count()
+        worker = context.Process(target=work, args=(done, frozen))
+        worker.start()
+        worker.join()
+
+    def work(done, frozen):
+        out = {"done": done, "frozen": frozen, "pids": (os.getppid(), os.getpid())}
+        for name, plan in plans.items():
+            engines._SLOT.clear()
+            engine, info = engine_at(plan)
+            out[name] = (info["shared"], info["load_s"] > 0, sorted(m.query_id for m in engine.match(pub)))
+        queue.put(out)
+
+    parent = context.Process(target=daemon)
+    parent.start()
+    out = queue.get(timeout=120)
+    parent.join()
+    return out
+
+
+def test_a_worker_forked_by_the_daemon_takes_its_engine_only_for_the_same_file(tmp_path):
+    """`rtf.spark.daemon`'s preload, then a fork: a plan of the same index (by its header's key)
+    takes the parent's engine and loads nothing; a plan of another index, or of the original of a
+    file altered on disk (same header, its body changed: the load refuses it), loads its own."""
+    from rtf.io.publication import Publication
+    from rtf.spark.engines import file_key, index_key
+
+    rio, games = Engine(), Engine()
+    rio.register(Q_RIO, "rio")
+    games.register(Q_GAMES, "games")
+    paths = {name: tmp_path / f"{name}.idx" for name in ("rio", "games", "altered")}
+    rio.save(paths["rio"])
+    games.save(paths["games"])
+    altered = bytearray(paths["rio"].read_bytes())
+    altered[-1] ^= 1  # (the body's last byte: a section's padding or data)
+    paths["altered"].write_bytes(bytes(altered))
+    assert file_key(paths["altered"]) == file_key(paths["rio"])  # the header alone cannot tell
+    pub = Publication("x", [("<http://ex.org/x>", "<http://ex.org/p>", '"rio games"')])
+
+    def plan(path, key_of=None):
+        data = path.read_bytes()
+        return EnginePlan(str(path), Constant(data), key=index_key((key_of or path).read_bytes()))
+
+    out = _in_a_forked_child([str(paths["rio"]), str(tmp_path / "absent.idx")],
+                             {"same": plan(paths["rio"]), "other": plan(paths["games"])}, pub)
+    assert out["done"][str(paths["rio"])] == index_key(paths["rio"].read_bytes())
+    assert out["done"][str(tmp_path / "absent.idx")] == "not a file here"
+    assert out["frozen"] > 0  # the daemon's objects out of the collector's sight
+    assert out["same"] == (True, False, ["rio"])  # the daemon's engine, nothing loaded
+    assert out["other"] == (False, True, ["games"])  # its own
+    out = _in_a_forked_child([str(paths["altered"])], {"same": plan(paths["rio"])}, pub)
+    assert out["done"][str(paths["altered"])].startswith("not loaded: IndexFileError")
+    assert out["same"] == (False, True, ["rio"])
+
+
 # ------------------------------------------------- documents read from bytes
 
 

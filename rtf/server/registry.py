@@ -33,10 +33,12 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import sqlite3
+import sys
 import threading
 from collections.abc import Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,7 @@ from typing import Any
 from rtf.engine import Engine, freeze_long_lived
 from rtf.errors import IndexFileError, QueryError, RtfError
 from rtf.io.files import write_atomically
+from rtf.io.processes import ForkedPool, forked_pool
 from rtf.io.taxonomy import Taxonomy
 from rtf.matching.query_table import bulk_memos
 from rtf.query.analysis import normal_analysis
@@ -469,15 +472,21 @@ class Registry:
         """Save the engine as the snapshot (atomically); returns its size in bytes.
 
         The table's note of the snapshot (the algorithm, taxonomy and table it
-        was made with, and a digest of the queries it holds) is cleared first
-        and written last, so a snapshot cut short by a crash is never trusted.
+        was made with, and the file's digest) is cleared first and written last,
+        so a snapshot cut short by a crash is never trusted. The file is written
+        by a process forked for it (`_forked_saver`): the engine is held only for
+        the fork, and matches and registrations go on while it is saved.
         """
         with self._snapshot_lock:
-            changes = self.changes_since_snapshot
             self.store.set_setting("snapshot", "")
             with self.engine._lock:  # `through` and the file: one state of the engine
-                through = self._through
-                size = self.engine.save(self.snapshot_path)
+                through, changes = self._through, self.changes_since_snapshot
+                saver = _forked_saver(self.engine)
+                if saver is None:  # no process could be forked: saved here, the engine held
+                    size = self.engine.save(self.snapshot_path)
+            if saver is not None:  # saved by the child, the engine free meanwhile
+                with saver:
+                    ((_, size),) = saver.ordered_map(_save_kept, [str(self.snapshot_path)], 1)
             note = {**self._identity, "through": through,
                     "file": snapshot_check.written_digest(self.snapshot_path)}
             self.store.set_setting("snapshot", json.dumps(note))
@@ -499,6 +508,42 @@ def collector_paused():
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _forked_saver(engine: Engine) -> ForkedPool | None:
+    """A process forked now to save `engine` as it is (copy-on-write: what this process
+    changes after the fork is not in it), as Redis's BGSAVE writes its snapshot; None
+    where no process can be forked. A million queries take ~12-20 s to save: the engine
+    would be held, and every match and registration wait, that long; the fork takes
+    milliseconds. Output buffered here is flushed first (the child would write it again)."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):
+            stream.flush()
+    try:
+        return forked_pool(1, _keep, (engine,))
+    except (OSError, ValueError):  # (ValueError: this platform has no fork)
+        return None
+
+
+_KEPT: list[Engine] = []  # the engine a snapshot's forked process saves
+
+
+def _keep(engine: Engine) -> None:
+    """In the forked process: keep `engine`; no collection (it would touch, so copy, the
+    whole index), and a stop signal to the server's group lets the save finish (the
+    process ends when the server closes its pipe, or at once if the server is gone)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.disable()
+    _KEPT.append(engine)
+
+
+def _save_kept(path: str) -> int:
+    """In the forked process: save the engine; then a stop signal ends it again (the pool
+    stops it so once the size is back)."""
+    size = _KEPT[0].save(path)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    return size
 
 
 def _restore(engine: Engine, old) -> None:

@@ -136,7 +136,7 @@ def broadcast_index(sc, index: IndexBytes):
 
 def match_publications(df, index, *, column: str | None = None, path_column: str | None = None,
                        format: str | None = None, group_by: str = "subject", lines: bool = False,
-                       metrics=None, query_partitions: int | None = None):
+                       metrics=None, query_partitions: int | None = None, shared_index: bool = False):
     """The matches of the publications of `df` against the saved index `index` (module doc).
 
     `metrics`: an accumulator from `task_metrics` that every task adds its
@@ -144,17 +144,38 @@ def match_publications(df, index, *, column: str | None = None, path_column: str
     `query_partitions` K: the index split into K partitions by a hash of the query ids,
     each task matching one partition's engine, mapped from a file shipped to every
     executor once (`rtf.spark.index_parts`); the same matches.
+    `shared_index` (`index` a path, or its part files, on the executors' machines too): each
+    executor's Python daemon maps the file once before it forks its workers, and they share
+    its engine (`rtf.spark.daemon`: the session must run rtf's daemon module).
     """
     shape = input_shape(df, column, path_column, format, group_by)
     data = index_bytes(index)
+    sc = df.sparkSession.sparkContext
+    if shared_index and not isinstance(index, (str, os.PathLike)):
+        raise ReplayError("shared_index needs the index's path (a file the executors have too)")
     if query_partitions is not None:
         from rtf.spark.index_parts import partitioned_plans
 
-        plans, _ = partitioned_plans(df.sparkSession.sparkContext, data, query_partitions)
+        plans, info = partitioned_plans(sc, data, query_partitions)
+        if shared_index:
+            from rtf.spark.daemon import share_index
+
+            share_index(sc, info["paths"])
         return map_matches(df, plans, shape, lines=lines, metrics=metrics)
-    plan = EnginePlan(data.sha256, broadcast_index(df.sparkSession.sparkContext, data),
-                      source=os.path.basename(data.source))
-    return map_matches(df, plan, shape, lines=lines, metrics=metrics)
+    if shared_index:
+        from rtf.spark.daemon import share_index
+
+        share_index(sc, [index])
+    return map_matches(df, index_plan(sc, data), shape, lines=lines, metrics=metrics)
+
+
+def index_plan(sc, data: IndexBytes) -> EnginePlan:
+    """The plan of the whole index `data`: broadcast, or the engine of rtf's daemon when it
+    loaded that file (`EnginePlan.key`)."""
+    from rtf.spark.engines import index_key
+
+    return EnginePlan(data.sha256, broadcast_index(sc, data), source=os.path.basename(data.source),
+                      key=index_key(data.data))
 
 
 def input_shape(df, column: str | None = None, path_column: str | None = None,
@@ -295,7 +316,7 @@ def _partition_matcher(plan: EnginePlan, shape: dict, lines: bool, metrics, leve
                 if engine is None:
                     engine, info = engine_at(plan)
                     stats.update(load_s=info["load_s"], ops_applied=info["ops_applied"],
-                                 ops_failed=len(info["ops_failed"]), op=info["op"])
+                                 ops_failed=len(info["ops_failed"]), op=info["op"], shared=info["shared"])
                     t1 = clock()
                 found = engine.match(pub)
                 t2 = clock()
@@ -338,7 +359,7 @@ def _partition_matcher(plan: EnginePlan, shape: dict, lines: bool, metrics, leve
 def _new_stats() -> dict:
     return {"publications": 0, "triples": 0, "matches": 0, "bad_lines": 0, "bad_examples": [],
             "documents": 0, "match_s": 0.0, "input_s": 0.0, "read_s": 0.0, "rows_s": 0.0, "files": [], "load_s": 0.0, "ops_applied": 0, "ops_failed": 0,
-            "op": None}
+            "op": None, "shared": False}
 
 
 def _publications(batch, shape: dict, stats: dict) -> Iterator:

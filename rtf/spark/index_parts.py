@@ -109,6 +109,11 @@ def split_index(data, paths: list[Path], source: str = "<index>") -> dict:
             "written": written, "queries": queries, "bytes": [p.stat().st_size for p in paths]}
 
 
+def part_paths(sha256: str, k: int, folder: str | os.PathLike | None = None) -> list[Path]:
+    """Where `partitioned_plans` keeps the `k` part files of the index of SHA-256 `sha256`."""
+    return [Path(temp_folder() if folder is None else folder) / n for n in part_names(sha256[:16], k)]
+
+
 def temp_folder() -> Path:
     """A folder for this driver's part files, removed when it exits."""
     if not _TEMP:
@@ -155,22 +160,27 @@ def shipped(sc) -> set[str]:
     return set(_SHIPPED.get(sc.applicationId, ()))
 
 
-def part_plans(lineage: str, bases: list, base_op: int, ops: tuple, pin: int, source: str) -> list[EnginePlan]:
+def part_plans(lineage: str, bases: list, base_op: int, ops: tuple, pin: int, source: str,
+               paths: list[Path] | None = None) -> list[EnginePlan]:
     """One plan per partition (`bases[g]` its base at operation `base_op`, a `PartFile`):
-    partition g's engine at `pin` is its base and its share of `ops` (`part_ops`)."""
+    partition g's engine at `pin` is its base and its share of `ops` (`part_ops`); `paths`, the
+    part files here, give each plan its file's key (`rtf.spark.engines.EnginePlan.key`)."""
+    from rtf.spark.engines import file_key
+
     k = len(bases)
+    keys = [file_key(p) for p in paths] if paths is not None else [None] * k
     return [EnginePlan(f"{lineage}#{g}/{k}", base, base_op, part_ops(ops, g, k), pin,
-                       source=f"{source} (part {g} of {k})", load=load_file)
+                       source=f"{source} (part {g} of {k})", load=load_file, key=keys[g])
             for g, base in enumerate(bases)]
 
 
 def partitioned_plans(sc, data, k: int, folder: str | os.PathLike | None = None) -> tuple[list[EnginePlan], dict]:
     """The plans of the `k` partitions of index `data` (`rtf.spark.dataframe.IndexBytes`),
     their files written into `folder` (default: a temporary folder of this driver) and
-    shipped; and `split_index`'s figures."""
+    shipped; and `split_index`'s figures, with the files' ``paths``."""
     if k < 1:
         raise ValueError("the number of query partitions must be at least 1")
-    paths = [Path(temp_folder() if folder is None else folder) / n for n in part_names(data.sha256[:16], k)]
+    paths = part_paths(data.sha256, k, folder)
     info = split_index(data.data, paths, data.source)
-    plans = part_plans(data.sha256, ship(sc, paths), 0, (), 0, os.path.basename(data.source))
-    return plans, info
+    plans = part_plans(data.sha256, ship(sc, paths), 0, (), 0, os.path.basename(data.source), paths)
+    return plans, {**info, "paths": [str(p) for p in paths]}

@@ -53,6 +53,7 @@ from rtf.spark.dataframe import (
 )
 from rtf.spark.dump_triples import read_triples
 from rtf.spark.dumps import ReplayError, dump_files
+from rtf.spark.daemon import share_index
 from rtf.spark.hadoopfs import HadoopFS, prepare_output
 from rtf.spark.session import use_worker_python
 from rtf.spark.workers import BATCH_CHARS, MAX_EXAMPLES, build_group_engines, max_rss
@@ -83,6 +84,7 @@ class ReplayConfig:
     parts_folder: str | None = None  # with index and query_partitions: where the part files are kept
     measure_memory: bool = False  # unpickle each group's engine on the driver under tracemalloc
     text_analysis: str | None = None  # with `queries`: --text-analysis (`rtf.io.analysis_file`)
+    shared_index: bool = False  # with `index`: each executor's daemon maps it once (`rtf.spark.daemon`)
 
 
 def _round(x: float, n: int = 4) -> float:
@@ -116,6 +118,8 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         raise ReplayError("--partitions must be at least 1")
     if config.parts_folder is not None and (config.index is None or config.query_partitions is None):
         raise ReplayError("--parts-folder holds the part files of --index with --query-partitions: give both")
+    if config.shared_index and config.index is None:
+        raise ReplayError("--shared-index shares the saved index of --index: give it")
     partitions = config.partitions or 2 * sc.defaultParallelism
 
     if config.index is None:
@@ -155,6 +159,13 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
         index_stats = engine.stats()
     build_s = time.perf_counter() - t
     serialize_s = 0.0
+    split_early = None
+    if config.shared_index:  # (before the job's first Python task starts the executors' daemons)
+        if k is not None and config.index is not None:  # (their part files must be there by then)
+            from rtf.spark.index_parts import partitioned_plans
+
+            split_early = partitioned_plans(sc, IndexBytes(index_blob, config.index), k, config.parts_folder)
+        share_index(sc, [config.index] if split_early is None else split_early[1]["paths"])
     if index_blob is not None:
         log(f"read the {config.algorithm} index {config.index}: {n_queries} queries, "
             f"{len(index_blob):,} bytes in {build_s:.2f} s")
@@ -203,7 +214,8 @@ def run_replay(spark, config: ReplayConfig, log: Callable[[str], None] = lambda 
 
             task_acc = task_metrics(sc)
             t = time.perf_counter()
-            plans, split = partitioned_plans(sc, IndexBytes(index_blob, config.index), k, config.parts_folder)
+            plans, split = split_early or partitioned_plans(sc, IndexBytes(index_blob, config.index), k,
+                                                            config.parts_folder)
             log(f"split the index into {k} partitions by query id in {split['split_s']:.2f} s"
                 + ("" if split["written"] else f" (found in {config.parts_folder})"))
             matches = map_matches(triples, plans, input_shape(triples), lines=config.output_format == "jsonl",
@@ -315,7 +327,7 @@ def index_for_broadcast(config: ReplayConfig) -> tuple[bytes, dict]:
     if config.algorithm and config.algorithm != algorithm:
         raise ReplayError(f"--algorithm {config.algorithm} but the index {config.index} is {algorithm}: "
                           "leave --algorithm out, or rebuild the index")
-    return data.data, {**data.info, "index_file": str(config.index)}
+    return data.data, {**data.info, "index_file": str(config.index), "sha256": data.sha256}
 
 
 _SHUFFLE_CONF = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.coalescePartitions.enabled")
@@ -349,7 +361,7 @@ def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, ind
             "partition": p["partition"], "publications": p["publications"],
             "triples": p["triples"], "matches": p["matches"],
             "filter_s": _round(p["filter_s"]), "task_s": _round(p["task_s"]),
-            "engine_load_s": _round(p["load_s"]), "worker": p["worker"],
+            "engine_load_s": _round(p["load_s"]), "engine_shared": bool(p.get("shared")), "worker": p["worker"],
             "worker_rss_mb": _round(p["rss_mb"], 1) if p.get("rss_mb") is not None else None,
             "publications_per_s": round(p["publications"] / p["filter_s"], 1) if p["filter_s"] else None,
         })
@@ -379,6 +391,7 @@ def _metrics(config, files, sc, spark, partitions, read_partitions, build_s, ind
             "serialize_s": _round(serialize_s),
             "broadcast_call_s": _round(broadcast_call_s),
             "loads": len(loads),
+            "shared": sum(1 for p in parts if p.get("shared")),  # tasks on their daemon's engine
             "load_s_total": _round(sum(loads)),
             "load_s_max": _round(max(loads, default=0.0)),
             "stats": index_stats,

@@ -111,6 +111,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="with --index and --query-partitions: where the driver writes the index's K "
                         "part files, kept for a later run of the same index and K (default: a "
                         "temporary folder, removed at exit)")
+    p.add_argument("--shared-index", action="store_true",
+                   help="with --index: each executor's Python daemon maps the index file (or, with "
+                        "--query-partitions, the part files of --parts-folder) once, before it forks "
+                        "its Python workers, and they share its engine (rtf.spark.daemon); the file must "
+                        "be at the same path on every executor's machine, else its workers load their "
+                        "own, as without this (docs/spark.md, \"One index per executor\")")
     p.add_argument("--query-partitioning", choices=("hash", "containment", "merging"), default="hash",
                    help="how --query-partitions splits the queries: hash of the id; containment "
                         "(a query contained in another stays with it and runs only when it matches); "
@@ -152,6 +158,7 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
     log = _log(args.quiet, prog)
     from rtf.errors import RtfError
     from rtf.spark.replay import ReplayConfig, ReplayError, package_zip, run_replay
+    from rtf.spark.daemon import daemon_conf
     from rtf.spark.session import active_session, failure_message, make_session
 
     config = ReplayConfig(dumps=args.dump, queries=args.queries, index=args.index, output=args.output,
@@ -160,13 +167,15 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
                           overwrite=args.overwrite, output_format=args.output_format,
                           query_partitions=args.query_partitions,
                           query_partitioning=args.query_partitioning, parts_folder=args.parts_folder,
-                          measure_memory=args.measure_index_memory, text_analysis=args.text_analysis)
+                          measure_memory=args.measure_index_memory, text_analysis=args.text_analysis,
+                          shared_index=args.shared_index)
     spark = spark or active_session()  # (in-process callers: theirs, left running)
     own = spark is None
     t = time.perf_counter()
     try:
         if own:
-            spark = make_session("rtf replay", args.master, args.conf, prog=prog)
+            spark = make_session("rtf replay", args.master, args.conf + daemon_conf(args.shared_index),
+                                 prog=prog)
             spark.sparkContext.setLogLevel("WARN")
             log(f"Spark {spark.version}, master {spark.sparkContext.master}, "
                 f"default parallelism {spark.sparkContext.defaultParallelism} "

@@ -1,9 +1,8 @@
 """Continuous queries on Spark Structured Streaming: files in, matches out exactly once.
 
 The library behind ``rtf spark stream`` (`rtf.spark.stream_command`, docs/spark.md). A file source
-watches ``--input`` (``binaryFile``: one row per new file, its bytes
-unparsed); every micro-batch goes to `StreamJob.on_batch` (``foreachBatch``),
-which
+watches ``--input`` (``binaryFile``: one row per new file, its bytes unparsed); every
+micro-batch goes to `StreamJob.on_batch` (``foreachBatch``), which
 
 1. skips the batch if its output folder is already committed by this
    stream from the same files (a replay after a restart:
@@ -29,11 +28,11 @@ driver killed anywhere in between replays the batch, and steps 1-4 make
 that replay invisible to readers. Before a run, `check_checkpoint` reads
 the checkpoint and the output whole: a damaged or lost file, or an output
 that another stream wrote, ends the run before Spark starts, in one line
-that says what to do. At start a warm-up job builds the engine
-in every Python worker while the source lists its folder, and while the
-stream is idle a small job every `KEEP_WARM_S` seconds keeps the workers
-(and their engines) alive -- Spark stops Python workers that have been idle
-for a minute -- and brings them to the newest operation.
+that says what to do. At start a warm-up job builds the engine in every Python worker
+while the source lists its folder (``shared_index``: takes the executor's daemon's engine,
+`rtf.spark.daemon`), and while the stream is idle a small job every `KEEP_WARM_S` seconds
+keeps the workers (and their engines) alive -- Spark stops Python workers that have been
+idle for a minute -- and brings them to the newest operation.
 """
 
 from __future__ import annotations
@@ -51,9 +50,10 @@ from pathlib import Path
 from rtf.errors import RtfError
 from rtf.spark.batch_output import BatchOutput
 from rtf.spark.dataframe import IndexBytes, collected, index_bytes, map_matches, task_metrics
+from rtf.spark.daemon import share_index
 from rtf.spark.dumps import ReplayError, has_scheme, local_path
 from rtf.spark.durable import RecordError
-from rtf.spark.engines import EnginePlan, engine_at
+from rtf.spark.engines import EnginePlan, engine_at, file_key
 from rtf.spark.oplog import QueriesLog
 from rtf.spark.session import use_worker_python
 from rtf.spark.stream_state import NEW_STREAM, RESTORE, StreamState
@@ -98,6 +98,7 @@ class StreamConfig:
     metrics: str | None = None  # a JSON Lines file, one line per committed batch
     output_format: str = "parquet"  # OUTPUT_FORMATS
     query_partitions: int | None = None  # K: the queries in K partitions by id (`rtf.spark.stream_parts`)
+    shared_index: bool = False  # each executor's daemon maps the base index once (`rtf.spark.daemon`)
 
 
 class StreamJob:
@@ -165,8 +166,8 @@ class StreamJob:
             return self.parts.plans(pin, self.log_ops)
         base_op = self.state.newest_base(pin)
         ops = tuple(self.log_ops.read(after=base_op, upto=pin)) if self.log_ops and pin > base_op else ()
-        return EnginePlan(self.lineage, self._base(base_op), base_op, ops, pin,
-                          source=f"{self.state.base_path(base_op).name} (stream base)")
+        return EnginePlan(self.lineage, self._base(base_op), base_op, ops, pin, key=file_key(
+            path := self.state.base_path(base_op)), source=f"{path.name} (stream base)")
 
     def source(self):
         reader = (self.spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
@@ -305,10 +306,9 @@ class StreamJob:
         return report
 
     def _warm_batch_path(self, plan: EnginePlan) -> None:
-        """Run once what a micro-batch runs -- a row of the file source's columns through the
-        matching tasks (with the files' columns) and back -- on one small file made in memory:
-        the JVM loads and compiles that path before the first batch rather than during it
-        (half a second of a first batch of 3,000 publications on a loaded machine, docs/spark.md)."""
+        """Run once what a micro-batch runs -- a row of the file source's columns through the matching
+        tasks and back -- on one small file made in memory: the JVM loads and compiles that path before
+        the first batch, not during it (0.5 s of a first batch of 3,000 publications, docs/spark.md)."""
         import datetime
 
         triple = b'<http://example.org/rtf/warm-up> <http://www.w3.org/2000/01/rdf-schema#label> "warm-up" .\n'
@@ -332,6 +332,8 @@ class StreamJob:
         try:
             use_worker_python(self.sc)  # before the first Python task
             self.prepare()
+            if self.config.shared_index:  # (the executors' daemons start with the first Python task)
+                share_index(self.sc, [self.state.base_path(0)])
             if self.config.warm_up:
                 self._warm_in_background()  # while the source lists its folder
             query = (self.source().writeStream.foreachBatch(self.on_batch)

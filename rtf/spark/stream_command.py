@@ -123,6 +123,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         "one partition's engine, mapped from a part file every executor receives once; "
                         "the queries log's operations go to the partition of their query id "
                         "(default: one engine for all queries)")
+    p.add_argument("--shared-index", action="store_true",
+                   help="each executor's Python daemon maps the stream's index (its copy in the "
+                        "checkpoint) once, before it forks its Python workers, and they share its engine "
+                        "(rtf.spark.daemon; the checkpoint must be at the same path on every executor's "
+                        "machine; not with --query-partitions yet)")
     p.add_argument("--compact-every", type=int, default=1000, metavar="N",
                    help="save the index anew once N operations followed the last saved one (default 1000)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
@@ -157,6 +162,7 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
     log = logging.getLogger("rtf.spark")
     from rtf.errors import RtfError
     from rtf.spark.dumps import ReplayError
+    from rtf.spark.daemon import daemon_conf
     from rtf.spark.session import active_session, failure_message, make_session
     from rtf.spark.stream import StreamConfig, StreamJob, check_checkpoint, check_config
 
@@ -179,7 +185,12 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
         max_bytes_per_trigger=args.max_bytes_per_trigger,
         stop_when_idle=args.stop_when_idle, glob=args.glob, group_by=args.group_by,
         compact_every=args.compact_every, warm_up=args.warm_up, keep_warm=args.keep_warm,
-        metrics=args.metrics, output_format=args.output_format, query_partitions=args.query_partitions)
+        metrics=args.metrics, output_format=args.output_format, query_partitions=args.query_partitions,
+        shared_index=args.shared_index)
+    if args.shared_index and args.query_partitions:
+        print(f"{prog}: error: --shared-index with --query-partitions is for rtf spark replay only, "
+              "so far", file=sys.stderr)
+        return 2
     try:
         output, state, log_ops = check_config(config)
         check_checkpoint(config, output, state, log_ops)  # all told before a JVM starts
@@ -195,7 +206,7 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
             t = time.perf_counter()
             # A whole file is one row: hand the workers a few dozen at a time, not 10,000.
             conf = ["spark.sql.execution.arrow.maxRecordsPerBatch=64", *args.conf]
-            spark = make_session("rtf stream", args.master, conf, prog=prog)
+            spark = make_session("rtf stream", args.master, conf + daemon_conf(args.shared_index), prog=prog)
             log.info("Spark %s, master %s, default parallelism %d (session up in %.1f s)",
                      spark.version, spark.sparkContext.master, spark.sparkContext.defaultParallelism,
                      time.perf_counter() - t)
