@@ -11,7 +11,11 @@ registers a query mid-stream through the queries log, or kills one Python
 worker (--fault) so that Spark retries its task. With --check every
 committed batch is compared with an engine loaded from the same index (the
 log's operations applied up to the batch's pin): lost and duplicated
-matches are counted. Prints one JSON object (the figures in docs/spark.md).
+matches are counted. With --cluster N --memory it samples the peak PSS of each
+executor, the cluster and the driver (spark/cluster_memory.py), and with
+--reference compares a sample of query ids with rtf match's lines (the
+10M-query stream of docs/spark.md, "Ten million queries across executors").
+Prints one JSON object (the figures in docs/spark.md).
 
 example:
   rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz -n 1000 --selective -o /tmp/q1k.jsonl
