@@ -41,7 +41,8 @@ def _pss(p) -> int:
 
 
 def sample(driver_pid: int, cluster, stop: threading.Event, peak: dict) -> None:
-    """Peak PSS of each executor (JVM + Python), of the cluster's daemons, of the driver."""
+    """Peak PSS of each executor (JVM + Python), of the cluster's daemons, of the driver, and of
+    the cluster and the driver together (the peak of their sum: not the sum of their peaks)."""
     import psutil
 
     daemons = [psutil.Process(p.pid) for p in [cluster.master, *cluster.workers] if p is not None]
@@ -72,6 +73,7 @@ def sample(driver_pid: int, cluster, stop: threading.Event, peak: dict) -> None:
         total = sum(v for k, v in now.items() if k.startswith("executor") and k[-1].isdigit()) + \
             now["master and worker daemons"]
         now["cluster (executors + daemons)"] = total
+        now["cluster and driver, at once"] = total + now.get("driver (Python + JVM)", 0)
         for k, v in now.items():
             peak[k] = max(peak.get(k, 0), v)
         stop.wait(0.5)

@@ -11,7 +11,11 @@ registers a query mid-stream through the queries log, or kills one Python
 worker (--fault) so that Spark retries its task. With --check every
 committed batch is compared with an engine loaded from the same index (the
 log's operations applied up to the batch's pin): lost and duplicated
-matches are counted. Prints one JSON object (the figures in docs/spark.md).
+matches are counted. With --cluster N --memory it samples the peak PSS of each
+executor, the cluster and the driver (spark/cluster_memory.py), and with
+--reference compares a sample of query ids with rtf match's lines (the
+10M-query stream of docs/spark.md, "Ten million queries across executors").
+Prints one JSON object (the figures in docs/spark.md).
 
 example:
   rtf gen-queries --publications ../shared/data/dbpedia/*.nt.gz -n 1000 --selective -o /tmp/q1k.jsonl
@@ -23,6 +27,7 @@ example:
 from __future__ import annotations
 
 import argparse
+import atexit
 import gzip
 import json
 import os
@@ -41,13 +46,14 @@ MID_QUERY = ("SELECT ?s WHERE { ?s a/<http://www.w3.org/2000/01/rdf-schema#subCl
              "<http://dbpedia.org/ontology/Agent> }")
 
 
-def stage_files(folder: Path, files: int, per_file: int) -> list[Path]:
-    """`files` N-Triples .gz files of `per_file` publications each, from the DBpedia sample."""
+def stage_files(folder: Path, files: int, per_file: int, dumps: list | None = None) -> list[Path]:
+    """`files` N-Triples .gz files of `per_file` publications each, from `dumps` (default: the
+    whole DBpedia sample)."""
     from rtf.io import datasets
     from rtf.io.reader import read_publications
 
     folder.mkdir(parents=True, exist_ok=True)
-    pubs = read_publications(datasets.dbpedia_files(), skip_invalid=True)
+    pubs = read_publications(dumps or datasets.dbpedia_files(), skip_invalid=True)
     out = []
     for i in range(files):
         path = folder / f"drop-{i:04d}.nt.gz"
@@ -221,6 +227,31 @@ def check(output: Path, index: str, qlog, manifests: list[dict]) -> dict:
             "equal": got == expected}
 
 
+def compare(output: Path, reference: str, n: int) -> dict:
+    """The output's lines against the reference's on `n` of its query ids (fixed seed: the
+    sample of spark/cluster_memory.py), every line of those queries, sorted, byte for byte."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from cluster_memory import lines_of  # (spark/, this script's folder)
+    from rtf.spark.arrow_matches import arrow_match_schema, row_line
+    from rtf.spark.batch_output import read_matches
+
+    ids = set()
+    with open(reference, encoding="utf-8") as f:
+        for line in f:
+            start = line.find('"query": "') + 10
+            ids.add(line[start:line.index('"', start)])
+    wanted = sorted(random.Random(42).sample(sorted(ids), min(n, len(ids))))
+    ref = lines_of([reference], set(wanted))
+    table = read_matches(output, arrow_match_schema().names)
+    table = table.filter(pc.is_in(table["query"], value_set=pa.array(wanted)))
+    got = sorted(row_line(r) for r in table.to_pylist())
+    return {"query_ids": len(wanted), "reference_lines": len(ref), "output_lines": len(got), "equal": got == ref}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -248,6 +279,16 @@ def main(argv=None) -> int:
     p.add_argument("--cluster", type=int, metavar="N",
                    help="start a standalone cluster of N one-core workers on 127.0.0.1 and run on it "
                         "(instead of --master); its executors take 512 MiB")
+    p.add_argument("--executor-memory", default="512m", help="with --cluster: spark.executor.memory")
+    p.add_argument("--shared-index", action="store_true",
+                   help="each executor's daemon maps the base index once (rtf spark stream --shared-index)")
+    p.add_argument("--dump", nargs="+", metavar="FILE", help="cut these files into the drops "
+                   "(default: the whole DBpedia sample)")
+    p.add_argument("--memory", action="store_true", help="with --cluster: the peak PSS of each executor "
+                   "(JVM + Python), of the cluster and of the driver (spark/cluster_memory.py's sampler)")
+    p.add_argument("--reference", metavar="FILE", help="rtf match's lines (JSON Lines) over the same "
+                   "publications: compare the output's lines on --sample query ids (cluster_memory.py)")
+    p.add_argument("--sample", type=int, default=1000)
     p.add_argument("--conf", action="append", default=[])
     p.add_argument("--work", default="/tmp/rtf-stream-bench")
     args = p.parse_args(argv)
@@ -263,16 +304,17 @@ def main(argv=None) -> int:
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-    staged = stage_files(work / "staging", args.files, args.publications_per_file)
+    staged = stage_files(work / "staging", args.files, args.publications_per_file, args.dump)
     (work / "in").mkdir()
     qlog = QueriesLog(work / "qlog", create=True)
     cluster = None
     if args.cluster:
         from rtf.spark.cluster import StandaloneCluster
 
-        cluster = StandaloneCluster(workers=args.cluster, cores=1, memory="1g")
+        cluster = StandaloneCluster(workers=args.cluster, cores=1, memory="2g")
+        atexit.register(cluster.stop)  # (also when the stream fails: stop is idempotent)
         args.master = cluster.start()
-        args.conf.append("spark.executor.memory=512m")
+        args.conf.append(f"spark.executor.memory={args.executor_memory}")
     argv = [sys.executable, str(STREAM), "--input", str(work / "in"), "--output", str(work / "out"),
             "--checkpoint", str(work / "ckpt"), "--index", args.index, "--queries-log", str(qlog.path),
             "--master", args.master, "--trigger-seconds", str(args.trigger_seconds),
@@ -284,6 +326,7 @@ def main(argv=None) -> int:
         argv += ["--max-bytes-per-trigger", str(args.max_bytes_per_trigger)]
     argv += ["--no-warm-up"] if args.no_warm_up else []
     argv += ["--no-keep-warm"] if args.no_keep_warm else []
+    argv += ["--shared-index"] if args.shared_index else []
     for c in args.conf:
         argv += ["--conf", c]
     env = {}
@@ -296,6 +339,13 @@ def main(argv=None) -> int:
     stream.start()
     sampler = CpuSampler(stream.proc.pid)  # (its own session: start_new_session)
     sampler.start()
+    memory: dict = {}
+    if args.memory and cluster is not None:
+        from cluster_memory import sample as sample_pss  # (spark/, this script's folder)
+
+        stop_pss = threading.Event()
+        pss = threading.Thread(target=sample_pss, args=(stream.proc.pid, cluster, stop_pss, memory), daemon=True)
+        pss.start()
     stream.wait_for("queries log at operation")  # the session is up, the checkpoint opened
     if not args.no_warm_up:
         stream.wait_for("warm-up")
@@ -333,6 +383,9 @@ def main(argv=None) -> int:
     dropper.join()
     code = stream.proc.wait()
     sampler.stop()
+    if memory:
+        stop_pss.set()
+        pss.join()
     if cluster is not None:
         cluster.stop()
     if code != 0:
@@ -367,6 +420,7 @@ def main(argv=None) -> int:
         "engine_loads_by_batch": [m["engine_loads"] for m in manifests],
         "tasks_retried": sum(m.get("tasks_retried", 0) for m in manifests),
         "phases_s": phases(work / "metrics.jsonl"), "output_format": args.output_format,
+        "peak_pss_mb": {k: v if k.endswith("processes") else round(v / 2**20) for k, v in sorted(memory.items())},
         "restarts": restarts, "killed_while_writing": killed_in, "load_average_at_start": [round(x, 2) for x in load],
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "machine": machine_info(),
@@ -377,6 +431,8 @@ def main(argv=None) -> int:
                                 "batches_pinned_after": len(pinned)}
     if args.fault:
         result["fault_fired"] = not (work / "fault").exists()
+    if args.reference:
+        result["sample"] = compare(work / "out", args.reference, args.sample)
     if args.check:
         result["check"] = check(work / "out", args.index, qlog, manifests)
         if registered:
@@ -387,7 +443,8 @@ def main(argv=None) -> int:
             result["registered"]["matches"] = sum(1 for r in rows if r["query"] == "mid-stream")
             result["registered"]["only_in_batches_pinned_after"] = batches <= set(pinned)
     print(json.dumps(result, indent=1))
-    return 0 if not args.check or result["check"]["equal"] else 1
+    ok = (not args.check or result["check"]["equal"]) and result.get("sample", {}).get("equal", True)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

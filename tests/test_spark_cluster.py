@@ -110,7 +110,10 @@ def test_the_batch_job_on_the_cluster_survives_a_killed_worker(cluster, drops, t
 
 @spark_test
 def test_the_stream_on_the_cluster_survives_a_killed_worker(cluster, drops, tmp_path):
-    """Mid-stream: batch 0 committed, then a worker dies under batch 1; into a Delta table."""
+    """Mid-stream: batch 0 committed, then a worker dies under batch 1; into a Delta table. With
+    ``--shared-index``: the starting base reaches each executor as a file of its own (``addFile``,
+    named by its content), not as a broadcast through the JVMs (a 1.88 GB one ran the driver's
+    out of heap), and the warm-up says that no worker had to build."""
     pytest.importorskip("deltalake")
     from rtf.spark.delta_output import DeltaOutput
     from tests.test_spark_delta import check_delta_batches
@@ -130,9 +133,11 @@ def test_the_stream_on_the_cluster_survives_a_killed_worker(cluster, drops, tmp_
     feeder.start()
     run = run_job(cluster, fault, "stream", "--input", inbox, "--output", table, "--output-format", "delta",
                   "--checkpoint", tmp_path / "ckpt", "--index", index, "--max-files-per-trigger", "1",
-                  "--trigger-seconds", "0.5", "--stop-when-idle", "3")
+                  "--trigger-seconds", "0.5", "--stop-when-idle", "3", "--shared-index")
     feeder.join()
     assert run.returncode == 0, run.stderr[-3000:]
+    assert "warm-up: 0 Python worker(s) built the engine" in run.stderr
+    assert len({f.name for f in cluster.folder.rglob("stream-base-*.idx")}) == 1  # in the executors' folders
     assert not fault.exists()  # a worker was killed mid-stream
     assert "task(s) ran again after a failed attempt" in run.stderr
     counts = check_delta_batches(table, index)

@@ -56,6 +56,7 @@ from rtf.spark.durable import RecordError
 from rtf.spark.engines import EnginePlan, engine_at, file_key
 from rtf.spark.oplog import QueriesLog
 from rtf.spark.session import use_worker_python
+from rtf.spark.stream_parts import StreamParts, stream_base
 from rtf.spark.stream_state import NEW_STREAM, RESTORE, StreamState
 
 log = logging.getLogger("rtf.spark")
@@ -111,7 +112,7 @@ class StreamJob:
         self.output, self.state, self.log_ops = check_config(config)
         self.shape = {"kind": "documents", "column": "content", "path_column": "path",
                       "format": None, "group_by": config.group_by, "files": True}
-        self._bases: dict[int, object] = {}  # base operation -> broadcast of its bytes
+        self._bases: dict[int, tuple] = {}  # base operation -> (broadcast or shipped file, load)
         self.parts = None  # the query partitions (`rtf.spark.stream_parts.StreamParts`), if any
         self.lineage = ""
         self.stream = ""  # the stream's id (CHECKPOINT/rtf/stream.json), written into every manifest
@@ -143,8 +144,6 @@ class StreamJob:
             self.state.add_base(0, start.data)
         self.lineage = f"{identity['index_sha256']}+{identity['queries_log'] or '-'}"
         if self.config.query_partitions is not None:
-            from rtf.spark.stream_parts import StreamParts
-
             self.parts = StreamParts(self.sc, self.state, self.stream, self.lineage, self.config.query_partitions)
         log.info("stream %s: output %s, checkpoint %s, %d committed batch(es), queries log at "
                  "operation %d", self.stream[:12], self.output.folder, self.state.checkpoint,
@@ -153,11 +152,10 @@ class StreamJob:
     def _log_size(self) -> int:
         return self.log_ops.size() if self.log_ops is not None else 0
 
-    def _base(self, op: int):
-        bc = self._bases.get(op)
-        if bc is None:
-            bc = self._bases[op] = self.sc.broadcast(self.state.base_path(op).read_bytes())
-        return bc
+    def _base(self, op: int) -> tuple:
+        if op not in self._bases:  # (the starting base with shared_index: the daemons map it)
+            self._bases[op] = stream_base(self.sc, self.state.base_path(op), self.config.shared_index and not op)
+        return self._bases[op]
 
     def plan(self, pin: int) -> EnginePlan | list[EnginePlan]:
         """The engine of operation `pin`: the newest base at or below it, and the operations after
@@ -166,7 +164,8 @@ class StreamJob:
             return self.parts.plans(pin, self.log_ops)
         base_op = self.state.newest_base(pin)
         ops = tuple(self.log_ops.read(after=base_op, upto=pin)) if self.log_ops and pin > base_op else ()
-        return EnginePlan(self.lineage, self._base(base_op), base_op, ops, pin, key=file_key(
+        base, load = self._base(base_op)
+        return EnginePlan(self.lineage, base, base_op, ops, pin, load=load, key=file_key(
             path := self.state.base_path(base_op)), source=f"{path.name} (stream base)")
 
     def source(self):
@@ -279,7 +278,7 @@ class StreamJob:
         self.state.add_base(pin, bytes(data))
         old = self._bases.pop(base_op, None)
         if old is not None and base_op != 0:
-            old.unpersist()
+            old[0].unpersist()
         self.state.prune_bases(pin)
         log.info("compacted the queries log: the index at operation %d (%d operations since the "
                  "last base) saved in %.2f s, %d bytes", pin, pin - base_op, time.time() - t, len(data))
@@ -300,7 +299,7 @@ class StreamJob:
         loads = [r.load_s for r in rows if r.load_s > 0]
         report = {"tasks": n, "workers": len({r.worker for r in rows}), "loads": len(loads),
                   "load_s_max": max(loads, default=0.0), "wall_s": time.time() - t}
-        if loads:
+        if loads or self.config.shared_index and not self.batches:  # (the daemons' engines: no load)
             log.info("warm-up: %d Python worker(s) built the engine (at operation %d) in at most "
                      "%.2f s", len(loads), plan.pin, report["load_s_max"])
         return report

@@ -20,16 +20,36 @@ partition.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import shutil
 import time
 from pathlib import Path
 
 from rtf.errors import IndexFileError
 from rtf.io.files import write_atomically
-from rtf.spark.engines import engine_at
-from rtf.spark.index_parts import part_plans, ship, shipped, split_index
+from rtf.spark.engines import engine_at, file_key, load_index
+from rtf.spark.index_parts import load_file, part_plans, ship, shipped, split_index, temp_folder
 
 log = logging.getLogger("rtf.spark")
+
+
+def stream_base(sc, path: Path, as_file: bool) -> tuple[object, object]:
+    """A stream's base index at `path` for its plans (`rtf.spark.engines.EnginePlan`): its
+    ``base`` and ``load``. A broadcast of its bytes, or with `as_file` (the starting base with
+    ``shared_index``, which the executors' daemons map) the file shipped to every executor
+    (``addFile``: streamed to disk, not through the JVMs' heaps -- a broadcast of the 1.88 GB
+    10M index ran the driver's JVM out of memory) under a name of its content (a hard link, or
+    a copy, in this driver's temporary folder), mapped by a worker that must build."""
+    if not as_file:
+        return sc.broadcast(path.read_bytes()), load_index
+    link = temp_folder() / f"stream-base-{file_key(path).rsplit(':', 1)[1][:16]}.idx"
+    if not link.exists():
+        try:
+            os.link(path, link)
+        except OSError:  # (another file system)
+            shutil.copyfile(path, link)
+    return ship(sc, [link])[0], load_file
 
 
 class StreamParts:
