@@ -471,6 +471,37 @@ def test_a_damaged_partition_file_of_a_stream_is_made_again(tmp_path):
     state.close()
 
 
+def test_the_daemons_map_the_newest_base_and_the_partitions_plans_name_their_files(tmp_path):
+    """``--shared-index`` of the stream: the files its daemons map are the base of the log's
+    operation as it starts (after a compaction, that one, not the starting base), split into
+    the K part files with query partitions; each partition's plan names its file's key, so a
+    worker takes the daemon's engine of that file (`rtf.spark.engines.preload`)."""
+    from rtf.spark.engines import file_key
+    from rtf.spark.stream_parts import StreamParts, shared_files
+
+    class Context:  # (what StreamParts asks of a SparkContext)
+        applicationId, added = "app-shared", []
+
+        def addFile(self, path):
+            self.added.append(path)
+
+    state = StreamState(tmp_path)
+    state.open()
+    for op, n in ((0, 3), (4, 5)):
+        engine = Engine("rtfs")
+        for i in range(n):
+            engine.register(Q_RIO, f"q{i}")
+        state.add_base(op, engine.to_bytes())
+    assert shared_files(state, None, 2) == [state.base_path(0)]
+    assert shared_files(state, None, 6) == [state.base_path(4)]  # a restart after a compaction
+    parts = StreamParts(Context(), state, "stream-id", "L", 2)
+    files = shared_files(state, parts, 6)
+    assert files == parts.paths(4) and sum(len(Engine.load(p)) for p in files) == 5
+    plans = parts.plans(6, None)
+    assert [plan.key for plan in plans] == [file_key(p) for p in files] and plans[0].key != plans[1].key
+    state.close()
+
+
 def test_the_newest_base_at_or_below_a_pin(tmp_path):
     state = StreamState(tmp_path)
     state.open()

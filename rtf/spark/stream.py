@@ -56,7 +56,7 @@ from rtf.spark.durable import RecordError
 from rtf.spark.engines import EnginePlan, engine_at, file_key
 from rtf.spark.oplog import QueriesLog
 from rtf.spark.session import use_worker_python
-from rtf.spark.stream_parts import StreamParts, stream_base
+from rtf.spark.stream_parts import StreamParts, shared_files, stream_base
 from rtf.spark.stream_state import NEW_STREAM, RESTORE, StreamState
 
 log = logging.getLogger("rtf.spark")
@@ -153,8 +153,8 @@ class StreamJob:
         return self.log_ops.size() if self.log_ops is not None else 0
 
     def _base(self, op: int) -> tuple:
-        if op not in self._bases:  # (the starting base with shared_index: the daemons map it)
-            self._bases[op] = stream_base(self.sc, self.state.base_path(op), self.config.shared_index and not op)
+        if op not in self._bases:  # (every base with shared_index: a daemon maps the newest at start)
+            self._bases[op] = stream_base(self.sc, self.state.base_path(op), self.config.shared_index)
         return self._bases[op]
 
     def plan(self, pin: int) -> EnginePlan | list[EnginePlan]:
@@ -332,7 +332,7 @@ class StreamJob:
             use_worker_python(self.sc)  # before the first Python task
             self.prepare()
             if self.config.shared_index:  # (the executors' daemons start with the first Python task)
-                share_index(self.sc, [self.state.base_path(0)])
+                share_index(self.sc, shared_files(self.state, self.parts, self._log_size()))
             if self.config.warm_up:
                 self._warm_in_background()  # while the source lists its folder
             query = (self.source().writeStream.foreachBatch(self.on_batch)

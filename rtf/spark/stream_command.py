@@ -126,8 +126,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("--shared-index", action="store_true",
                    help="each executor's Python daemon maps the stream's index (its copy in the "
                         "checkpoint) once, before it forks its Python workers, and they share its engine "
-                        "(rtf.spark.daemon; the checkpoint must be at the same path on every executor's "
-                        "machine; not with --query-partitions yet)")
+                        "(rtf.spark.daemon; with --query-partitions, its K part files; the checkpoint must "
+                        "be at the same path on every executor's machine)")
     p.add_argument("--compact-every", type=int, default=1000, metavar="N",
                    help="save the index anew once N operations followed the last saved one (default 1000)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
@@ -187,10 +187,6 @@ def main(argv: list[str] | None = None, spark=None, prog: str = PROG) -> int:
         compact_every=args.compact_every, warm_up=args.warm_up, keep_warm=args.keep_warm,
         metrics=args.metrics, output_format=args.output_format, query_partitions=args.query_partitions,
         shared_index=args.shared_index)
-    if args.shared_index and args.query_partitions:
-        print(f"{prog}: error: --shared-index with --query-partitions is for rtf spark replay only, "
-              "so far", file=sys.stderr)
-        return 2
     try:
         output, state, log_ops = check_config(config)
         check_checkpoint(config, output, state, log_ops)  # all told before a JVM starts

@@ -36,8 +36,8 @@ log = logging.getLogger("rtf.spark")
 
 def stream_base(sc, path: Path, as_file: bool) -> tuple[object, object]:
     """A stream's base index at `path` for its plans (`rtf.spark.engines.EnginePlan`): its
-    ``base`` and ``load``. A broadcast of its bytes, or with `as_file` (the starting base with
-    ``shared_index``, which the executors' daemons map) the file shipped to every executor
+    ``base`` and ``load``. A broadcast of its bytes, or with `as_file` (every base with
+    ``shared_index``: the executors' daemons map the one of the stream's start) the file shipped to every executor
     (``addFile``: streamed to disk, not through the JVMs' heaps -- a broadcast of the 1.88 GB
     10M index ran the driver's JVM out of memory) under a name of its content (a hard link, or
     a copy, in this driver's temporary folder), mapped by a worker that must build."""
@@ -50,6 +50,15 @@ def stream_base(sc, path: Path, as_file: bool) -> tuple[object, object]:
         except OSError:  # (another file system)
             shutil.copyfile(path, link)
     return ship(sc, [link])[0], load_file
+
+
+def shared_files(state, parts: StreamParts | None, pin: int) -> list[Path]:
+    """What the executors' daemons map with ``--shared-index``: the base of a batch pinned at
+    `pin` (the queries log's length as the stream starts; after a restart, the newest
+    compaction's base, not the starting one), or its K part files with query partitions."""
+    if parts is not None:
+        return parts.paths(parts.split(pin))
+    return [state.base_path(state.newest_base(pin))]
 
 
 class StreamParts:
@@ -96,9 +105,9 @@ class StreamParts:
         """The operation of the newest partitions' base at or below `pin` (perhaps not made yet)."""
         return max([self.state.newest_base(pin), *(op for op in self.ops() if op <= pin)])
 
-    def plans(self, pin: int, log_ops) -> list:
-        """The K plans of a batch pinned at `pin`: the newest partitions' base at or below it
-        (no older than the stream's newest base), and each partition's share of the operations."""
+    def split(self, pin: int) -> int:
+        """The operation of the partitions' base of a batch pinned at `pin` (the newest at or
+        below it, no older than the stream's newest base), its K files made if need be."""
         whole = self.state.newest_base(pin)
         found = [op for op in self.ops() if whole <= op <= pin]
         base_op = next((op for op in reversed(found) if self._usable(op)), None)
@@ -110,9 +119,16 @@ class StreamParts:
             if info["written"]:
                 log.info("split the stream's index at operation %d into %d query partitions in %.2f s",
                          whole, self.k, info["split_s"])
+        return base_op
+
+    def plans(self, pin: int, log_ops) -> list:
+        """The K plans of a batch pinned at `pin`: the partitions' base (`split`) and each
+        partition's share of the operations after it; each plan names its file's key, so that
+        a worker takes the engine its daemon mapped (``--shared-index``, `shared_files`)."""
+        base_op = self.split(pin)
         ops = tuple(log_ops.read(after=base_op, upto=pin)) if log_ops is not None and pin > base_op else ()
-        return part_plans(self.lineage, ship(self.sc, self.paths(base_op)), base_op, ops, pin,
-                          "stream base")
+        paths = self.paths(base_op)
+        return part_plans(self.lineage, ship(self.sc, paths), base_op, ops, pin, "stream base", paths)
 
     def compact(self, spark, plans: list, pin: int) -> None:
         """Save each partition's engine at `pin` (one task per partition) as its new base."""
