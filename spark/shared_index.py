@@ -93,6 +93,10 @@ def sorted_lines(files) -> list[str]:
     return sorted(line for f in files for line in Path(f).read_text(encoding="utf-8").splitlines())
 
 
+#: The runs (``--runs``) and their names in the table.
+RUNS = {"one": "one process", "spark": "spark", "shared": "spark --shared-index"}
+
+
 def main(argv=None) -> int:
     from rtf.io import datasets
 
@@ -106,6 +110,12 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--before", metavar="DIR", help="a checkout whose rtf runs the runs without --shared-index")
     p.add_argument("--work", default="/tmp/rtf-shared")
+    p.add_argument("--runs", nargs="+", choices=RUNS, default=list(RUNS),
+                   help="which runs (default all; at 10M leave out 'spark': four workers' own engines "
+                        "would take ~18 GB)")
+    p.add_argument("replay_args", nargs="*", metavar="-- REPLAY ARG",
+                   help="more arguments of the Spark runs' rtf spark replay (e.g. -- --query-partitions 1 "
+                        "--parts-folder DIR: the index as a file, not broadcast through the driver's JVM)")
     args = p.parse_args(argv)
 
     work = Path(args.work)
@@ -119,7 +129,7 @@ def main(argv=None) -> int:
     ref = None
     rows = []
     for r in range(args.rounds):
-        for name in ("one process", "spark", "spark --shared-index"):
+        for name in (RUNS[run] for run in RUNS if run in args.runs):  # (the reference first)
             out = work / f"out-{r}-{name.replace(' ', '')}"
             shutil.rmtree(out, ignore_errors=True)
             t = time.perf_counter()
@@ -134,7 +144,7 @@ def main(argv=None) -> int:
                 peak, cpu = run([sys.executable, "-m", "rtf.spark", "replay", "--dump", *args.dump, "--index",
                                  str(index), "--master", args.master, "--partitions", str(args.partitions),
                                  "--output-format", "jsonl", "--output", str(out), "--quiet",
-                                 *(["--shared-index"] if shared else [])], spark=True,
+                                 *(["--shared-index"] if shared else []), *args.replay_args], spark=True,
                                 env=None if shared else old_env)
                 m = json.loads((out / "_metrics.json").read_text())
                 lines = [json.dumps({"publication": d["publication"], "queries": sorted(d["queries"])})

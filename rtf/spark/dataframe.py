@@ -87,10 +87,10 @@ _BROADCASTS: dict[tuple[str, str], object] = {}  # (Spark application id, sha256
 class IndexBytes:
     """A saved index's bytes and what the driver knows of them: `sha256`, `source`, `info`."""
 
-    def __init__(self, data: bytes, source: str, info: dict | None = None):
+    def __init__(self, data: bytes, source: str, info: dict | None = None, sha256: str | None = None):
         self.data = data
         self.source = source
-        self.sha256 = hashlib.sha256(data).hexdigest()
+        self.sha256 = sha256 or hashlib.sha256(data).hexdigest()  # (given: known already)
         self.info = info or {}
 
 
@@ -102,6 +102,8 @@ def index_bytes(index, check: bool = True) -> IndexBytes:
     from rtf.engine import Engine
     from rtf.io import store
 
+    if isinstance(index, IndexBytes):  # (made by this function, or from bytes it made: checked)
+        return index
     if isinstance(index, Engine):
         return IndexBytes(index.to_bytes(), "<engine>", {"algorithm": index.algorithm,
                                                          "queries": len(index)})
