@@ -42,6 +42,19 @@ def _workers(root) -> list:
     return out
 
 
+def cpu_seen(root, cpu: dict) -> None:
+    """Note in `cpu` (pid -> seconds) the CPU seconds of `root` and every process under it,
+    as they are now (psutil.NoSuchProcess if `root` has ended)."""
+    import psutil
+
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            cpu[p.pid] = t.user + t.system
+        except psutil.Error:
+            pass
+
+
 def sample(pid: int, stop: threading.Event, peak: dict) -> None:
     import psutil
 
@@ -52,12 +65,7 @@ def sample(pid: int, stop: threading.Event, peak: dict) -> None:
         per_worker = []
         try:
             workers = _workers(root)
-            for p in [root, *root.children(recursive=True)]:
-                try:
-                    t = p.cpu_times()
-                    cpu[p.pid] = t.user + t.system
-                except psutil.Error:
-                    pass
+            cpu_seen(root, cpu)
         except psutil.NoSuchProcess:
             break
         for w in workers:

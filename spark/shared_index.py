@@ -34,6 +34,8 @@ import threading
 import time
 from pathlib import Path
 
+from index_partitions import cpu_seen, sorted_lines  # (spark/, this script's folder)
+
 
 def _python_under(root) -> list:
     """The Python processes under `root`'s JVM (PySpark's daemon and its workers)."""
@@ -55,12 +57,7 @@ def sample(pid: int, spark: bool, stop: threading.Event, peak: dict) -> None:
     while not stop.is_set():
         try:
             procs = _python_under(root) if spark else [root]
-            for p in [root, *root.children(recursive=True)]:
-                try:
-                    t = p.cpu_times()
-                    cpu[p.pid] = t.user + t.system
-                except psutil.Error:
-                    pass
+            cpu_seen(root, cpu)
         except psutil.NoSuchProcess:
             break
         pss = 0
@@ -87,10 +84,6 @@ def run(argv: list[str], spark: bool, env: dict | None = None) -> tuple[dict, fl
     if proc.returncode != 0:
         sys.exit(f"{argv[:4]} failed:\n{err[-3000:]}")
     return peak, sum(peak.pop("cpu", {}).values())
-
-
-def sorted_lines(files) -> list[str]:
-    return sorted(line for f in files for line in Path(f).read_text(encoding="utf-8").splitlines())
 
 
 #: The runs (``--runs``) and their names in the table.

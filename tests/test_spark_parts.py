@@ -445,15 +445,21 @@ def test_query_partitions_of_an_index_and_its_log_answer_as_the_whole(base, step
     _fresh_slot()
 
 
-def test_a_damaged_partition_file_of_a_stream_is_made_again(tmp_path):
-    from rtf.spark.stream_parts import StreamParts
-
-    class Context:  # (what StreamParts asks of a SparkContext)
-        applicationId, added = "app", []
+def _context(app: str) -> type:
+    """A class standing for a SparkContext, as StreamParts asks of one (the files added)."""
+    class Context:
+        applicationId, added = app, []
 
         def addFile(self, path):
             self.added.append(path)
 
+    return Context
+
+
+def test_a_damaged_partition_file_of_a_stream_is_made_again(tmp_path):
+    from rtf.spark.stream_parts import StreamParts
+
+    Context = _context("app")
     state = StreamState(tmp_path)
     state.open()
     engine = Engine("rtfs")
@@ -479,12 +485,7 @@ def test_the_daemons_map_the_newest_base_and_the_partitions_plans_name_their_fil
     from rtf.spark.engines import file_key
     from rtf.spark.stream_parts import StreamParts, shared_files
 
-    class Context:  # (what StreamParts asks of a SparkContext)
-        applicationId, added = "app-shared", []
-
-        def addFile(self, path):
-            self.added.append(path)
-
+    Context = _context("app-shared")
     state = StreamState(tmp_path)
     state.open()
     for op, n in ((0, 3), (4, 5)):
