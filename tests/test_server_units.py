@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import sqlite3
 import tempfile
@@ -342,6 +343,62 @@ def test_a_snapshot_is_saved_by_a_forked_process_while_the_engine_goes_on(tmp_pa
     again = Registry(tmp_path)
     assert (again.startup["from"], again.startup["replayed"], len(again.engine)) == ("snapshot", 1, 5)
     again.close()
+
+
+def test_a_snapshot_that_cannot_be_written_is_told_and_its_process_ends(tmp_path, monkeypatch):
+    """A save that fails in the forked process (a full disk) raises its error here, and the
+    process ends: it ignores stop signals only while it saves."""
+    registry = Registry(tmp_path)
+    registry.put("q0", query(WORDS[0]), "alice")
+
+    def full(engine, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Engine, "save", full)
+    errors: list = []
+
+    def snapshot():
+        try:
+            registry.snapshot()
+        except OSError as e:
+            errors.append(e)
+
+    attempt = threading.Thread(target=snapshot, daemon=True)
+    attempt.start()
+    attempt.join(60)
+    assert not attempt.is_alive() and [e.errno for e in errors] == [28]
+    registry.close()
+
+
+def _sockets_open(_) -> int:
+    """(In a forked process) how many of its file descriptors are sockets; a stop signal
+    ends it again (`_keep` ignores it until the task is done, as `_save_kept` does)."""
+    import signal
+    import stat
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    return sum(stat.S_ISSOCK(os.fstat(int(fd)).st_mode) for fd in os.listdir("/proc/self/fd")
+               if os.path.exists(f"/proc/self/fd/{fd}"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+def test_the_snapshot_process_holds_none_of_the_servers_sockets():
+    """A snapshot's forked process closes the sockets it inherited: were the server killed
+    while it saves, a server started again could not bind its port until it ended."""
+    from rtf.io.processes import forked_pool
+    from rtf.server.registry import _keep
+
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen()
+    try:
+        with forked_pool(1, _keep, (Engine(),)) as saver:
+            ((_, held),) = saver.ordered_map(_sockets_open, [None], 1)
+        with forked_pool(1) as plain:  # (the same without `_keep`: the socket is inherited)
+            ((_, inherited),) = plain.ordered_map(_sockets_open, [None], 1)
+    finally:
+        listening.close()
+    assert held == 0 and inherited >= 1
 
 
 def test_a_start_from_a_snapshot_or_an_import_decodes_no_query_model(tmp_path, monkeypatch):

@@ -35,6 +35,7 @@ import logging
 import os
 import signal
 import sqlite3
+import stat
 import sys
 import threading
 from collections.abc import Mapping
@@ -530,20 +531,27 @@ _KEPT: list[Engine] = []  # the engine a snapshot's forked process saves
 
 def _keep(engine: Engine) -> None:
     """In the forked process: keep `engine`; no collection (it would touch, so copy, the
-    whole index), and a stop signal to the server's group lets the save finish (the
-    process ends when the server closes its pipe, or at once if the server is gone)."""
+    whole index); a stop signal to the server's group lets the save finish (the process
+    ends when the server closes its pipe, or once saved if the server is gone); and the
+    server's sockets closed: a server restarted meanwhile could not bind its port."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.disable()
+    with suppress(OSError):  # (no /dev/fd: nothing closed)
+        for fd in map(int, os.listdir("/dev/fd")):
+            with suppress(OSError):  # (the listing's own descriptor, gone)
+                if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                    os.close(fd)
     _KEPT.append(engine)
 
 
 def _save_kept(path: str) -> int:
-    """In the forked process: save the engine; then a stop signal ends it again (the pool
-    stops it so once the size is back)."""
-    size = _KEPT[0].save(path)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    return size
+    """In the forked process: save the engine; then, saved or not (a full disk), a stop
+    signal ends it again: the pool stops it so once the answer is back."""
+    try:
+        return _KEPT[0].save(path)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _restore(engine: Engine, old) -> None:
