@@ -81,17 +81,27 @@ def _bytes(parts: list[bytes]) -> np.ndarray:
     return np.frombuffer(b"".join(parts), dtype=np.uint8)
 
 
+def inflated_texts(compressed, size: int) -> np.ndarray:
+    """The texts' bytes of a `query_sections` ``texts`` section (`compressed`), which are
+    `size` bytes (its ``text_offsets``' last): ValueError unless it is one whole zlib
+    stream of exactly that many."""
+    inflate = zlib.decompressobj()
+    try:
+        raw = inflate.decompress(compressed, size)
+    except zlib.error as e:
+        raise ValueError(f"the saved query texts cannot be decoded: {e}") from None
+    if not inflate.eof or inflate.unused_data or len(raw) != size:
+        raise ValueError("the saved query texts are not one per query")
+    return np.frombuffer(raw, dtype=np.uint8)
+
+
 def read_texts(arrays: dict[str, np.ndarray]) -> list[str | None]:
     """The queries' texts `query_sections` wrote (ValueError if malformed)."""
     offsets, has_text = arrays[PREFIX + "text_offsets"], arrays[PREFIX + "has_text"]
-    inflate = zlib.decompressobj()
-    try:
-        raw = inflate.decompress(arrays[PREFIX + "texts"].tobytes(), int(offsets[-1]) if len(offsets) else 0)
-    except zlib.error as e:
-        raise ValueError(f"the saved query texts cannot be decoded: {e}") from None
-    if not inflate.eof or inflate.unused_data or len(has_text) != len(offsets) - 1:
+    raw = inflated_texts(arrays[PREFIX + "texts"].tobytes(), int(offsets[-1]) if len(offsets) else 0)
+    if len(has_text) != len(offsets) - 1:
         raise ValueError("the saved query texts are not one per query")
-    texts = sections.read_strings(offsets, np.frombuffer(raw, dtype=np.uint8), "the query texts")
+    texts = sections.read_strings(offsets, raw, "the query texts")
     return [text if held else None for text, held in zip(texts, has_text.tolist())]
 
 

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import zlib
+from contextlib import suppress
 
 import numpy as np
 
 from rtf.io import sections
-from rtf.io.query_columns import PREFIX
+from rtf.io.query_columns import PREFIX, inflated_texts
 from rtf.matching.restoring import loaded_sections
 
 #: Row numbers (`seq`) compared at a time (SQLite makes one string of each column's values per range).
@@ -202,7 +202,6 @@ class _Held:
         self.subscriber_names = [b""] + [name.encode() for name in names]  # (code -1: none)
         self.subscriber_lengths = np.array([-1] + [len(b) for b in self.subscriber_names[1:]], dtype=np.int64)
         self.compressed = a["texts"]
-        self._ids: list[str] | None = None
         self.usable = True
 
     def id(self, k: int) -> str:
@@ -231,13 +230,8 @@ class _Inflated(threading.Thread):
         self.compressed, self.size, self.raw = compressed, size, None
 
     def run(self) -> None:
-        try:
-            inflate = zlib.decompressobj()
-            raw = inflate.decompress(self.compressed, self.size)
-            if inflate.eof and not inflate.unused_data and len(raw) == self.size:
-                self.raw = np.frombuffer(raw, dtype=np.uint8)
-        except zlib.error:
-            pass
+        with suppress(ValueError):  # (malformed: no text, so nothing compares equal)
+            self.raw = inflated_texts(self.compressed, self.size)
         self.compressed = None
 
     def result(self) -> np.ndarray:
