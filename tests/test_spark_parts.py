@@ -483,7 +483,7 @@ def test_the_daemons_map_the_newest_base_and_the_partitions_plans_name_their_fil
     the K part files with query partitions; each partition's plan names its file's key, so a
     worker takes the daemon's engine of that file (`rtf.spark.engines.preload`)."""
     from rtf.spark.engines import file_key
-    from rtf.spark.stream_parts import StreamParts, shared_files
+    from rtf.spark.stream_parts import StreamParts, shared_files, stream_base
 
     Context = _context("app-shared")
     state = StreamState(tmp_path)
@@ -493,6 +493,8 @@ def test_the_daemons_map_the_newest_base_and_the_partitions_plans_name_their_fil
         for i in range(n):
             engine.register(Q_RIO, f"q{i}")
         state.add_base(op, engine.to_bytes())
+    shipped, _ = stream_base(Context(), state.base_path(4), True)  # (every base, with --shared-index)
+    shipped.unpersist()  # (what a compaction does to the base it replaces: nothing to free)
     assert shared_files(state, None, 2) == [state.base_path(0)]
     assert shared_files(state, None, 6) == [state.base_path(4)]  # a restart after a compaction
     parts = StreamParts(Context(), state, "stream-id", "L", 2)

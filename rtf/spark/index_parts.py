@@ -134,6 +134,10 @@ class PartFile:
 
         return SparkFiles.get(self.name)
 
+    def unpersist(self) -> None:
+        """As a broadcast's, when the stream drops an old base (`rtf.spark.stream`): nothing
+        to free, a file shipped stays with the executors."""
+
 
 def load_file(path: str, source: str):
     """The engine of the saved index at `path`, mapped (`Engine.load`)."""

@@ -112,7 +112,7 @@ class StreamJob:
         self.output, self.state, self.log_ops = check_config(config)
         self.shape = {"kind": "documents", "column": "content", "path_column": "path",
                       "format": None, "group_by": config.group_by, "files": True}
-        self._bases: dict[int, tuple] = {}  # base operation -> (broadcast or shipped file, load)
+        self._bases: dict[int, tuple] = {}  # base operation -> (broadcast or shipped file, load, key)
         self.parts = None  # the query partitions (`rtf.spark.stream_parts.StreamParts`), if any
         self.lineage = ""
         self.stream = ""  # the stream's id (CHECKPOINT/rtf/stream.json), written into every manifest
@@ -154,7 +154,8 @@ class StreamJob:
 
     def _base(self, op: int) -> tuple:
         if op not in self._bases:  # (every base with shared_index: a daemon maps the newest at start)
-            self._bases[op] = stream_base(self.sc, self.state.base_path(op), self.config.shared_index)
+            path = self.state.base_path(op)
+            self._bases[op] = (*stream_base(self.sc, path, self.config.shared_index), file_key(path))
         return self._bases[op]
 
     def plan(self, pin: int) -> EnginePlan | list[EnginePlan]:
@@ -164,9 +165,9 @@ class StreamJob:
             return self.parts.plans(pin, self.log_ops)
         base_op = self.state.newest_base(pin)
         ops = tuple(self.log_ops.read(after=base_op, upto=pin)) if self.log_ops and pin > base_op else ()
-        base, load = self._base(base_op)
-        return EnginePlan(self.lineage, base, base_op, ops, pin, load=load, key=file_key(
-            path := self.state.base_path(base_op)), source=f"{path.name} (stream base)")
+        base, load, key = self._base(base_op)  # (the file's key read once a base, not each batch)
+        return EnginePlan(self.lineage, base, base_op, ops, pin, load=load, key=key,
+                          source=f"{self.state.base_path(base_op).name} (stream base)")
 
     def source(self):
         reader = (self.spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
